@@ -1,0 +1,38 @@
+package io.mcctl.cli;
+
+/**
+ * The exit codes of mcctl, listed in {@code mcctl --help}. fsck has its own, after fsck(8).
+ */
+public final class ExitCodes {
+
+    public static final int OK = 0;
+    /** The operation ran and failed (an IO error, a refused request). */
+    public static final int FAILED = 1;
+    /** Bad input: an unknown option, an invalid value or setting. Nothing was changed. */
+    public static final int USAGE = 2;
+    /** A key, object or file that was asked for does not exist. */
+    public static final int NOT_FOUND = 3;
+    /** The master or the shared mount cannot be reached. */
+    public static final int UNAVAILABLE = 4;
+    /** Stored bytes failed their checksum. */
+    public static final int CORRUPT = 5;
+    /** The command is registered but not built in this version. */
+    public static final int NOT_BUILT = 64;
+    /** A bug in mcctl: run again with -x and report the stack trace. */
+    public static final int INTERNAL = 70;
+
+    /** The table {@code mcctl --help} ends with (picocli footer lines; %n is a line break). */
+    public static final String HELP_TABLE = "Exit codes:%n"
+            + "  0   OK%n"
+            + "  1   FAILED       the operation ran and failed%n"
+            + "  2   USAGE        bad input or an invalid setting; nothing was changed%n"
+            + "  3   NOT_FOUND    the key, object or file asked for does not exist%n"
+            + "  4   UNAVAILABLE  the master or the shared mount cannot be reached%n"
+            + "  5   CORRUPT      stored bytes failed their checksum%n"
+            + "  64  NOT_BUILT    the command is not built in this version%n"
+            + "  70  INTERNAL     a bug in mcctl (run again with -x and report it)%n"
+            + "  fsck uses fsck(8) codes: 0 clean, 1 corrected, 4 left uncorrected, 8 operational error";
+
+    private ExitCodes() {
+    }
+}

@@ -1,0 +1,97 @@
+package io.mcctl.cli;
+
+import io.mcctl.storage.config.ConfigException;
+import io.mcctl.storage.io.BucketFileMissingException;
+import io.mcctl.storage.io.ChecksumMismatchException;
+import io.mcctl.storage.layout.LayoutMismatchException;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.NoSuchFileException;
+import java.util.Map;
+import picocli.CommandLine;
+import picocli.CommandLine.Help.Ansi;
+
+/** Entry point of the mcctl binary. */
+public final class Main {
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
+        PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
+        int code = run(args, System.getenv(), out, err);
+        out.flush();
+        err.flush();
+        System.exit(code);
+    }
+
+    /** Runs one command line and returns its exit code; what it prints goes to {@code out} and {@code err}. */
+    public static int run(String[] args, Map<String, String> environment, PrintWriter out, PrintWriter err) {
+        return commandLine(environment, out, err).execute(args);
+    }
+
+    /** The configured command tree, for {@link #run} and for tools that read the model (completion, docs). */
+    public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err) {
+        McctlCommand root = new McctlCommand(environment);
+        CommandLine commandLine = new CommandLine(root);
+        SettingsOptions.install(commandLine);
+        commandLine.setOut(out);
+        commandLine.setErr(err);
+        commandLine.setCaseInsensitiveEnumValuesAllowed(true);
+        commandLine.setUsageHelpAutoWidth(true);
+        commandLine.setUsageHelpLongOptionsMaxWidth(30);
+        boolean colour = !environment.containsKey("NO_COLOR");
+        commandLine.setColorScheme(CommandLine.Help.defaultColorScheme(colour ? Ansi.AUTO : Ansi.OFF));
+        commandLine.setParameterExceptionHandler((ex, args) -> {
+            CommandLine failed = ex.getCommandLine();
+            err.println("mcctl: error: " + ex.getMessage());
+            err.println("Try '" + failed.getCommandSpec().qualifiedName() + " --help' for usage.");
+            err.flush();
+            return ExitCodes.USAGE;
+        });
+        commandLine.setExecutionExceptionHandler((ex, failed, parseResult) -> {
+            int code = exitCodeOf(ex);
+            String message = ex.getMessage() == null || ex.getMessage().isBlank() ? ex.getClass().getSimpleName() : ex.getMessage();
+            if (code == ExitCodes.INTERNAL) {
+                message = "internal error: " + ex.getClass().getName() + ": " + message + " (run again with -x and report the stack trace)";
+            } else if (ex instanceof NoSuchFileException missing) {
+                message = "no such file: " + missing.getFile();
+            } else if (ex instanceof AccessDeniedException denied) {
+                message = "permission denied: " + denied.getFile();
+            }
+            err.println("mcctl: error: " + message.lines().findFirst().orElse(message));
+            if (root.stacktrace) {
+                ex.printStackTrace(err);
+            }
+            err.flush();
+            return code;
+        });
+        return commandLine;
+    }
+
+    static int exitCodeOf(Throwable ex) {
+        if (ex instanceof CliException cli) {
+            return cli.exitCode();
+        }
+        if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException) {
+            return ExitCodes.USAGE;
+        }
+        if (ex instanceof BucketFileMissingException) {
+            return ExitCodes.UNAVAILABLE;
+        }
+        if (ex instanceof ChecksumMismatchException) {
+            return ExitCodes.CORRUPT;
+        }
+        if (ex instanceof NoSuchFileException) {
+            return ExitCodes.NOT_FOUND;
+        }
+        if (ex instanceof IOException) {
+            return ExitCodes.FAILED;
+        }
+        return ExitCodes.INTERNAL;
+    }
+}

@@ -1,0 +1,49 @@
+package io.mcctl.cli;
+
+import io.mcctl.cli.command.BenchCommand;
+import io.mcctl.cli.command.BitmapCommand;
+import io.mcctl.cli.command.CompletionCommand;
+import io.mcctl.cli.command.ConfigCommand;
+import io.mcctl.cli.command.FsckCommand;
+import io.mcctl.cli.command.GetCommand;
+import io.mcctl.cli.command.LsCommand;
+import io.mcctl.cli.command.MasterCommand;
+import io.mcctl.cli.command.MountCommand;
+import io.mcctl.cli.command.OffloadCommand;
+import io.mcctl.cli.command.RmCommand;
+import io.mcctl.cli.command.ShellCommand;
+import io.mcctl.cli.command.SnapshotCommand;
+import io.mcctl.cli.command.StatCommand;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ScopeType;
+
+/** The root command: global options, and the environment every subcommand resolves settings from. */
+@Command(name = "mcctl", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        synopsisSubcommandLabel = "COMMAND",
+        description = {"mcctl runs and operates a page-mode distributed disk tier for LLM KV caches: a master allocates "
+                + "pages in large shared bucket files; any node writes with pwrite and reads with a direct pread, with no hop "
+                + "through the node that wrote the data.", ""},
+        footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."},
+        subcommands = {MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class, LsCommand.class,
+                StatCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
+                BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class})
+public final class McctlCommand extends GroupCommand {
+
+    @Option(names = {"-x", "--stacktrace"}, scope = ScopeType.INHERIT,
+            description = "On error, print the stack trace as well as the one-line message.")
+    boolean stacktrace;
+
+    private final Map<String, String> environment;
+
+    McctlCommand(Map<String, String> environment) {
+        this.environment = Map.copyOf(environment);
+    }
+
+    /** The environment the command line runs with (the process's, or one a test or the shell passes). */
+    public static Map<String, String> environment(CommandSpec spec) {
+        return ((McctlCommand) spec.root().userObject()).environment;
+    }
+}

@@ -1,0 +1,10 @@
+package io.mcctl.cli.command;
+
+import io.mcctl.cli.GroupCommand;
+import picocli.CommandLine.Command;
+
+/** {@code mcctl bench}: lists its subcommands. */
+@Command(name = "bench", mixinStandardHelpOptions = true, description = "Benchmarks; figures belong in docs/benchmarks.md.",
+        synopsisSubcommandLabel = "COMMAND", subcommands = {BenchAllocatorCommand.class, BenchMasterCommand.class, BenchIoCommand.class, BenchRestartCommand.class})
+public final class BenchCommand extends GroupCommand {
+}

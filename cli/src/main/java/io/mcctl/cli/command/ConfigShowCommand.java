@@ -1,0 +1,64 @@
+package io.mcctl.cli.command;
+
+import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.SettingsOptions;
+import io.mcctl.cli.Table;
+import io.mcctl.storage.config.EffectiveConfig;
+import io.mcctl.storage.config.Setting;
+import io.mcctl.storage.config.StorageSettings;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/** {@code mcctl config show}: every setting in force, its value and where the value came from. */
+@Command(name = "show", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Print the effective settings and each value's source.",
+                "Precedence: flag > environment > YAML file (--config or $MCCTL_CONFIG) > default."})
+public final class ConfigShowCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    OutputMixin output;
+
+    @Override
+    public List<Setting<?>> settings() {
+        return StorageSettings.ALL;
+    }
+
+    @Override
+    public Integer call() {
+        EffectiveConfig config = SettingsOptions.resolve(spec, settings());
+        StorageSettings.layout(config); // settings that are invalid together fail here, as at start
+        if (output.json()) {
+            List<Map<String, Object>> rows = new ArrayList<>();
+            for (EffectiveConfig.Entry entry : config.entries()) {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("key", entry.setting().key());
+                row.put("value", entry.value() instanceof java.nio.file.Path ? entry.value().toString() : entry.value());
+                row.put("text", entry.formattedValue());
+                row.put("source", entry.source().name().toLowerCase());
+                row.put("source_detail", entry.sourceDetail());
+                row.put("env", entry.setting().envName());
+                row.put("flag", entry.setting().flag());
+                rows.add(row);
+            }
+            spec.commandLine().getOut().println(OutputMixin.toJson(Map.of("settings", rows)));
+        } else {
+            Table table = new Table("SETTING", "VALUE", "SOURCE", "ENVIRONMENT");
+            for (EffectiveConfig.Entry entry : config.entries()) {
+                table.row(entry.setting().key(), entry.formattedValue(), entry.describeSource(), entry.setting().envName());
+            }
+            spec.commandLine().getOut().print(table.render());
+        }
+        spec.commandLine().getOut().flush();
+        return 0;
+    }
+}
