@@ -1,5 +1,6 @@
 package io.mcctl.cli;
 
+import io.mcctl.master.client.MasterException;
 import io.mcctl.storage.config.ConfigException;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
@@ -21,6 +22,11 @@ public final class Main {
     }
 
     public static void main(String[] args) {
+        // Log lines carry a timestamp and go to stderr, so stdout stays the command's own output.
+        System.setProperty("org.slf4j.simpleLogger.showDateTime", System.getProperty("org.slf4j.simpleLogger.showDateTime", "true"));
+        System.setProperty("org.slf4j.simpleLogger.dateTimeFormat",
+                System.getProperty("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"));
+        System.setProperty("org.slf4j.simpleLogger.log.io.grpc", System.getProperty("org.slf4j.simpleLogger.log.io.grpc", "warn"));
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
         PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
         int code = run(args, System.getenv(), out, err);
@@ -76,6 +82,16 @@ public final class Main {
     static int exitCodeOf(Throwable ex) {
         if (ex instanceof CliException cli) {
             return cli.exitCode();
+        }
+        if (ex instanceof MasterException master) {
+            if (master.unreachable()) {
+                return ExitCodes.UNAVAILABLE;
+            }
+            return switch (master.code()) {
+                case OBJECT_NOT_FOUND -> ExitCodes.NOT_FOUND;
+                case INVALID_PARAMS -> ExitCodes.USAGE;
+                default -> ExitCodes.FAILED;
+            };
         }
         if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException) {
             return ExitCodes.USAGE;

@@ -83,7 +83,7 @@ public final class AllocatorBenchmark {
         LiveRuns start = fragmentedState(benchCase);
         BitmapPageAllocator ours = restore(new BitmapPageAllocator(benchCase.pages()), start);
         double startFill = (double) ours.allocatedCount() / benchCase.pages();
-        double fragmentation = FreeSpaceReport.of(ours, 4096).fragmentationScore();
+        double fragmentation = FreeSpaceReport.of(ours, 4096, 64 << 10).fragmentationScore();
 
         // Warm-up on throwaway copies so both loops run compiled code.
         steadyState(restore(new BitmapPageAllocator(benchCase.pages()), start), start.copy(), 50_000, Long.MAX_VALUE, seed + 1);

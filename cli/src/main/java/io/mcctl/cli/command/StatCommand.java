@@ -1,9 +1,105 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.NotBuiltCommand;
+import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.ExitCodes;
+import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.Table;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.master.proto.v1.Replica;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
-/** {@code stat}: registered so the whole tool shows in help; not built in this version. */
-@Command(name = "stat", mixinStandardHelpOptions = true, description = "Show a key's replicas: file, offset, size, bucket, pages, CRC32C. (Not built in this version.)")
-public final class StatCommand extends NotBuiltCommand {
+/** {@code mcctl stat}: a key's replicas, best first. */
+@Command(name = "stat", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Show a key's replicas, best first: type, status, file, offset, size, bucket, pages, CRC32C.")
+public final class StatCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    ClientOptions client;
+
+    @Mixin
+    OutputMixin output;
+
+    @Parameters(index = "0", paramLabel = "KEY", description = "Key to describe.")
+    String key;
+
+    @Override
+    public Integer call() {
+        String tenant = client.tenant();
+        List<Replica> replicas;
+        GetLayoutResponse layout;
+        try (MasterClient master = client.connect(spec)) {
+            replicas = master.replicaList(tenant, key).getReplicasList();
+            layout = master.layout();
+        }
+        BucketLayout geometry = new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(),
+                layout.getBucketSize());
+        PrintWriter out = spec.commandLine().getOut();
+        if (output.json()) {
+            List<Map<String, Object>> rows = new ArrayList<>();
+            for (Replica replica : replicas) {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("type", replica.getType().name());
+                row.put("status", replica.getStatus().name());
+                if (replica.hasDistributedDisk()) {
+                    row.putAll(place(geometry, replica.getDistributedDisk()));
+                }
+                rows.add(row);
+            }
+            Map<String, Object> report = new LinkedHashMap<>();
+            report.put("tenant", tenant);
+            report.put("key", key);
+            report.put("replicas", rows);
+            out.println(OutputMixin.toJson(report));
+        } else {
+            Table table = new Table("TYPE", "STATUS", "FILE", "OFFSET", "SIZE", "BUCKET", "PAGES", "CRC32C");
+            for (Replica replica : replicas) {
+                DistributedDiskDescriptor d = replica.getDistributedDisk();
+                Map<String, Object> p = place(geometry, d);
+                table.row(replica.getType().name(), replica.getStatus().name(), d.getFilePath(), d.getOffset(), d.getObjectSize(),
+                        p.get("bucket"), p.get("pages"), p.get("crc32c"));
+            }
+            out.print(table.render());
+        }
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    static Map<String, Object> place(BucketLayout layout, DistributedDiskDescriptor d) {
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("file", d.getFilePath());
+        row.put("offset", d.getOffset());
+        row.put("size", d.getObjectSize());
+        row.put("bucket", layout.bucketOf(Path.of(d.getFilePath())).orElse(-1));
+        row.put("first_page", d.getOffset() / layout.pageSize());
+        row.put("pages", layout.pagesFor(d.getObjectSize()));
+        row.put("crc32c", String.format("%08x", d.getCrc32C()));
+        return row;
+    }
+
+    static Map<String, Object> describe(String key, DistributedDiskDescriptor d) {
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("key", key);
+        row.put("file", d.getFilePath());
+        row.put("offset", d.getOffset());
+        row.put("size", d.getObjectSize());
+        row.put("crc32c", String.format("%08x", d.getCrc32C()));
+        return row;
+    }
 }

@@ -36,19 +36,28 @@ public final class FreeSpaceReport {
     }
 
     /**
-     * Builds the report in one pass over the free runs.
-     *
-     * @param regionPages pages per region of the region map (the last region may be shorter)
+     * Builds the report with run lengths scored as if a page were one byte (all runs "small" in
+     * {@link FragmentationScore}'s terms).
      */
     public static FreeSpaceReport of(FreeRunSource source, long regionPages) {
+        return of(source, regionPages, 1);
+    }
+
+    /**
+     * Builds the report in one pass over the free runs, scoring fragmentation by bytes.
+     *
+     * @param regionPages pages per region of the region map (the last region may be shorter)
+     * @param pageSize    bytes per page, for the fragmentation score
+     */
+    public static FreeSpaceReport of(FreeRunSource source, long regionPages, long pageSize) {
         if (regionPages < 1) {
             throw new IllegalArgumentException("region size " + regionPages + " pages: must be at least 1");
         }
         long pageCount = source.pageCount();
-        int regionCount = (int) ((pageCount + regionPages - 1) / regionPages);
+        int regionCount = (int) (pageCount / regionPages + (pageCount % regionPages == 0 ? 0 : 1));
         long[] freeInRegion = new long[regionCount];
         long[] histogram = new long[64];
-        FragmentationScore score = new FragmentationScore();
+        FragmentationScore score = new FragmentationScore(pageSize);
         long[] totals = new long[3]; // free pages, runs, largest
         source.forEachFreeRun((first, length) -> {
             totals[0] += length;

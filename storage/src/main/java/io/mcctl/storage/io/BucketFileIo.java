@@ -99,26 +99,29 @@ public final class BucketFileIo {
     }
 
     private int writeOnce(Path file, ByteBuffer src, long position) throws IOException {
-        FileChannel channel = pool.channel(file);
-        try {
-            return channel.write(src, position);
-        } catch (ClosedChannelException e) {
-            if (Thread.currentThread().isInterrupted()) {
-                throw e;
+        while (true) {
+            FileChannel channel = pool.channel(file);
+            try {
+                return channel.write(src, position);
+            } catch (ClosedChannelException e) {
+                // Another thread's interrupt closed the shared channel; unless it was ours, open it again.
+                if (Thread.currentThread().isInterrupted()) {
+                    throw e;
+                }
             }
-            return pool.reopen(file).write(src, position); // closed by another thread's interrupt
         }
     }
 
     private int readOnce(Path file, ByteBuffer dst, long position) throws IOException {
-        FileChannel channel = pool.channel(file);
-        try {
-            return channel.read(dst, position);
-        } catch (ClosedChannelException e) {
-            if (Thread.currentThread().isInterrupted()) {
-                throw e;
+        while (true) {
+            FileChannel channel = pool.channel(file);
+            try {
+                return channel.read(dst, position);
+            } catch (ClosedChannelException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw e;
+                }
             }
-            return pool.reopen(file).read(dst, position);
         }
     }
 }

@@ -36,6 +36,35 @@ public final class DurableFiles {
         fsyncDirectory(dir);
     }
 
+    /**
+     * Creates {@code target} with {@code content} unless it exists, atomically: the content is written and
+     * fsynced under a temp name, then hard-linked to the target name, which fails if another process got
+     * there first. Readers never see a partial file.
+     *
+     * @return true when this call created the file, false when it already existed
+     */
+    public static boolean createAtomically(Path target, byte[] content) throws IOException {
+        Path dir = target.toAbsolutePath().getParent();
+        Path temp = dir.resolve(target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-" + Thread.currentThread().getId());
+        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+            ByteBuffer buffer = ByteBuffer.wrap(content);
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
+            }
+            channel.force(true);
+        }
+        try {
+            Files.createLink(target, temp);
+            fsyncDirectory(dir);
+            return true;
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            return false;
+        } finally {
+            Files.deleteIfExists(temp);
+        }
+    }
+
     /** Makes a rename or create inside {@code dir} durable. Filesystems that refuse to open a directory are skipped. */
     public static void fsyncDirectory(Path dir) throws IOException {
         try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {

@@ -57,13 +57,12 @@ public final class LayoutFile {
      */
     public static Record loadOrCreate(BucketLayout layout) throws IOException {
         Path file = layout.layoutFile();
-        Record record;
-        if (Files.exists(file)) {
-            record = read(file);
-        } else {
-            record = new Record(UUID.randomUUID().toString(), FORMAT_VERSION, layout.bucketCount(), layout.pageSize(), layout.bucketSize());
-            DurableFiles.writeAtomically(file, JSON.writeValueAsBytes(record));
+        if (!Files.exists(file)) {
+            // Two nodes initialising an empty root at once: exactly one record wins, both then read it.
+            Record fresh = new Record(UUID.randomUUID().toString(), FORMAT_VERSION, layout.bucketCount(), layout.pageSize(), layout.bucketSize());
+            DurableFiles.createAtomically(file, JSON.writeValueAsBytes(fresh));
         }
+        Record record = read(file);
         check(record, layout, file);
         return record;
     }

@@ -1,0 +1,230 @@
+package io.mcctl.master.client;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.AllocateDistributedPageResponse;
+import io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchAllocateDistributedPageResponse;
+import io.mcctl.master.proto.v1.BatchExistKeyRequest;
+import io.mcctl.master.proto.v1.BatchExistKeyResponse;
+import io.mcctl.master.proto.v1.BatchFreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchFreeDistributedPageResponse;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.BatchRemoveRequest;
+import io.mcctl.master.proto.v1.BatchRemoveResponse;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.ExistKeyRequest;
+import io.mcctl.master.proto.v1.FreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.GetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.GetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.GetLayoutRequest;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.master.proto.v1.GetReplicaListRequest;
+import io.mcctl.master.proto.v1.GetReplicaListResponse;
+import io.mcctl.master.proto.v1.GetStatsRequest;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.master.proto.v1.ListKeysRequest;
+import io.mcctl.master.proto.v1.ListKeysResponse;
+import io.mcctl.master.proto.v1.MasterServiceGrpc;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
+import io.mcctl.master.proto.v1.RemoveRequest;
+import io.mcctl.master.server.WireErrors;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The master's client for any JVM program: every call has a deadline; calls that only read are retried
+ * when the master is briefly unavailable, calls that change state never are (a retried allocate or notify
+ * could act twice). Failures are {@link MasterException}s carrying the Mooncake error code.
+ *
+ * <p>Thread-safe; one instance per process is enough (gRPC multiplexes calls on one connection).
+ */
+public final class MasterClient implements AutoCloseable {
+
+    public static final String DEFAULT_TARGET = "localhost:50051";
+    private static final int READ_ATTEMPTS = 3;
+
+    private final String target;
+    private final ManagedChannel channel;
+    private final MasterServiceGrpc.MasterServiceBlockingStub stub;
+    private final Duration callTimeout;
+
+    public MasterClient(String target, Duration callTimeout) {
+        this.target = checkTarget(target);
+        this.callTimeout = callTimeout;
+        this.channel = NettyChannelBuilder.forTarget(target).usePlaintext().maxInboundMessageSize(64 << 20)
+                .directExecutor() // blocking stubs wait on the caller's thread; responses need no extra hand-off
+                .build();
+        this.stub = MasterServiceGrpc.newBlockingStub(channel);
+    }
+
+    public MasterClient(String target) {
+        this(target, Duration.ofSeconds(10));
+    }
+
+    /** Checks that {@code target} has the form host:port. */
+    public static String checkTarget(String target) {
+        int colon = target == null ? -1 : target.lastIndexOf(':');
+        boolean ok = colon > 0 && colon < target.length() - 1;
+        if (ok) {
+            try {
+                int port = Integer.parseInt(target.substring(colon + 1));
+                ok = port > 0 && port <= 65535;
+            } catch (NumberFormatException e) {
+                ok = false;
+            }
+        }
+        if (!ok) {
+            throw new IllegalArgumentException("invalid master address '" + target + "': allowed is host:port, e.g. " + DEFAULT_TARGET);
+        }
+        return target;
+    }
+
+    public String target() {
+        return target;
+    }
+
+    private MasterServiceGrpc.MasterServiceBlockingStub stub() {
+        return stub.withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private <T> T mutate(Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (StatusRuntimeException e) {
+            throw translate(e);
+        }
+    }
+
+    private <T> T read(Supplier<T> call) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return call.get();
+            } catch (StatusRuntimeException e) {
+                if (e.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt == READ_ATTEMPTS) {
+                    throw translate(e);
+                }
+                try {
+                    Thread.sleep(100L * attempt);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw translate(e);
+                }
+            }
+        }
+    }
+
+    private MasterException translate(StatusRuntimeException e) {
+        Status.Code code = e.getStatus().getCode();
+        if (code == Status.Code.UNAVAILABLE) {
+            Throwable root = e;
+            while (root.getCause() != null) {
+                root = root.getCause();
+            }
+            String reason = root != e && root.getMessage() != null ? root.getMessage()
+                    : e.getStatus().getDescription() != null ? e.getStatus().getDescription() : "unavailable";
+            return new MasterException(ErrorCode.INTERNAL_ERROR, "cannot reach the master at " + target + ": " + reason
+                    + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, e);
+        }
+        if (code == Status.Code.DEADLINE_EXCEEDED) {
+            return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " did not answer within "
+                    + callTimeout.toMillis() + " ms", true, e);
+        }
+        return new MasterException(WireErrors.codeOf(e), WireErrors.messageOf(e), false, e);
+    }
+
+    // ---- calls ----
+
+    public AllocateDistributedPageResponse allocate(String tenant, String key, long size, boolean overwrite) {
+        return mutate(() -> stub().allocateDistributedPage(AllocateDistributedPageRequest.newBuilder()
+                .setTenantId(tenant).setKey(key).setSize(size).setOverwrite(overwrite).build()));
+    }
+
+    public BatchAllocateDistributedPageResponse batchAllocate(List<String> keys, List<String> tenants, List<Long> sizes, boolean overwrite) {
+        return mutate(() -> stub().batchAllocateDistributedPage(BatchAllocateDistributedPageRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).build()));
+    }
+
+    public void free(String tenant, String key, DistributedDiskDescriptor allocation) {
+        FreeDistributedPageRequest.Builder request = FreeDistributedPageRequest.newBuilder().setTenantId(tenant).setKey(key);
+        if (allocation != null) {
+            request.setDistributedDisk(allocation);
+        }
+        mutate(() -> stub().freeDistributedPage(request.build()));
+    }
+
+    public BatchFreeDistributedPageResponse batchFree(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> allocations) {
+        return mutate(() -> stub().batchFreeDistributedPage(BatchFreeDistributedPageRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(allocations).build()));
+    }
+
+    public NotifyDistributedDiskSuccessResponse notifySuccess(List<String> keys, List<String> tenants,
+                                                              List<DistributedDiskDescriptor> written) {
+        return mutate(() -> stub().notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build()));
+    }
+
+    public GetDistributedPageMappingResponse getMapping(String tenant, String key) {
+        return read(() -> stub().getDistributedPageMapping(GetDistributedPageMappingRequest.newBuilder()
+                .setTenantId(tenant).setKey(key).build()));
+    }
+
+    public BatchGetDistributedPageMappingResponse batchGetMapping(List<String> keys, List<String> tenants) {
+        return read(() -> stub().batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).build()));
+    }
+
+    public void remove(String tenant, String key) {
+        mutate(() -> stub().remove(RemoveRequest.newBuilder().setTenantId(tenant).setKey(key).build()));
+    }
+
+    public BatchRemoveResponse batchRemove(List<String> keys, List<String> tenants) {
+        return mutate(() -> stub().batchRemove(BatchRemoveRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build()));
+    }
+
+    public boolean exists(String tenant, String key) {
+        return read(() -> stub().existKey(ExistKeyRequest.newBuilder().setTenantId(tenant).setKey(key).build())).getExists();
+    }
+
+    public BatchExistKeyResponse batchExists(List<String> keys, List<String> tenants) {
+        return read(() -> stub().batchExistKey(BatchExistKeyRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build()));
+    }
+
+    public GetReplicaListResponse replicaList(String tenant, String key) {
+        return read(() -> stub().getReplicaList(GetReplicaListRequest.newBuilder().setTenantId(tenant).setKey(key).build()));
+    }
+
+    public ListKeysResponse listKeys(String tenant, String prefix, int pageSize, String pageToken) {
+        return read(() -> stub().listKeys(ListKeysRequest.newBuilder().setTenantId(tenant).setPrefix(prefix)
+                .setPageSize(pageSize).setPageToken(pageToken).build()));
+    }
+
+    public GetLayoutResponse layout() {
+        return read(() -> stub().getLayout(GetLayoutRequest.getDefaultInstance()));
+    }
+
+    public GetStatsResponse stats() {
+        return read(() -> stub().getStats(GetStatsRequest.getDefaultInstance()));
+    }
+
+    @Override
+    public void close() {
+        channel.shutdown();
+        try {
+            if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {
+                channel.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            channel.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+    }
+}

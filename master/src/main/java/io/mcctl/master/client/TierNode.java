@@ -1,0 +1,101 @@
+package io.mcctl.master.client;
+
+import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.storage.io.BucketFileIo;
+import io.mcctl.storage.io.BucketFilePool;
+import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.storage.layout.LayoutMismatchException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+
+/**
+ * One node of the tier: a master client plus this node's view of the shared root (fd pool and IO), with
+ * the root checked against the master's layout so a node that mounted another cluster, or nothing, is
+ * stopped before it reads or writes a byte.
+ */
+public final class TierNode implements AutoCloseable {
+
+    private final MasterClient master;
+    private final GetLayoutResponse layout;
+    private final BucketFilePool pool;
+    private final BucketFileIo io;
+    private final ClientMetrics metrics;
+
+    private TierNode(MasterClient master, GetLayoutResponse layout, BucketFilePool pool, ClientMetrics metrics) {
+        this.master = master;
+        this.layout = layout;
+        this.pool = pool;
+        this.io = new BucketFileIo(pool, layout.getBucketSize());
+        this.metrics = metrics;
+    }
+
+    /**
+     * Asks the master for its layout and checks this node's mount of the root against it.
+     *
+     * @param writable open bucket files for writing (offload) or only for reading (get)
+     */
+    public static TierNode connect(MasterClient master, boolean writable, ClientMetrics metrics) throws IOException {
+        GetLayoutResponse layout = master.layout();
+        checkMount(layout);
+        return new TierNode(master, layout, new BucketFilePool(writable), metrics);
+    }
+
+    /** Throws a one-line explanation when this node's view of the root differs from the master's. */
+    static void checkMount(GetLayoutResponse layout) throws IOException {
+        Path root = Path.of(layout.getRootDir());
+        if (!Files.isDirectory(root)) {
+            throw new NoSuchFileException(root.toString(), null, "the master's root " + root
+                    + " is not visible on this node: check that the shared filesystem is mounted there (mcctl mount validate)");
+        }
+        BucketLayout expected = new BucketLayout(root, layout.getBucketCount(), layout.getPageSize(), layout.getBucketSize());
+        LayoutFile.Record record;
+        try {
+            record = LayoutFile.read(expected.layoutFile());
+        } catch (NoSuchFileException e) {
+            throw new LayoutMismatchException("no " + LayoutFile.FILE_NAME + " under " + root
+                    + " on this node: the shared filesystem is not mounted there, or another directory is (mcctl mount validate)");
+        }
+        if (!record.clusterId().equals(layout.getClusterId())) {
+            throw new LayoutMismatchException(expected.layoutFile() + " on this node belongs to cluster " + record.clusterId()
+                    + " but the master serves cluster " + layout.getClusterId() + ": this node mounted another cluster's root");
+        }
+        LayoutFile.check(record, expected, expected.layoutFile());
+    }
+
+    public MasterClient master() {
+        return master;
+    }
+
+    public GetLayoutResponse layout() {
+        return layout;
+    }
+
+    public BucketFileIo io() {
+        return io;
+    }
+
+    public ClientMetrics metrics() {
+        return metrics;
+    }
+
+    public long pagesFor(long size) {
+        return (size + layout.getPageSize() - 1) / layout.getPageSize();
+    }
+
+    public int openFiles() {
+        return pool.openCount();
+    }
+
+    /** Makes the writes to {@code file} durable. */
+    void sync(Path file) throws IOException {
+        pool.channel(file).force(false);
+    }
+
+    @Override
+    public void close() throws IOException {
+        pool.close();
+    }
+}

@@ -1,0 +1,280 @@
+package io.mcctl.master.server;
+
+import io.grpc.stub.StreamObserver;
+import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.AllocateDistributedPageResponse;
+import io.mcctl.master.proto.v1.AllocationResult;
+import io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchAllocateDistributedPageResponse;
+import io.mcctl.master.proto.v1.BatchExistKeyRequest;
+import io.mcctl.master.proto.v1.BatchExistKeyResponse;
+import io.mcctl.master.proto.v1.BatchFreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchFreeDistributedPageResponse;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.BatchRemoveRequest;
+import io.mcctl.master.proto.v1.BatchRemoveResponse;
+import io.mcctl.master.proto.v1.BucketStats;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.ExistKeyRequest;
+import io.mcctl.master.proto.v1.ExistKeyResponse;
+import io.mcctl.master.proto.v1.FreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.FreeDistributedPageResponse;
+import io.mcctl.master.proto.v1.GetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.GetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.GetLayoutRequest;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.master.proto.v1.GetReplicaListRequest;
+import io.mcctl.master.proto.v1.GetReplicaListResponse;
+import io.mcctl.master.proto.v1.GetStatsRequest;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.master.proto.v1.KeyError;
+import io.mcctl.master.proto.v1.KeyInfo;
+import io.mcctl.master.proto.v1.ListKeysRequest;
+import io.mcctl.master.proto.v1.ListKeysResponse;
+import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.proto.v1.MasterServiceGrpc;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
+import io.mcctl.master.proto.v1.RemoveRequest;
+import io.mcctl.master.proto.v1.RemoveResponse;
+import io.mcctl.master.proto.v1.Replica;
+import io.mcctl.master.proto.v1.ReplicaStatus;
+import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Result;
+import io.mcctl.storage.layout.LayoutFile;
+import java.util.List;
+import java.util.Map;
+
+/** The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping. */
+public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImplBase {
+
+    /** Most keys one batch call may carry. */
+    public static final int MAX_BATCH = 10_000;
+
+    private final PageService pages;
+    private final LayoutFile.Record layoutRecord;
+    private final String fsType;
+
+    public MasterGrpcService(PageService pages, LayoutFile.Record layoutRecord, String fsType) {
+        this.pages = pages;
+        this.layoutRecord = layoutRecord;
+        this.fsType = fsType;
+    }
+
+    // ---- conversions ----
+
+    DistributedDiskDescriptor toWire(Placement placement) {
+        return DistributedDiskDescriptor.newBuilder()
+                .setFilePath(pages.bucketPath(placement.bucket()))
+                .setOffset(placement.offset())
+                .setObjectSize(placement.size())
+                .setCrc32C(placement.crc32c())
+                .build();
+    }
+
+    Placement fromWire(DistributedDiskDescriptor descriptor) {
+        return new Placement(pages.bucketOfPath(descriptor.getFilePath()), descriptor.getOffset(), descriptor.getObjectSize(),
+                descriptor.getCrc32C());
+    }
+
+    private static KeyError keyError(Result<?> result) {
+        return KeyError.newBuilder().setError(result.error()).setMessage(result.message()).build();
+    }
+
+    private static <T> T orThrow(Result<T> result) {
+        if (!result.isOk()) {
+            throw WireErrors.exception(result.error(), result.message());
+        }
+        return result.value();
+    }
+
+    private static void checkBatch(int keys, int tenants, String otherName, int others) {
+        if (keys > MAX_BATCH) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "batch of " + keys + " keys is larger than " + MAX_BATCH);
+        }
+        if (tenants != keys) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "batch has " + keys + " keys but " + tenants + " tenant_ids");
+        }
+        if (otherName != null && others != keys) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "batch has " + keys + " keys but " + others + " " + otherName);
+        }
+    }
+
+    private static <T> void reply(StreamObserver<T> observer, T response) {
+        observer.onNext(response);
+        observer.onCompleted();
+    }
+
+    // ---- the page RPCs ----
+
+    @Override
+    public void allocateDistributedPage(AllocateDistributedPageRequest request, StreamObserver<AllocateDistributedPageResponse> observer) {
+        Placement placement = orThrow(pages.allocate(request.getTenantId(), request.getKey(), request.getSize(), request.getOverwrite()));
+        reply(observer, AllocateDistributedPageResponse.newBuilder().setDistributedDisk(toWire(placement))
+                .setDeadlineMs(pages.allocationDeadlineMillis()).build());
+    }
+
+    @Override
+    public void batchAllocateDistributedPage(BatchAllocateDistributedPageRequest request,
+                                             StreamObserver<BatchAllocateDistributedPageResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "sizes", request.getSizesCount());
+        BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
+                .setDeadlineMs(pages.allocationDeadlineMillis());
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            Result<Placement> result = pages.allocate(request.getTenantIds(i), request.getKeys(i), request.getSizes(i), request.getOverwrite());
+            AllocationResult.Builder item = AllocationResult.newBuilder().setStatus(keyError(result));
+            if (result.isOk()) {
+                item.setDistributedDisk(toWire(result.value()));
+            }
+            response.addResults(item);
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void freeDistributedPage(FreeDistributedPageRequest request, StreamObserver<FreeDistributedPageResponse> observer) {
+        Placement expected = request.hasDistributedDisk() ? fromWire(request.getDistributedDisk()) : null;
+        orThrow(pages.free(request.getTenantId(), request.getKey(), expected));
+        reply(observer, FreeDistributedPageResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void batchFreeDistributedPage(BatchFreeDistributedPageRequest request, StreamObserver<BatchFreeDistributedPageResponse> observer) {
+        boolean withDescriptors = request.getDescriptorsCount() > 0;
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), withDescriptors ? "descriptors" : null, request.getDescriptorsCount());
+        BatchFreeDistributedPageResponse.Builder response = BatchFreeDistributedPageResponse.newBuilder();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            Placement expected = withDescriptors ? fromWire(request.getDescriptors(i)) : null;
+            response.addResults(keyError(pages.free(request.getTenantIds(i), request.getKeys(i), expected)));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void getDistributedPageMapping(GetDistributedPageMappingRequest request,
+                                          StreamObserver<GetDistributedPageMappingResponse> observer) {
+        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
+        reply(observer, GetDistributedPageMappingResponse.newBuilder().setDistributedDisk(toWire(placement))
+                .setLeaseMs(pages.readLeaseMillis()).build());
+    }
+
+    @Override
+    public void batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest request,
+                                               StreamObserver<BatchGetDistributedPageMappingResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
+        BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
+                .setLeaseMs(pages.readLeaseMillis());
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            Result<Placement> result = pages.getMapping(request.getTenantIds(i), request.getKeys(i));
+            MappingResult.Builder item = MappingResult.newBuilder().setStatus(keyError(result));
+            if (result.isOk()) {
+                item.setDistributedDisk(toWire(result.value()));
+            }
+            response.addResults(item);
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest request,
+                                             StreamObserver<NotifyDistributedDiskSuccessResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
+        NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            response.addResults(keyError(pages.notifySuccess(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void remove(RemoveRequest request, StreamObserver<RemoveResponse> observer) {
+        orThrow(pages.remove(request.getTenantId(), request.getKey()));
+        reply(observer, RemoveResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void batchRemove(BatchRemoveRequest request, StreamObserver<BatchRemoveResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
+        BatchRemoveResponse.Builder response = BatchRemoveResponse.newBuilder();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            response.addResults(keyError(pages.remove(request.getTenantIds(i), request.getKeys(i))));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void existKey(ExistKeyRequest request, StreamObserver<ExistKeyResponse> observer) {
+        boolean exists = orThrow(pages.exists(request.getTenantId(), request.getKey()));
+        reply(observer, ExistKeyResponse.newBuilder().setExists(exists).build());
+    }
+
+    @Override
+    public void batchExistKey(BatchExistKeyRequest request, StreamObserver<BatchExistKeyResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
+        BatchExistKeyResponse.Builder response = BatchExistKeyResponse.newBuilder();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            Result<Boolean> result = pages.exists(request.getTenantIds(i), request.getKeys(i));
+            response.addExists(result.isOk() && result.value());
+            response.addResults(keyError(result));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void getReplicaList(GetReplicaListRequest request, StreamObserver<GetReplicaListResponse> observer) {
+        Placement placement = orThrow(pages.peek(request.getTenantId(), request.getKey()));
+        // Only DISTRIBUTED_DISK replicas exist so far; when other kinds arrive they are listed best first:
+        // MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
+        List<Replica> replicas = ReplicaPriority.sortBestFirst(List.of(Replica.newBuilder()
+                .setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
+                .setDistributedDisk(toWire(placement)).build()));
+        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).build());
+    }
+
+    @Override
+    public void listKeys(ListKeysRequest request, StreamObserver<ListKeysResponse> observer) {
+        int pageSize = request.getPageSize() == 0 ? 1000 : request.getPageSize();
+        PageService.KeyPage page = orThrow(pages.listKeys(request.getTenantId(), request.getPrefix(), pageSize, request.getPageToken()));
+        ListKeysResponse.Builder response = ListKeysResponse.newBuilder().setNextPageToken(page.nextAfterKey());
+        for (Map.Entry<String, Placement> entry : page.keys()) {
+            response.addKeys(KeyInfo.newBuilder().setKey(entry.getKey()).setDistributedDisk(toWire(entry.getValue())));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void getLayout(GetLayoutRequest request, StreamObserver<GetLayoutResponse> observer) {
+        reply(observer, GetLayoutResponse.newBuilder()
+                .setRootDir(pages.layout().root().toString())
+                .setBucketCount(pages.layout().bucketCount())
+                .setPageSize(pages.layout().pageSize())
+                .setBucketSize(pages.layout().bucketSize())
+                .setClusterId(layoutRecord.clusterId())
+                .setFormatVersion(layoutRecord.formatVersion())
+                .setFsType(fsType)
+                .build());
+    }
+
+    @Override
+    public void getStats(GetStatsRequest request, StreamObserver<GetStatsResponse> observer) {
+        PageService.Stats stats = pages.stats();
+        GetStatsResponse.Builder response = GetStatsResponse.newBuilder()
+                .setMappings(stats.mappings())
+                .setInFlightAllocations(stats.inFlight())
+                .setQuarantinedPages(stats.quarantinedPages())
+                .setPagesAllocated(stats.pagesAllocated())
+                .setPagesTotal(stats.pagesTotal())
+                .setTenants(stats.tenants());
+        for (int b = 0; b < pages.layout().bucketCount(); b++) {
+            long allocated = pages.allocator(b).allocatedCount();
+            response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)
+                    .setPagesFree(pages.layout().pagesPerBucket() - allocated)
+                    .setLargestFreeRun(pages.allocator(b).largestFreeRun()));
+        }
+        reply(observer, response.build());
+    }
+}

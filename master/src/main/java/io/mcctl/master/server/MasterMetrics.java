@@ -1,0 +1,94 @@
+package io.mcctl.master.server;
+
+import io.grpc.ForwardingServerCall;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.Status;
+import io.mcctl.master.service.PageService;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+/**
+ * The master's Prometheus metrics: the design RFC's page metrics (read from the page service when scraped,
+ * so the hot path only bumps adders it keeps anyway) and per-RPC request, failure and latency metrics.
+ */
+public final class MasterMetrics {
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final Counter rpcRequests;
+    private final Counter rpcFailures;
+    private final Histogram rpcLatency;
+
+    public MasterMetrics(PageService pages) {
+        int buckets = pages.layout().bucketCount();
+        long pagesPerBucket = pages.layout().pagesPerBucket();
+        GaugeWithCallback.builder().name("mooncake_master_distributed_pages_allocated")
+                .help("Pages allocated per bucket (mappings, in-flight allocations and quarantine)").labelNames("bucket")
+                .callback(cb -> {
+                    for (int b = 0; b < buckets; b++) {
+                        cb.call(pages.allocator(b).allocatedCount(), Integer.toString(b));
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mooncake_master_distributed_pages_free").help("Free pages per bucket").labelNames("bucket")
+                .callback(cb -> {
+                    for (int b = 0; b < buckets; b++) {
+                        cb.call(pagesPerBucket - pages.allocator(b).allocatedCount(), Integer.toString(b));
+                    }
+                }).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_distributed_page_allocations_total")
+                .help("Pages handed out by allocations").callback(cb -> cb.call(pages.pageAllocationsTotal())).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_distributed_page_frees_total")
+                .help("Pages returned to the allocators").callback(cb -> cb.call(pages.pageFreesTotal())).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_distributed_page_allocation_failures_total")
+                .help("Allocations refused because no bucket had a run that fits (NO_AVAILABLE_HANDLE)")
+                .callback(cb -> cb.call(pages.allocationFailuresTotal())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_allocation_spills_total")
+                .help("Allocations placed outside the key's home bucket").callback(cb -> cb.call(pages.spillsTotal())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_allocations_expired_total")
+                .help("In-flight allocations reclaimed at their deadline").callback(cb -> cb.call(pages.expiredAllocationsTotal()))
+                .register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_mappings").help("Committed mappings")
+                .callback(cb -> cb.call(pages.mappingCount())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_in_flight_allocations").help("Allocations waiting for their notify")
+                .callback(cb -> cb.call(pages.inFlightCount())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_quarantined_pages").help("Freed pages waiting for read leases to run out")
+                .callback(cb -> cb.call(pages.quarantinedPageCount())).register(registry);
+        rpcRequests = Counter.builder().name("mcctl_master_rpc_requests_total").help("RPCs received").labelNames("method").register(registry);
+        rpcFailures = Counter.builder().name("mcctl_master_rpc_failures_total").help("RPCs that ended with a non-OK status")
+                .labelNames("method", "code").register(registry);
+        rpcLatency = Histogram.builder().name("mcctl_master_rpc_latency_seconds").help("Time from call start to close")
+                .labelNames("method").classicOnly().register(registry);
+    }
+
+    public PrometheusRegistry registry() {
+        return registry;
+    }
+
+    /** Counts and times every call. */
+    public ServerInterceptor interceptor() {
+        return new ServerInterceptor() {
+            @Override
+            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+                String method = call.getMethodDescriptor().getBareMethodName();
+                long start = System.nanoTime();
+                rpcRequests.labelValues(method).inc();
+                ServerCall<Q, R> timed = new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+                    @Override
+                    public void close(Status status, Metadata trailers) {
+                        rpcLatency.labelValues(method).observe((System.nanoTime() - start) / 1e9);
+                        if (!status.isOk()) {
+                            rpcFailures.labelValues(method, status.getCode().name()).inc();
+                        }
+                        super.close(status, trailers);
+                    }
+                };
+                return next.startCall(timed, headers);
+            }
+        };
+    }
+}

@@ -1,0 +1,66 @@
+package io.mcctl.master.server;
+
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.mcctl.master.proto.v1.ErrorCode;
+
+/** Mooncake error codes on the wire: a gRPC status, the code's name in a trailer, and "NAME: message" as the description. */
+public final class WireErrors {
+
+    /** Trailer that carries the Mooncake ErrorCode name of a failed call. */
+    public static final Metadata.Key<String> ERROR_CODE_KEY = Metadata.Key.of("mooncake-error-code", Metadata.ASCII_STRING_MARSHALLER);
+
+    private WireErrors() {
+    }
+
+    public static Status.Code statusOf(ErrorCode code) {
+        return switch (code) {
+            case OK -> Status.Code.OK;
+            case INVALID_PARAMS -> Status.Code.INVALID_ARGUMENT;
+            case OBJECT_NOT_FOUND -> Status.Code.NOT_FOUND;
+            case NO_AVAILABLE_HANDLE -> Status.Code.RESOURCE_EXHAUSTED;
+            case REPLICA_IS_NOT_READY -> Status.Code.FAILED_PRECONDITION;
+            case OBJECT_ALREADY_EXISTS -> Status.Code.ALREADY_EXISTS;
+            case INTERNAL_ERROR, UNRECOGNIZED -> Status.Code.INTERNAL;
+        };
+    }
+
+    public static StatusRuntimeException exception(ErrorCode code, String message) {
+        Metadata trailers = new Metadata();
+        trailers.put(ERROR_CODE_KEY, code.name());
+        return Status.fromCode(statusOf(code)).withDescription(code.name() + ": " + message).asRuntimeException(trailers);
+    }
+
+    /** The Mooncake code a failed call carried, or the nearest one for a status that came without it. */
+    public static ErrorCode codeOf(StatusRuntimeException e) {
+        Metadata trailers = e.getTrailers();
+        String name = trailers == null ? null : trailers.get(ERROR_CODE_KEY);
+        if (name != null) {
+            try {
+                return ErrorCode.valueOf(name);
+            } catch (IllegalArgumentException ignored) {
+                // a newer master's code: fall through to the status
+            }
+        }
+        return switch (e.getStatus().getCode()) {
+            case INVALID_ARGUMENT -> ErrorCode.INVALID_PARAMS;
+            case NOT_FOUND -> ErrorCode.OBJECT_NOT_FOUND;
+            case RESOURCE_EXHAUSTED -> ErrorCode.NO_AVAILABLE_HANDLE;
+            case FAILED_PRECONDITION -> ErrorCode.REPLICA_IS_NOT_READY;
+            case ALREADY_EXISTS -> ErrorCode.OBJECT_ALREADY_EXISTS;
+            default -> ErrorCode.INTERNAL_ERROR;
+        };
+    }
+
+    /** The message without the "NAME: " prefix. */
+    public static String messageOf(StatusRuntimeException e) {
+        String description = e.getStatus().getDescription();
+        if (description == null) {
+            return e.getStatus().getCode().name();
+        }
+        int colon = description.indexOf(": ");
+        return colon > 0 && description.substring(0, colon).chars().allMatch(c -> c == '_' || Character.isUpperCase(c))
+                ? description.substring(colon + 2) : description;
+    }
+}

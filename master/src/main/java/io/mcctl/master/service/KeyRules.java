@@ -1,0 +1,64 @@
+package io.mcctl.master.service;
+
+import java.nio.charset.StandardCharsets;
+
+/** What a tenant id, a key and a size may be. Checked before anything changes. */
+public final class KeyRules {
+
+    public static final int MAX_TENANT_LENGTH = 64;
+    public static final int MAX_KEY_BYTES = 4096;
+    public static final String TENANT_CHARACTERS = "letters, digits, '.', '_' and '-'";
+
+    private KeyRules() {
+    }
+
+    /** Why {@code tenant} is not a tenant id, or null when it is one. */
+    public static String checkTenant(String tenant) {
+        if (tenant == null || tenant.isEmpty()) {
+            return "tenant id is empty";
+        }
+        if (tenant.length() > MAX_TENANT_LENGTH) {
+            return "tenant id of " + tenant.length() + " characters is longer than " + MAX_TENANT_LENGTH;
+        }
+        for (int i = 0; i < tenant.length(); i++) {
+            char c = tenant.charAt(i);
+            boolean allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+            if (!allowed) {
+                return "tenant id '" + tenant + "' has character " + describe(c) + "; allowed are " + TENANT_CHARACTERS;
+            }
+        }
+        return null;
+    }
+
+    /** Why {@code key} is not a key, or null when it is one. */
+    public static String checkKey(String key) {
+        if (key == null || key.isEmpty()) {
+            return "key is empty";
+        }
+        int bytes = key.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_KEY_BYTES) {
+            return "key of " + bytes + " bytes is longer than " + MAX_KEY_BYTES;
+        }
+        return null;
+    }
+
+    /** Why {@code size} cannot be allocated in buckets of {@code bucketSize}, or null. */
+    public static String checkSize(long size, long bucketSize) {
+        if (size <= 0) {
+            return "size " + size + " must be at least 1 byte";
+        }
+        if (size > bucketSize) {
+            return "size " + size + " is larger than a bucket (" + bucketSize + " bytes)";
+        }
+        return null;
+    }
+
+    /** The key the master files an object under: tenant id, NUL, key (tenant ids never hold NUL). */
+    public static String scopedKey(String tenant, String key) {
+        return tenant + '\0' + key;
+    }
+
+    private static String describe(char c) {
+        return Character.isISOControl(c) ? String.format("U+%04X", (int) c) : "'" + c + "'";
+    }
+}

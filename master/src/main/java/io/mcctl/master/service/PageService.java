@@ -1,0 +1,569 @@
+package io.mcctl.master.service;
+
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.storage.alloc.BitmapPageAllocator;
+import io.mcctl.storage.alloc.PageAllocator;
+import io.mcctl.storage.layout.BucketLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+/**
+ * The master's page bookkeeping: one allocator per bucket, the mapping table, in-flight allocations with
+ * deadlines, and freed ranges in quarantine behind read leases. No network and no file IO.
+ *
+ * <p>Every allocated page is, at any moment, in exactly one of: a committed mapping; an in-flight
+ * allocation with a deadline; a quarantined range with a release time. Pages return to the allocator only
+ * from an expired or freed in-flight allocation, or from quarantine once the last read lease on them has
+ * run out, so no reader ever sees a page reused under it.
+ *
+ * <p>Locks, and what they guard:
+ * <ul>
+ *   <li>{@link Shard#lock} (one of {@value #SHARDS}, chosen by the scoped key's hash): that shard's map and
+ *       every {@link ObjectEntry} in it.</li>
+ *   <li>each bucket's allocator monitor: that bucket's bitmap.</li>
+ *   <li>{@link #expiryLock}: {@link #expiries}. {@link #quarantineLock}: {@link #quarantine}.</li>
+ * </ul>
+ * Order: a shard lock may be held while taking a bucket monitor or the expiry or quarantine lock; never
+ * two shard locks at once, and nothing is taken while holding the expiry or quarantine lock.
+ */
+public final class PageService {
+
+    static final int SHARD_BITS = 6;
+    static final int SHARDS = 1 << SHARD_BITS;
+    public static final int MAX_LIST_PAGE = 10_000;
+
+    /** One key's state. Guarded by its shard's lock. */
+    static final class ObjectEntry {
+        Placement committed;
+        boolean leased;
+        long leaseUntilNanos;
+        Placement pending;
+        long pendingDeadlineNanos;
+        long pendingId;
+        boolean pendingOverwrite;
+    }
+
+    private static final class Shard {
+        final ReentrantLock lock = new ReentrantLock();
+        final HashMap<String, ObjectEntry> entries = new HashMap<>();
+    }
+
+    private record Expiry(long deadlineNanos, String scopedKey, long pendingId) {
+    }
+
+    private record Quarantined(long releaseNanos, int bucket, long firstPage, long pages) {
+    }
+
+    private final BucketLayout layout;
+    private final String[] bucketPaths;
+    private final Map<String, Integer> bucketByPath = new HashMap<>();
+    private final BitmapPageAllocator[] allocators;
+    private final Shard[] shards = new Shard[SHARDS];
+    private final long allocationDeadlineNanos;
+    private final long readLeaseNanos;
+    private final LongSupplier nanoClock;
+
+    private final ReentrantLock expiryLock = new ReentrantLock();
+    private final PriorityQueue<Expiry> expiries = new PriorityQueue<>((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
+    private final ReentrantLock quarantineLock = new ReentrantLock();
+    private final PriorityQueue<Quarantined> quarantine = new PriorityQueue<>((a, b) -> Long.compare(a.releaseNanos, b.releaseNanos));
+
+    private final AtomicLong nextPendingId = new AtomicLong(1);
+    private final AtomicLong mappings = new AtomicLong();
+    private final AtomicLong inFlight = new AtomicLong();
+    private final AtomicLong quarantinedPages = new AtomicLong();
+    private final LongAdder pageAllocations = new LongAdder();
+    private final LongAdder pageFrees = new LongAdder();
+    private final LongAdder allocationFailures = new LongAdder();
+    private final LongAdder spills = new LongAdder();
+    private final LongAdder expiredAllocations = new LongAdder();
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, LongSupplier nanoClock) {
+        this.layout = layout;
+        this.allocationDeadlineNanos = allocationDeadline.toNanos();
+        this.readLeaseNanos = readLease.toNanos();
+        this.nanoClock = nanoClock;
+        this.bucketPaths = new String[layout.bucketCount()];
+        this.allocators = new BitmapPageAllocator[layout.bucketCount()];
+        for (int b = 0; b < layout.bucketCount(); b++) {
+            bucketPaths[b] = layout.bucketPath(b).toString();
+            bucketByPath.put(bucketPaths[b], b);
+            allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
+        }
+        for (int s = 0; s < SHARDS; s++) {
+            shards[s] = new Shard();
+        }
+    }
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease) {
+        this(layout, allocationDeadline, readLease, System::nanoTime);
+    }
+
+    public BucketLayout layout() {
+        return layout;
+    }
+
+    /** Absolute path of a bucket's file, as descriptors carry it. */
+    public String bucketPath(int bucket) {
+        return bucketPaths[bucket];
+    }
+
+    /** The bucket a descriptor's file path names, or -1. */
+    public int bucketOfPath(String filePath) {
+        Integer bucket = bucketByPath.get(filePath);
+        if (bucket != null) {
+            return bucket;
+        }
+        try {
+            return layout.bucketOf(Path.of(filePath)).orElse(-1); // the same file spelled another way
+        } catch (java.nio.file.InvalidPathException e) {
+            return -1;
+        }
+    }
+
+    public long allocationDeadlineMillis() {
+        return allocationDeadlineNanos / 1_000_000;
+    }
+
+    public long readLeaseMillis() {
+        return readLeaseNanos / 1_000_000;
+    }
+
+    // ---- the page RPCs ----
+
+    /**
+     * Allocates pages for {@code size} bytes under (tenant, key), in the key's home bucket or, when no run
+     * fits there, in the next bucket (home+1, home+2, ... wrapping) that has one.
+     */
+    public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout.bucketSize()));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        long now = nanoClock.getAsLong();
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry != null && entry.pending != null) {
+                if (entry.pendingDeadlineNanos - now > 0) {
+                    return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
+                }
+                dropPending(entry);
+            }
+            if (entry != null && entry.committed != null && !overwrite) {
+                return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
+                        + "'; remove it or allocate with overwrite");
+            }
+            long pages = layout.pagesFor(size);
+            int home = layout.homeBucket(key);
+            for (int i = 0; i < allocators.length; i++) {
+                int bucket = (home + i) % allocators.length;
+                long first = allocators[bucket].allocate(pages);
+                if (first != PageAllocator.NO_RUN_FITS) {
+                    if (i > 0) {
+                        spills.increment();
+                    }
+                    pageAllocations.add(pages);
+                    if (entry == null) {
+                        entry = new ObjectEntry();
+                        shard.entries.put(scoped, entry);
+                    }
+                    Placement placement = new Placement(bucket, first * layout.pageSize(), size, 0);
+                    entry.pending = placement;
+                    entry.pendingDeadlineNanos = now + allocationDeadlineNanos;
+                    entry.pendingId = nextPendingId.getAndIncrement();
+                    entry.pendingOverwrite = overwrite;
+                    inFlight.incrementAndGet();
+                    addExpiry(new Expiry(entry.pendingDeadlineNanos, scoped, entry.pendingId));
+                    return Result.ok(placement);
+                }
+            }
+            allocationFailures.increment();
+            if (entry != null && entry.committed == null && entry.pending == null) {
+                shard.entries.remove(scoped);
+            }
+            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "no bucket has " + pages + " free consecutive pages for " + size + " bytes");
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** Gives up the in-flight allocation of (tenant, key); when {@code expected} is given it must be that allocation. */
+    public Result<Void> free(String tenant, String key, Placement expected) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry == null || entry.pending == null) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
+            }
+            if (expected != null && !entry.pending.sameRange(expected)) {
+                return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(expected) + " does not match the allocation of key '"
+                        + key + "' at " + describe(entry.pending));
+            }
+            dropPending(entry);
+            removeIfEmpty(shard, scoped, entry);
+            return Result.ok();
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** Commits the in-flight allocation of (tenant, key) as its mapping; a committed mapping it overwrites goes to quarantine. */
+    public Result<Void> notifySuccess(String tenant, String key, Placement written) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key),
+                written == null ? "no descriptor for key '" + key + "'" : null);
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        long now = nanoClock.getAsLong();
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry == null || entry.pending == null) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
+            }
+            if (!entry.pending.sameRange(written)) {
+                return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(written) + " does not match the allocation of key '"
+                        + key + "' at " + describe(entry.pending));
+            }
+            if (entry.pendingDeadlineNanos - now <= 0) {
+                dropPending(entry);
+                removeIfEmpty(shard, scoped, entry);
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
+            }
+            if (entry.committed != null) {
+                quarantineMapping(entry, now);
+            } else {
+                mappings.incrementAndGet();
+            }
+            entry.committed = entry.pending.withCrc(written.crc32c());
+            entry.pending = null;
+            inFlight.decrementAndGet();
+            return Result.ok();
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** The committed mapping of (tenant, key), granting a read lease on its pages. */
+    public Result<Placement> getMapping(String tenant, String key) {
+        return lookup(tenant, key, true);
+    }
+
+    /** The committed mapping without a lease (for stat and listings). */
+    public Result<Placement> peek(String tenant, String key) {
+        return lookup(tenant, key, false);
+    }
+
+    private Result<Placement> lookup(String tenant, String key, boolean lease) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry == null || entry.committed == null) {
+                if (entry != null && entry.pending != null) {
+                    return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
+                }
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
+            }
+            if (lease) {
+                long until = nanoClock.getAsLong() + readLeaseNanos;
+                if (!entry.leased || until - entry.leaseUntilNanos > 0) {
+                    entry.leaseUntilNanos = until;
+                    entry.leased = true;
+                }
+            }
+            return Result.ok(entry.committed);
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** Removes the committed mapping of (tenant, key); its pages wait in quarantine until its read leases run out. */
+    public Result<Void> remove(String tenant, String key) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry == null || entry.committed == null) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
+            }
+            quarantineMapping(entry, nanoClock.getAsLong());
+            entry.committed = null;
+            mappings.decrementAndGet();
+            removeIfEmpty(shard, scoped, entry);
+            return Result.ok();
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    public Result<Boolean> exists(String tenant, String key) {
+        Result<Placement> found = peek(tenant, key);
+        if (found.isOk()) {
+            return Result.ok(true);
+        }
+        return found.error() == ErrorCode.INVALID_PARAMS ? found.cast() : Result.ok(false);
+    }
+
+    /** One page of a tenant's committed keys with a prefix, in key order, after {@code afterKey} (exclusive; "" = start). */
+    public record KeyPage(List<Map.Entry<String, Placement>> keys, String nextAfterKey) {
+    }
+
+    public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String afterKey) {
+        String invalid = KeyRules.checkTenant(tenant);
+        if (invalid == null && (pageSize < 1 || pageSize > MAX_LIST_PAGE)) {
+            invalid = "page size " + pageSize + " is outside 1.." + MAX_LIST_PAGE;
+        }
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scopedPrefix = KeyRules.scopedKey(tenant, prefix == null ? "" : prefix);
+        int tenantLength = tenant.length() + 1;
+        TreeMap<String, Placement> best = new TreeMap<>();
+        for (Shard shard : shards) {
+            shard.lock.lock();
+            try {
+                for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
+                    if (e.getValue().committed == null || !e.getKey().startsWith(scopedPrefix)) {
+                        continue;
+                    }
+                    String key = e.getKey().substring(tenantLength);
+                    if (afterKey != null && !afterKey.isEmpty() && key.compareTo(afterKey) <= 0) {
+                        continue;
+                    }
+                    best.put(key, e.getValue().committed);
+                    if (best.size() > pageSize + 1) {
+                        best.pollLastEntry();
+                    }
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        List<Map.Entry<String, Placement>> page = new ArrayList<>(Math.min(best.size(), pageSize));
+        for (Map.Entry<String, Placement> e : best.entrySet()) {
+            if (page.size() == pageSize) {
+                break;
+            }
+            page.add(Map.entry(e.getKey(), e.getValue()));
+        }
+        String next = best.size() > pageSize ? page.get(page.size() - 1).getKey() : "";
+        return Result.ok(new KeyPage(page, next));
+    }
+
+    // ---- expiry and quarantine ----
+
+    /**
+     * Reclaims in-flight allocations past their deadline and releases quarantined ranges whose leases have
+     * run out. The master's reaper calls this a few times a second.
+     *
+     * @return pages returned to the allocators
+     */
+    public long reap() {
+        long now = nanoClock.getAsLong();
+        long freed = 0;
+        while (true) {
+            Expiry due;
+            expiryLock.lock();
+            try {
+                due = expiries.peek();
+                if (due == null || due.deadlineNanos - now > 0) {
+                    break;
+                }
+                expiries.poll();
+            } finally {
+                expiryLock.unlock();
+            }
+            freed += expireIfStillPending(due, now);
+        }
+        while (true) {
+            Quarantined due;
+            quarantineLock.lock();
+            try {
+                due = quarantine.peek();
+                if (due == null || due.releaseNanos - now > 0) {
+                    break;
+                }
+                quarantine.poll();
+            } finally {
+                quarantineLock.unlock();
+            }
+            allocators[due.bucket].free(due.firstPage, due.pages);
+            pageFrees.add(due.pages);
+            quarantinedPages.addAndGet(-due.pages);
+            freed += due.pages;
+        }
+        return freed;
+    }
+
+    private long expireIfStillPending(Expiry due, long now) {
+        Shard shard = shardOf(due.scopedKey);
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(due.scopedKey);
+            if (entry == null || entry.pending == null || entry.pendingId != due.pendingId || entry.pendingDeadlineNanos - now > 0) {
+                return 0; // committed, freed, or replaced since
+            }
+            long pages = layout.pagesFor(entry.pending.size());
+            dropPending(entry);
+            expiredAllocations.increment();
+            removeIfEmpty(shard, due.scopedKey, entry);
+            return pages;
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** Frees a pending allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
+    private void dropPending(ObjectEntry entry) {
+        Placement pending = entry.pending;
+        long pages = layout.pagesFor(pending.size());
+        allocators[pending.bucket()].free(pending.offset() / layout.pageSize(), pages);
+        pageFrees.add(pages);
+        entry.pending = null;
+        inFlight.decrementAndGet();
+    }
+
+    /** Moves the committed mapping's pages out: freed now if no lease is live, else quarantined. Caller holds the shard lock. */
+    private void quarantineMapping(ObjectEntry entry, long now) {
+        Placement old = entry.committed;
+        long pages = layout.pagesFor(old.size());
+        long firstPage = old.offset() / layout.pageSize();
+        if (!entry.leased || entry.leaseUntilNanos - now <= 0) {
+            allocators[old.bucket()].free(firstPage, pages);
+            pageFrees.add(pages);
+        } else {
+            quarantinedPages.addAndGet(pages);
+            quarantineLock.lock();
+            try {
+                quarantine.add(new Quarantined(entry.leaseUntilNanos, old.bucket(), firstPage, pages));
+            } finally {
+                quarantineLock.unlock();
+            }
+        }
+        entry.leased = false;
+        entry.leaseUntilNanos = 0;
+    }
+
+    private void addExpiry(Expiry expiry) {
+        expiryLock.lock();
+        try {
+            expiries.add(expiry);
+        } finally {
+            expiryLock.unlock();
+        }
+    }
+
+    private static void removeIfEmpty(Shard shard, String scoped, ObjectEntry entry) {
+        if (entry.committed == null && entry.pending == null) {
+            shard.entries.remove(scoped);
+        }
+    }
+
+    // ---- views ----
+
+    /** Counters for stats and metrics. */
+    public record Stats(long mappings, long inFlight, long quarantinedPages, long pagesAllocated, long pagesTotal, long tenants) {
+    }
+
+    public Stats stats() {
+        long allocated = 0;
+        for (BitmapPageAllocator allocator : allocators) {
+            allocated += allocator.allocatedCount();
+        }
+        return new Stats(mappings.get(), inFlight.get(), quarantinedPages.get(), allocated,
+                layout.pagesPerBucket() * layout.bucketCount(), countTenants());
+    }
+
+    private long countTenants() {
+        Set<String> tenants = new HashSet<>();
+        for (Shard shard : shards) {
+            shard.lock.lock();
+            try {
+                for (String scoped : shard.entries.keySet()) {
+                    tenants.add(scoped.substring(0, scoped.indexOf('\0')));
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        return tenants.size();
+    }
+
+    /** The allocator of a bucket, for read-only reports (bitmap inspect, fsck). */
+    public BitmapPageAllocator allocator(int bucket) {
+        return allocators[bucket];
+    }
+
+    public long mappingCount() { return mappings.get(); }
+
+    public long inFlightCount() { return inFlight.get(); }
+
+    public long quarantinedPageCount() { return quarantinedPages.get(); }
+
+    public long pageAllocationsTotal() { return pageAllocations.sum(); }
+
+    public long pageFreesTotal() { return pageFrees.sum(); }
+
+    public long allocationFailuresTotal() { return allocationFailures.sum(); }
+
+    public long spillsTotal() { return spills.sum(); }
+
+    public long expiredAllocationsTotal() { return expiredAllocations.sum(); }
+
+    // ---- helpers ----
+
+    private Shard shardOf(String scopedKey) {
+        // The top bits of a multiplicative hash: the shard's HashMap indexes by the low bits, so taking
+        // those here would crowd every shard's keys into a 64th of its table.
+        return shards[(scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS)];
+    }
+
+    private String describe(Placement p) {
+        return p.bucket() >= 0 && p.bucket() < bucketPaths.length
+                ? bucketPaths[p.bucket()] + "@" + p.offset() + "+" + p.size()
+                : "bucket " + p.bucket() + "@" + p.offset() + "+" + p.size();
+    }
+
+    private static String firstProblem(String... problems) {
+        for (String problem : problems) {
+            if (problem != null) {
+                return problem;
+            }
+        }
+        return null;
+    }
+}

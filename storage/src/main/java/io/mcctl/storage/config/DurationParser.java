@@ -1,0 +1,52 @@
+package io.mcctl.storage.config;
+
+import java.time.Duration;
+import java.util.Locale;
+
+/** Durations as people write them: {@code 500ms}, {@code 60s}, {@code 5m}, {@code 1h}. */
+public final class DurationParser {
+
+    public static final String ALLOWED = "a whole number with a unit: ms, s, m or h";
+
+    private DurationParser() {
+    }
+
+    public static Duration parse(String text) {
+        String s = text.trim().toLowerCase(Locale.ROOT);
+        int split = 0;
+        while (split < s.length() && Character.isDigit(s.charAt(split))) {
+            split++;
+        }
+        if (split == 0 || split == s.length()) {
+            throw new IllegalArgumentException(split == 0 ? "not a duration" : "no unit");
+        }
+        long number;
+        try {
+            number = Long.parseLong(s.substring(0, split));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("number too large");
+        }
+        return switch (s.substring(split).trim()) {
+            case "ms" -> Duration.ofMillis(number);
+            case "s" -> Duration.ofSeconds(number);
+            case "m" -> Duration.ofMinutes(number);
+            case "h" -> Duration.ofHours(number);
+            default -> throw new IllegalArgumentException("unknown unit '" + s.substring(split).trim() + "'");
+        };
+    }
+
+    /** The shortest exact form: 60000ms -> 1m, 1500ms -> 1500ms. */
+    public static String format(Duration duration) {
+        long millis = duration.toMillis();
+        if (millis != 0 && millis % 3_600_000 == 0) {
+            return millis / 3_600_000 + "h";
+        }
+        if (millis != 0 && millis % 60_000 == 0) {
+            return millis / 60_000 + "m";
+        }
+        if (millis % 1000 == 0) {
+            return millis / 1000 + "s";
+        }
+        return millis + "ms";
+    }
+}
