@@ -22,7 +22,7 @@ import java.util.concurrent.Future;
 public final class MasterBenchmark {
 
     /** Figures of one batch size. */
-    public record Phase(String name, int batch, long keys, double seconds, double keysPerSecond, double p50Micros, double p99Micros,
+    public record Phase(String name, int threads, int batch, long keys, double seconds, double keysPerSecond, double p50Micros, double p99Micros,
                         long failures) {
     }
 
@@ -124,7 +124,7 @@ public final class MasterBenchmark {
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             LatencyRecorder all = LatencyRecorder.merge(recorders);
-            return new Phase(name, batch, keys, seconds, keys / seconds, all.percentileMicros(0.50), all.percentileMicros(0.99), failures);
+            return new Phase(name, threads, batch, keys, seconds, keys / seconds, all.percentileMicros(0.50), all.percentileMicros(0.99), failures);
         } finally {
             pool.shutdownNow();
         }

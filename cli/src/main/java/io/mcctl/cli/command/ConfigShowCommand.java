@@ -3,6 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.SettingsOptions;
 import io.mcctl.cli.Table;
+import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
 import io.mcctl.storage.config.StorageSettings;
@@ -30,7 +31,9 @@ public final class ConfigShowCommand implements Callable<Integer>, SettingsOptio
 
     @Override
     public List<Setting<?>> settings() {
-        return StorageSettings.ALL;
+        List<Setting<?>> all = new ArrayList<>(StorageSettings.ALL);
+        all.addAll(MasterSettings.ALL);
+        return all;
     }
 
     @Override
@@ -42,7 +45,8 @@ public final class ConfigShowCommand implements Callable<Integer>, SettingsOptio
             for (EffectiveConfig.Entry entry : config.entries()) {
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("key", entry.setting().key());
-                row.put("value", entry.value() instanceof java.nio.file.Path ? entry.value().toString() : entry.value());
+                Object value = entry.value();
+                row.put("value", value instanceof java.nio.file.Path || value instanceof java.time.Duration ? entry.formattedValue() : value);
                 row.put("text", entry.formattedValue());
                 row.put("source", entry.source().name().toLowerCase());
                 row.put("source_detail", entry.sourceDetail());

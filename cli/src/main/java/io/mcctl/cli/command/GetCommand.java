@@ -82,38 +82,44 @@ public final class GetCommand implements Callable<Integer> {
         }
         String tenant = client.tenant();
         PrintWriter err = spec.commandLine().getErr();
-        int worst = ExitCodes.OK;
-        int read = 0;
+        int[] worst = {ExitCodes.OK};
+        int[] read = {0};
         try (MasterClient master = client.connect(spec);
              TierNode node = TierNode.connect(master, false, new ClientMetrics());
              Progress progress = new Progress("get", keys.size())) {
-            TierReader reader = new TierReader(node);
-            for (int from = 0; from < keys.size(); from += batchSize) {
-                List<String> batch = keys.subList(from, Math.min(keys.size(), from + batchSize));
-                for (TierReader.Outcome outcome : reader.get(tenant, batch)) {
-                    if (!outcome.ok()) {
-                        err.println("mcctl: error: " + outcome.key() + ": " + outcome.message());
-                        worst = Math.max(worst, exitCodeOf(outcome.status()));
-                        continue;
-                    }
-                    if (keysFile != null) {
-                        write(out.resolve(URLEncoder.encode(outcome.key(), StandardCharsets.UTF_8)), outcome.data());
-                    } else if (out != null) {
-                        write(out, outcome.data());
-                    } else {
-                        writeStdout(outcome.data());
-                    }
-                    read++;
+            new TierReader(node).getPipelined(tenant, keys, batchSize, new TierReader.BatchSink() {
+                @Override
+                public List<ByteBuffer> destinations(List<String> batch) {
+                    return null;
                 }
-                progress.advance(batch.size());
-            }
+
+                @Override
+                public void accept(List<TierReader.Outcome> outcomes) throws IOException {
+                    for (TierReader.Outcome outcome : outcomes) {
+                        if (!outcome.ok()) {
+                            err.println("mcctl: error: " + outcome.key() + ": " + outcome.message());
+                            worst[0] = Math.max(worst[0], exitCodeOf(outcome.status()));
+                            continue;
+                        }
+                        if (keysFile != null) {
+                            write(out.resolve(URLEncoder.encode(outcome.key(), StandardCharsets.UTF_8)), outcome.data());
+                        } else if (out != null) {
+                            write(out, outcome.data());
+                        } else {
+                            writeStdout(outcome.data());
+                        }
+                        read[0]++;
+                    }
+                    progress.advance(outcomes.size());
+                }
+            });
         }
         if (keysFile != null) {
-            spec.commandLine().getOut().printf("read %d of %d keys into %s%n", read, keys.size(), out);
+            spec.commandLine().getOut().printf("read %d of %d keys into %s%n", read[0], keys.size(), out);
             spec.commandLine().getOut().flush();
         }
         err.flush();
-        return worst;
+        return worst[0];
     }
 
     static int exitCodeOf(TierReader.Status status) {

@@ -1,5 +1,6 @@
 package io.mcctl.master.client;
 
+import com.google.common.util.concurrent.ListenableFuture;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -37,6 +38,7 @@ import io.mcctl.master.proto.v1.RemoveRequest;
 import io.mcctl.master.server.WireErrors;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -55,6 +57,7 @@ public final class MasterClient implements AutoCloseable {
     private final String target;
     private final ManagedChannel channel;
     private final MasterServiceGrpc.MasterServiceBlockingStub stub;
+    private final MasterServiceGrpc.MasterServiceFutureStub futureStub;
     private final Duration callTimeout;
 
     public MasterClient(String target, Duration callTimeout) {
@@ -64,6 +67,7 @@ public final class MasterClient implements AutoCloseable {
                 .directExecutor() // blocking stubs wait on the caller's thread; responses need no extra hand-off
                 .build();
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
+        this.futureStub = MasterServiceGrpc.newFutureStub(channel);
     }
 
     public MasterClient(String target) {
@@ -180,6 +184,31 @@ public final class MasterClient implements AutoCloseable {
     public BatchGetDistributedPageMappingResponse batchGetMapping(List<String> keys, List<String> tenants) {
         return read(() -> stub().batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest.newBuilder()
                 .addAllKeys(keys).addAllTenantIds(tenants).build()));
+    }
+
+    /**
+     * Starts a batch mapping lookup and returns at once, so a reader can fetch the next batch's mappings
+     * while it reads the current one. {@link #await} turns the future into the response or a MasterException.
+     */
+    public ListenableFuture<BatchGetDistributedPageMappingResponse> batchGetMappingAsync(List<String> keys, List<String> tenants) {
+        return futureStub.withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS).batchGetDistributedPageMapping(
+                BatchGetDistributedPageMappingRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build());
+    }
+
+    /** The result of a call started with one of the async methods. */
+    public <T> T await(ListenableFuture<T> call) {
+        try {
+            return call.get();
+        } catch (InterruptedException e) {
+            call.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new MasterException(ErrorCode.INTERNAL_ERROR, "interrupted while waiting for the master at " + target, false, e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof StatusRuntimeException status) {
+                throw translate(status);
+            }
+            throw new MasterException(ErrorCode.INTERNAL_ERROR, "call to the master at " + target + " failed: " + e.getCause(), false, e);
+        }
     }
 
     public void remove(String tenant, String key) {

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import com.google.common.util.concurrent.ListenableFuture;
 
 /**
  * Get: one BatchGetDistributedPageMapping for the whole batch, then a direct pread of each object from the
@@ -37,9 +38,70 @@ public final class TierReader {
         this.node = node;
     }
 
+    /** Reads each key into a new heap buffer. */
     public List<Outcome> get(String tenant, List<String> keys) {
+        return get(tenant, keys, null);
+    }
+
+    /**
+     * Reads key i into {@code destinations.get(i)} (from its position; it must have room for the object), so a
+     * caller can reuse buffers, direct ones included, and skip an allocation and a copy per object. An
+     * outcome's data is then a view of the destination's bytes.
+     */
+    public List<Outcome> getInto(String tenant, List<String> keys, List<ByteBuffer> destinations) {
+        if (destinations.size() != keys.size()) {
+            throw new IllegalArgumentException(keys.size() + " keys but " + destinations.size() + " destination buffers");
+        }
+        return get(tenant, keys, destinations);
+    }
+
+    /** Where the batches of {@link #getPipelined} go. */
+    public interface BatchSink {
+        /** Buffers to read the batch into, one per key, or null for new heap buffers. */
+        List<ByteBuffer> destinations(List<String> batch);
+
+        /** The batch's outcomes, in key order; the destinations may be reused once this returns. */
+        void accept(List<Outcome> outcomes) throws IOException;
+    }
+
+    /**
+     * Reads {@code keys} in batches of {@code batchSize}, asking the master for the next batch's mappings
+     * while the current batch is read, so the lookup's round trip overlaps the preads.
+     */
+    public void getPipelined(String tenant, List<String> keys, int batchSize, BatchSink sink) throws IOException {
+        if (keys.isEmpty()) {
+            return;
+        }
+        List<String> tenants = Collections.nCopies(batchSize, tenant);
+        List<String> batch = keys.subList(0, Math.min(batchSize, keys.size()));
+        long asked = System.nanoTime();
+        ListenableFuture<BatchGetDistributedPageMappingResponse> pending = node.master().batchGetMappingAsync(batch,
+                tenants.subList(0, batch.size()));
+        for (int from = 0; from < keys.size(); from += batchSize) {
+            BatchGetDistributedPageMappingResponse mappings = node.master().await(pending);
+            long leaseStart = asked;
+            int nextFrom = from + batchSize;
+            if (nextFrom < keys.size()) {
+                List<String> next = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
+                asked = System.nanoTime();
+                pending = node.master().batchGetMappingAsync(next, tenants.subList(0, next.size()));
+            }
+            sink.accept(readBatch(tenant, batch, sink.destinations(batch), mappings, leaseStart));
+            if (nextFrom < keys.size()) {
+                batch = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
+            }
+        }
+    }
+
+    private List<Outcome> get(String tenant, List<String> keys, List<ByteBuffer> destinations) {
         long leaseStart = System.nanoTime();
         BatchGetDistributedPageMappingResponse mappings = node.master().batchGetMapping(keys, Collections.nCopies(keys.size(), tenant));
+        return readBatch(tenant, keys, destinations, mappings, leaseStart);
+    }
+
+    /** Reads one batch whose mappings arrived; {@code leaseStart} is when they were asked for (the lease runs from no earlier). */
+    private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations,
+                                    BatchGetDistributedPageMappingResponse mappings, long leaseStart) {
         long leaseNanos = mappings.getLeaseMs() * 1_000_000L;
         List<Outcome> outcomes = new ArrayList<>(keys.size());
         for (int i = 0; i < keys.size(); i++) {
@@ -63,18 +125,32 @@ public final class TierReader {
                     continue;
                 }
             }
-            outcomes.add(read(key, place));
+            outcomes.add(read(key, place, destinations == null ? null : destinations.get(i)));
         }
         return outcomes;
     }
 
-    private Outcome read(String key, DistributedDiskDescriptor place) {
+    private Outcome read(String key, DistributedDiskDescriptor place, ByteBuffer destination) {
         if (place.getObjectSize() > Integer.MAX_VALUE - 8) {
             return new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes is too large to read into memory", null, place);
         }
+        if (destination != null && destination.remaining() < place.getObjectSize()) {
+            return new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes does not fit the " + destination.remaining()
+                    + " bytes left in its destination buffer", null, place);
+        }
         long start = System.nanoTime();
         try {
-            ByteBuffer data = node.io().read(Path.of(place.getFilePath()), place.getOffset(), (int) place.getObjectSize(), place.getCrc32C());
+            ByteBuffer data;
+            if (destination == null) {
+                data = node.io().read(Path.of(place.getFilePath()), place.getOffset(), (int) place.getObjectSize(), place.getCrc32C());
+            } else {
+                ByteBuffer window = destination.duplicate();
+                window.limit(window.position() + (int) place.getObjectSize());
+                int from = window.position();
+                node.io().readInto(Path.of(place.getFilePath()), place.getOffset(), window, place.getCrc32C());
+                destination.position(window.position());
+                data = window.duplicate().position(from).limit(window.position()).slice();
+            }
             node.metrics().reads.inc();
             node.metrics().readLatency.observe((System.nanoTime() - start) / 1e9);
             return new Outcome(key, Status.OK, "", data, place);

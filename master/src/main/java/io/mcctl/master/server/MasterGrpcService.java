@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
 import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
 import io.mcctl.master.proto.v1.AllocateDistributedPageResponse;
@@ -58,9 +59,15 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     private final PageService pages;
     private final LayoutFile.Record layoutRecord;
     private final String fsType;
+    /** Each bucket's path, UTF-8 encoded once: every descriptor carries one. */
+    private final ByteString[] bucketPathBytes;
 
     public MasterGrpcService(PageService pages, LayoutFile.Record layoutRecord, String fsType) {
         this.pages = pages;
+        this.bucketPathBytes = new ByteString[pages.layout().bucketCount()];
+        for (int b = 0; b < bucketPathBytes.length; b++) {
+            bucketPathBytes[b] = ByteString.copyFromUtf8(pages.bucketPath(b));
+        }
         this.layoutRecord = layoutRecord;
         this.fsType = fsType;
     }
@@ -69,7 +76,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     DistributedDiskDescriptor toWire(Placement placement) {
         return DistributedDiskDescriptor.newBuilder()
-                .setFilePath(pages.bucketPath(placement.bucket()))
+                .setFilePathBytes(bucketPathBytes[placement.bucket()])
                 .setOffset(placement.offset())
                 .setObjectSize(placement.size())
                 .setCrc32C(placement.crc32c())
@@ -81,8 +88,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 descriptor.getCrc32C());
     }
 
+    private static final KeyError OK = KeyError.getDefaultInstance();
+
     private static KeyError keyError(Result<?> result) {
-        return KeyError.newBuilder().setError(result.error()).setMessage(result.message()).build();
+        return result.isOk() ? OK : KeyError.newBuilder().setError(result.error()).setMessage(result.message()).build();
     }
 
     private static <T> T orThrow(Result<T> result) {
@@ -126,9 +135,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setDeadlineMs(pages.allocationDeadlineMillis());
         for (int i = 0; i < request.getKeysCount(); i++) {
             Result<Placement> result = pages.allocate(request.getTenantIds(i), request.getKeys(i), request.getSizes(i), request.getOverwrite());
-            AllocationResult.Builder item = AllocationResult.newBuilder().setStatus(keyError(result));
+            AllocationResult.Builder item = AllocationResult.newBuilder();
             if (result.isOk()) {
-                item.setDistributedDisk(toWire(result.value()));
+                item.setDistributedDisk(toWire(result.value())); // an unset status reads as OK
+            } else {
+                item.setStatus(keyError(result));
             }
             response.addResults(item);
         }
@@ -170,9 +181,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setLeaseMs(pages.readLeaseMillis());
         for (int i = 0; i < request.getKeysCount(); i++) {
             Result<Placement> result = pages.getMapping(request.getTenantIds(i), request.getKeys(i));
-            MappingResult.Builder item = MappingResult.newBuilder().setStatus(keyError(result));
+            MappingResult.Builder item = MappingResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value()));
+            } else {
+                item.setStatus(keyError(result));
             }
             response.addResults(item);
         }

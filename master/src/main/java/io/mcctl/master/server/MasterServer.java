@@ -1,7 +1,13 @@
 package io.mcctl.master.server;
 
+import io.grpc.ForwardingServerCallListener;
+import io.grpc.Metadata;
 import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
@@ -60,7 +66,7 @@ public final class MasterServer implements AutoCloseable {
         // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
                 .directExecutor()
-                .addService(ServerInterceptors.intercept(service, metrics.interceptor()))
+                .addService(ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()))
                 .build();
         try {
             server.start();
@@ -88,6 +94,36 @@ public final class MasterServer implements AutoCloseable {
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
         return new MasterServer(options, pages, init, server, metricsServer, reaper);
+    }
+
+    /**
+     * Sends the status and trailers of a {@link StatusRuntimeException} thrown by a handler (WireErrors), which
+     * grpc-java would otherwise turn into UNKNOWN "Application error processing RPC", losing the Mooncake code.
+     * Sits inside the metrics interceptor, so such calls are counted as failures with their real code.
+     */
+    static final class StatusExceptions implements ServerInterceptor {
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+            return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
+                @Override
+                public void onMessage(Q message) {
+                    closeOnStatusException(() -> super.onMessage(message));
+                }
+
+                @Override
+                public void onHalfClose() {
+                    closeOnStatusException(super::onHalfClose);
+                }
+
+                private void closeOnStatusException(Runnable step) {
+                    try {
+                        step.run();
+                    } catch (StatusRuntimeException e) {
+                        call.close(e.getStatus(), e.getTrailers() == null ? new Metadata() : e.getTrailers());
+                    }
+                }
+            };
+        }
     }
 
     private static String rootMessage(Throwable e) {

@@ -33,10 +33,10 @@ import java.util.function.LongSupplier;
  *   <li>{@link Shard#lock} (one of {@value #SHARDS}, chosen by the scoped key's hash): that shard's map and
  *       every {@link ObjectEntry} in it.</li>
  *   <li>each bucket's allocator monitor: that bucket's bitmap.</li>
- *   <li>{@link #expiryLock}: {@link #expiries}. {@link #quarantineLock}: {@link #quarantine}.</li>
+ *   <li>{@link #quarantineLock}: {@link #quarantine}.</li>
  * </ul>
- * Order: a shard lock may be held while taking a bucket monitor or the expiry or quarantine lock; never
- * two shard locks at once, and nothing is taken while holding the expiry or quarantine lock.
+ * Order: a shard lock may be held while taking a bucket monitor or the quarantine lock; never two shard
+ * locks at once, and nothing is taken while holding the quarantine lock.
  */
 public final class PageService {
 
@@ -44,23 +44,94 @@ public final class PageService {
     static final int SHARDS = 1 << SHARD_BITS;
     public static final int MAX_LIST_PAGE = 10_000;
 
-    /** One key's state. Guarded by its shard's lock. */
+    /**
+     * One key's state, kept small because there is one per live mapping: the committed placement inline
+     * ({@code bucket < 0} when there is none) and the in-flight allocation, if any, as a separate object.
+     * Guarded by its shard's lock.
+     */
     static final class ObjectEntry {
-        Placement committed;
-        boolean leased;
+        int bucket = -1;
+        long offset;
+        long size;
+        int crc32c;
         long leaseUntilNanos;
-        Placement pending;
-        long pendingDeadlineNanos;
-        long pendingId;
-        boolean pendingOverwrite;
+        Pending pending;
+
+        boolean hasCommitted() {
+            return bucket >= 0;
+        }
+
+        Placement committed() {
+            return bucket < 0 ? null : new Placement(bucket, offset, size, crc32c);
+        }
+
+        void commit(Placement placement) {
+            bucket = placement.bucket();
+            offset = placement.offset();
+            size = placement.size();
+            crc32c = placement.crc32c();
+        }
+
+        void clearCommitted() {
+            bucket = -1;
+            leaseUntilNanos = 0;
+        }
+    }
+
+    /**
+     * An allocation waiting for its notify. Linked into its shard's list in deadline order (deadlines are
+     * taken under the shard lock from a monotonic clock plus a constant, so appending keeps the order), and
+     * unlinked the moment it is committed or freed: nothing lingers until its deadline.
+     */
+    static final class Pending {
+        final String scopedKey;
+        final ObjectEntry owner;
+        final Placement placement;
+        final long deadlineNanos;
+        final boolean overwrite;
+        Pending prev;
+        Pending next;
+
+        Pending(String scopedKey, ObjectEntry owner, Placement placement, long deadlineNanos, boolean overwrite) {
+            this.scopedKey = scopedKey;
+            this.owner = owner;
+            this.placement = placement;
+            this.deadlineNanos = deadlineNanos;
+            this.overwrite = overwrite;
+        }
     }
 
     private static final class Shard {
         final ReentrantLock lock = new ReentrantLock();
         final HashMap<String, ObjectEntry> entries = new HashMap<>();
-    }
+        /** Oldest in-flight allocation first. */
+        Pending head;
+        Pending tail;
 
-    private record Expiry(long deadlineNanos, String scopedKey, long pendingId) {
+        void append(Pending pending) {
+            pending.prev = tail;
+            if (tail == null) {
+                head = pending;
+            } else {
+                tail.next = pending;
+            }
+            tail = pending;
+        }
+
+        void unlink(Pending pending) {
+            if (pending.prev == null) {
+                head = pending.next;
+            } else {
+                pending.prev.next = pending.next;
+            }
+            if (pending.next == null) {
+                tail = pending.prev;
+            } else {
+                pending.next.prev = pending.prev;
+            }
+            pending.prev = null;
+            pending.next = null;
+        }
     }
 
     private record Quarantined(long releaseNanos, int bucket, long firstPage, long pages) {
@@ -75,12 +146,9 @@ public final class PageService {
     private final long readLeaseNanos;
     private final LongSupplier nanoClock;
 
-    private final ReentrantLock expiryLock = new ReentrantLock();
-    private final PriorityQueue<Expiry> expiries = new PriorityQueue<>((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
     private final ReentrantLock quarantineLock = new ReentrantLock();
     private final PriorityQueue<Quarantined> quarantine = new PriorityQueue<>((a, b) -> Long.compare(a.releaseNanos, b.releaseNanos));
 
-    private final AtomicLong nextPendingId = new AtomicLong(1);
     private final AtomicLong mappings = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
     private final AtomicLong quarantinedPages = new AtomicLong();
@@ -94,7 +162,11 @@ public final class PageService {
         this.layout = layout;
         this.allocationDeadlineNanos = allocationDeadline.toNanos();
         this.readLeaseNanos = readLease.toNanos();
-        this.nanoClock = nanoClock;
+        // Times are kept relative to construction so they never go below zero and 0 can mean "no read lease";
+        // System.nanoTime() itself may be negative, and then a lease-free mapping would wait in quarantine until
+        // the clock passed 0 while a lease granted below 0 would never be recorded.
+        long origin = nanoClock.getAsLong();
+        this.nanoClock = () -> nanoClock.getAsLong() - origin;
         this.bucketPaths = new String[layout.bucketCount()];
         this.allocators = new BitmapPageAllocator[layout.bucketCount()];
         for (int b = 0; b < layout.bucketCount(); b++) {
@@ -154,22 +226,22 @@ public final class PageService {
         }
         String scoped = KeyRules.scopedKey(tenant, key);
         Shard shard = shardOf(scoped);
-        long now = nanoClock.getAsLong();
+        int home = layout.homeBucket(key);
+        long pages = layout.pagesFor(size);
         shard.lock.lock();
         try {
+            long now = nanoClock.getAsLong();
             ObjectEntry entry = shard.entries.get(scoped);
             if (entry != null && entry.pending != null) {
-                if (entry.pendingDeadlineNanos - now > 0) {
+                if (entry.pending.deadlineNanos - now > 0) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
                 }
-                dropPending(entry);
+                dropPending(shard, entry.pending);
             }
-            if (entry != null && entry.committed != null && !overwrite) {
+            if (entry != null && entry.hasCommitted() && !overwrite) {
                 return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
                         + "'; remove it or allocate with overwrite");
             }
-            long pages = layout.pagesFor(size);
-            int home = layout.homeBucket(key);
             for (int i = 0; i < allocators.length; i++) {
                 int bucket = (home + i) % allocators.length;
                 long first = allocators[bucket].allocate(pages);
@@ -183,18 +255,15 @@ public final class PageService {
                         shard.entries.put(scoped, entry);
                     }
                     Placement placement = new Placement(bucket, first * layout.pageSize(), size, 0);
-                    entry.pending = placement;
-                    entry.pendingDeadlineNanos = now + allocationDeadlineNanos;
-                    entry.pendingId = nextPendingId.getAndIncrement();
-                    entry.pendingOverwrite = overwrite;
+                    entry.pending = new Pending(scoped, entry, placement, now + allocationDeadlineNanos, overwrite);
+                    shard.append(entry.pending);
                     inFlight.incrementAndGet();
-                    addExpiry(new Expiry(entry.pendingDeadlineNanos, scoped, entry.pendingId));
                     return Result.ok(placement);
                 }
             }
             allocationFailures.increment();
-            if (entry != null && entry.committed == null && entry.pending == null) {
-                shard.entries.remove(scoped);
+            if (entry != null) {
+                removeIfEmpty(shard, scoped, entry);
             }
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "no bucket has " + pages + " free consecutive pages for " + size + " bytes");
         } finally {
@@ -216,11 +285,11 @@ public final class PageService {
             if (entry == null || entry.pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
             }
-            if (expected != null && !entry.pending.sameRange(expected)) {
+            if (expected != null && !entry.pending.placement.sameRange(expected)) {
                 return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(expected) + " does not match the allocation of key '"
-                        + key + "' at " + describe(entry.pending));
+                        + key + "' at " + describe(entry.pending.placement));
             }
-            dropPending(entry);
+            dropPending(shard, entry.pending);
             removeIfEmpty(shard, scoped, entry);
             return Result.ok();
         } finally {
@@ -237,28 +306,30 @@ public final class PageService {
         }
         String scoped = KeyRules.scopedKey(tenant, key);
         Shard shard = shardOf(scoped);
-        long now = nanoClock.getAsLong();
         shard.lock.lock();
         try {
+            long now = nanoClock.getAsLong();
             ObjectEntry entry = shard.entries.get(scoped);
             if (entry == null || entry.pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
             }
-            if (!entry.pending.sameRange(written)) {
+            Pending pending = entry.pending;
+            if (!pending.placement.sameRange(written)) {
                 return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(written) + " does not match the allocation of key '"
-                        + key + "' at " + describe(entry.pending));
+                        + key + "' at " + describe(pending.placement));
             }
-            if (entry.pendingDeadlineNanos - now <= 0) {
-                dropPending(entry);
+            if (pending.deadlineNanos - now <= 0) {
+                dropPending(shard, pending);
                 removeIfEmpty(shard, scoped, entry);
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
             }
-            if (entry.committed != null) {
-                quarantineMapping(entry, now);
+            if (entry.hasCommitted()) {
+                releaseCommitted(entry, now);
             } else {
                 mappings.incrementAndGet();
             }
-            entry.committed = entry.pending.withCrc(written.crc32c());
+            entry.commit(pending.placement.withCrc(written.crc32c()));
+            shard.unlink(pending);
             entry.pending = null;
             inFlight.decrementAndGet();
             return Result.ok();
@@ -287,7 +358,7 @@ public final class PageService {
         shard.lock.lock();
         try {
             ObjectEntry entry = shard.entries.get(scoped);
-            if (entry == null || entry.committed == null) {
+            if (entry == null || !entry.hasCommitted()) {
                 if (entry != null && entry.pending != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
@@ -295,12 +366,11 @@ public final class PageService {
             }
             if (lease) {
                 long until = nanoClock.getAsLong() + readLeaseNanos;
-                if (!entry.leased || until - entry.leaseUntilNanos > 0) {
+                if (until - entry.leaseUntilNanos > 0) {
                     entry.leaseUntilNanos = until;
-                    entry.leased = true;
                 }
             }
-            return Result.ok(entry.committed);
+            return Result.ok(entry.committed());
         } finally {
             shard.lock.unlock();
         }
@@ -317,11 +387,11 @@ public final class PageService {
         shard.lock.lock();
         try {
             ObjectEntry entry = shard.entries.get(scoped);
-            if (entry == null || entry.committed == null) {
+            if (entry == null || !entry.hasCommitted()) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
-            quarantineMapping(entry, nanoClock.getAsLong());
-            entry.committed = null;
+            releaseCommitted(entry, nanoClock.getAsLong());
+            entry.clearCommitted();
             mappings.decrementAndGet();
             removeIfEmpty(shard, scoped, entry);
             return Result.ok();
@@ -357,14 +427,17 @@ public final class PageService {
             shard.lock.lock();
             try {
                 for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
-                    if (e.getValue().committed == null || !e.getKey().startsWith(scopedPrefix)) {
+                    if (!e.getValue().hasCommitted() || !e.getKey().startsWith(scopedPrefix)) {
                         continue;
                     }
                     String key = e.getKey().substring(tenantLength);
                     if (afterKey != null && !afterKey.isEmpty() && key.compareTo(afterKey) <= 0) {
                         continue;
                     }
-                    best.put(key, e.getValue().committed);
+                    if (best.size() > pageSize && key.compareTo(best.lastKey()) >= 0) {
+                        continue;
+                    }
+                    best.put(key, e.getValue().committed());
                     if (best.size() > pageSize + 1) {
                         best.pollLastEntry();
                     }
@@ -393,22 +466,23 @@ public final class PageService {
      * @return pages returned to the allocators
      */
     public long reap() {
-        long now = nanoClock.getAsLong();
         long freed = 0;
-        while (true) {
-            Expiry due;
-            expiryLock.lock();
+        for (Shard shard : shards) {
+            shard.lock.lock();
             try {
-                due = expiries.peek();
-                if (due == null || due.deadlineNanos - now > 0) {
-                    break;
+                long now = nanoClock.getAsLong();
+                while (shard.head != null && shard.head.deadlineNanos - now <= 0) {
+                    Pending due = shard.head;
+                    freed += layout.pagesFor(due.placement.size());
+                    dropPending(shard, due);
+                    expiredAllocations.increment();
+                    removeIfEmpty(shard, due.scopedKey, due.owner);
                 }
-                expiries.poll();
             } finally {
-                expiryLock.unlock();
+                shard.lock.unlock();
             }
-            freed += expireIfStillPending(due, now);
         }
+        long now = nanoClock.getAsLong();
         while (true) {
             Quarantined due;
             quarantineLock.lock();
@@ -429,66 +503,37 @@ public final class PageService {
         return freed;
     }
 
-    private long expireIfStillPending(Expiry due, long now) {
-        Shard shard = shardOf(due.scopedKey);
-        shard.lock.lock();
-        try {
-            ObjectEntry entry = shard.entries.get(due.scopedKey);
-            if (entry == null || entry.pending == null || entry.pendingId != due.pendingId || entry.pendingDeadlineNanos - now > 0) {
-                return 0; // committed, freed, or replaced since
-            }
-            long pages = layout.pagesFor(entry.pending.size());
-            dropPending(entry);
-            expiredAllocations.increment();
-            removeIfEmpty(shard, due.scopedKey, entry);
-            return pages;
-        } finally {
-            shard.lock.unlock();
-        }
-    }
-
-    /** Frees a pending allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
-    private void dropPending(ObjectEntry entry) {
-        Placement pending = entry.pending;
-        long pages = layout.pagesFor(pending.size());
-        allocators[pending.bucket()].free(pending.offset() / layout.pageSize(), pages);
+    /** Frees an in-flight allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
+    private void dropPending(Shard shard, Pending pending) {
+        long pages = layout.pagesFor(pending.placement.size());
+        allocators[pending.placement.bucket()].free(pending.placement.offset() / layout.pageSize(), pages);
         pageFrees.add(pages);
-        entry.pending = null;
+        shard.unlink(pending);
+        pending.owner.pending = null;
         inFlight.decrementAndGet();
     }
 
     /** Moves the committed mapping's pages out: freed now if no lease is live, else quarantined. Caller holds the shard lock. */
-    private void quarantineMapping(ObjectEntry entry, long now) {
-        Placement old = entry.committed;
-        long pages = layout.pagesFor(old.size());
-        long firstPage = old.offset() / layout.pageSize();
-        if (!entry.leased || entry.leaseUntilNanos - now <= 0) {
-            allocators[old.bucket()].free(firstPage, pages);
+    private void releaseCommitted(ObjectEntry entry, long now) {
+        long pages = layout.pagesFor(entry.size);
+        long firstPage = entry.offset / layout.pageSize();
+        if (entry.leaseUntilNanos - now <= 0) {
+            allocators[entry.bucket].free(firstPage, pages);
             pageFrees.add(pages);
         } else {
             quarantinedPages.addAndGet(pages);
             quarantineLock.lock();
             try {
-                quarantine.add(new Quarantined(entry.leaseUntilNanos, old.bucket(), firstPage, pages));
+                quarantine.add(new Quarantined(entry.leaseUntilNanos, entry.bucket, firstPage, pages));
             } finally {
                 quarantineLock.unlock();
             }
         }
-        entry.leased = false;
         entry.leaseUntilNanos = 0;
     }
 
-    private void addExpiry(Expiry expiry) {
-        expiryLock.lock();
-        try {
-            expiries.add(expiry);
-        } finally {
-            expiryLock.unlock();
-        }
-    }
-
     private static void removeIfEmpty(Shard shard, String scoped, ObjectEntry entry) {
-        if (entry.committed == null && entry.pending == null) {
+        if (!entry.hasCommitted() && entry.pending == null) {
             shard.entries.remove(scoped);
         }
     }

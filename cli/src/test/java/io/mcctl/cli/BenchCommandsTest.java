@@ -1,0 +1,53 @@
+package io.mcctl.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The master and IO benchmarks run end to end at small sizes and report every figure they promise. */
+@Timeout(180)
+class BenchCommandsTest {
+
+    @Test
+    void bench_master_reports_each_phase_the_echo_floor_and_heap_per_mapping() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--keys", "2560", "--memory-mappings", "20000", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        JsonNode phases = report.get("phases");
+        assertEquals(5, phases.size());
+        for (JsonNode phase : phases) {
+            assertEquals(0, phase.get("failures").asLong(), phase::toString);
+            assertTrue(phase.get("keys_per_second").asLong() > 0, phase::toString);
+            assertTrue(phase.get("call_p99_us").asDouble() >= phase.get("call_p50_us").asDouble(), phase::toString);
+        }
+        assertEquals(64, phases.get(1).get("batch").asInt());
+        assertEquals(1, phases.get(4).get("callers").asInt());
+        assertTrue(report.get("tcp_echo_p50_us").asDouble() > 0);
+        assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0);
+        assertTrue(report.get("heap_bytes_per_mapping").asDouble() > 0);
+    }
+
+    @Test
+    void bench_io_compares_the_tier_with_a_plain_read_of_the_same_bytes() throws Exception {
+        CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "-o", "json").expectOk();
+        JsonNode cases = new ObjectMapper().readTree(run.out()).get("cases");
+        assertEquals(2, cases.size());
+        assertEquals(65536, cases.get(0).get("object_size").asLong());
+        assertEquals(128, cases.get(0).get("objects").asInt());
+        assertEquals(1048576, cases.get(1).get("object_size").asLong());
+        for (JsonNode c : cases) {
+            assertTrue(c.get("tier_gib_per_s").asDouble() > 0, c::toString);
+            assertTrue(c.get("plain_read_gib_per_s").asDouble() > 0, c::toString);
+            assertTrue(c.has("fio_gib_per_s"), c::toString);
+        }
+    }
+
+    @Test
+    void bench_master_refuses_too_few_keys_and_changes_nothing() {
+        CliRun run = CliRun.run("bench", "master", "--threads", "8", "--keys", "100").expectExit(ExitCodes.USAGE);
+        assertTrue(run.err().contains("--keys 100"), run.err());
+    }
+}

@@ -1,0 +1,174 @@
+package io.mcctl.master;
+
+import io.mcctl.master.client.ClientMetrics;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.TierNode;
+import io.mcctl.master.client.TierReader;
+import io.mcctl.master.client.TierWriter;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.master.server.MasterServer;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A real tier for tests: a {@link MasterServer} on loopback (gRPC and metrics on free ports) over a real
+ * root, and any number of nodes, each with its own {@link MasterClient} and its own {@link TierNode} (so
+ * its own fd pool), as if every node were a separate machine mounting the same root.
+ */
+public final class TierCluster implements AutoCloseable {
+
+    public static final long PAGE = 4096;
+    public static final long MIB = 1 << 20;
+
+    /** One node: its own connection to the master, its own fd pool and its own client metrics. */
+    public record Node(MasterClient client, TierNode tier, ClientMetrics metrics, TierWriter writer, TierReader reader)
+            implements AutoCloseable {
+        @Override
+        public void close() throws IOException {
+            try {
+                tier.close();
+            } finally {
+                client.close();
+            }
+        }
+    }
+
+    private final MasterServer master;
+    private final List<Node> nodes = new ArrayList<>();
+    private final List<MasterClient> looseClients = new ArrayList<>();
+
+    private TierCluster(MasterServer master) {
+        this.master = master;
+    }
+
+    /** The layout most tests use: {@code buckets} files of 1 MiB in 4 KiB pages under {@code root}. */
+    public static BucketLayout smallLayout(Path root, int buckets) {
+        return new BucketLayout(root, buckets, PAGE, MIB);
+    }
+
+    public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, int nodeCount)
+            throws IOException {
+        MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0,
+                allocationDeadline, readLease));
+        TierCluster cluster = new TierCluster(master);
+        try {
+            for (int i = 0; i < nodeCount; i++) {
+                cluster.addNode();
+            }
+        } catch (IOException | RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+        return cluster;
+    }
+
+    /** A cluster with long deadlines and leases, so nothing expires under a test unless it waits for it. */
+    public static TierCluster start(Path root, int buckets, int nodeCount) throws IOException {
+        return start(smallLayout(root, buckets), Duration.ofSeconds(60), Duration.ofSeconds(5), nodeCount);
+    }
+
+    public String target() {
+        return "127.0.0.1:" + master.port();
+    }
+
+    /** A new node that writes and reads: its own client and its own TierNode; on a refused mount nothing is left open. */
+    public Node addNode() throws IOException {
+        return addNode(true);
+    }
+
+    /** A new node whose fd pool opens bucket files for writing too, or only for reading. */
+    public Node addNode(boolean writable) throws IOException {
+        MasterClient client = new MasterClient(target(), Duration.ofSeconds(10));
+        ClientMetrics metrics = new ClientMetrics();
+        TierNode tier;
+        try {
+            tier = TierNode.connect(client, writable, metrics);
+        } catch (IOException | RuntimeException e) {
+            client.close();
+            throw e;
+        }
+        Node node = new Node(client, tier, metrics, new TierWriter(tier), new TierReader(tier));
+        synchronized (nodes) {
+            nodes.add(node);
+        }
+        return node;
+    }
+
+    /** A bare client of this master, closed with the cluster. */
+    public MasterClient newClient() {
+        MasterClient client = new MasterClient(target(), Duration.ofSeconds(10));
+        synchronized (looseClients) {
+            looseClients.add(client);
+        }
+        return client;
+    }
+
+    public Node node(int i) {
+        synchronized (nodes) {
+            return nodes.get(i);
+        }
+    }
+
+    public MasterServer master() {
+        return master;
+    }
+
+    public BucketLayout layout() {
+        return master.options().layout();
+    }
+
+    public Path root() {
+        return layout().root();
+    }
+
+    public int metricsPort() {
+        return master.metricsPort();
+    }
+
+    public GetStatsResponse stats() {
+        return node(0).client().stats();
+    }
+
+    /**
+     * Polls {@code condition} every 20 ms until it holds or {@code limit} has passed; returns whether it
+     * held. A bounded wait for something the master does on its own (the reaper), never a timing claim.
+     */
+    public static boolean await(Duration limit, BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + limit.toNanos();
+        while (true) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            if (System.nanoTime() - end > 0) {
+                return false;
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    @Override
+    public void close() {
+        List<Node> toClose;
+        synchronized (nodes) {
+            toClose = new ArrayList<>(nodes);
+            nodes.clear();
+        }
+        for (Node node : toClose) {
+            try {
+                node.close();
+            } catch (IOException | RuntimeException ignored) {
+                // closing what is left matters more
+            }
+        }
+        synchronized (looseClients) {
+            looseClients.forEach(MasterClient::close);
+            looseClients.clear();
+        }
+        master.close();
+    }
+}

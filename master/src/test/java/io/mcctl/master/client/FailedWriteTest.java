@@ -1,0 +1,133 @@
+package io.mcctl.master.client;
+
+import static io.mcctl.master.TestObjects.bytesOf;
+import static io.mcctl.master.TestObjects.content;
+import static io.mcctl.master.TestObjects.object;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mcctl.master.TestObjects;
+import io.mcctl.master.TierCluster;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.storage.layout.BucketFiles;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A batch in which some writes really fail: the bucket file those keys land in is deleted before a fresh
+ * node (empty fd pool) offloads, so its pwrite cannot open the file. Exactly the failed keys' pages must be
+ * freed at once; the rest of the batch commits.
+ */
+@Timeout(60)
+class FailedWriteTest {
+
+    static final String TENANT = "t";
+    static final int GOOD_BUCKET_1 = 1;
+    static final int GOOD_BUCKET_2 = 2;
+    static final int BAD_BUCKET = 6;
+
+    @TempDir
+    Path root;
+    TierCluster cluster;
+
+    @BeforeEach
+    void start() throws IOException {
+        cluster = TierCluster.start(root, 8, 0);
+    }
+
+    @AfterEach
+    void stop() {
+        cluster.close();
+    }
+
+    @Test
+    void the_failed_keys_pages_are_freed_at_once_and_the_rest_of_the_batch_commits() throws IOException {
+        var layout = cluster.layout();
+        String good1 = TestObjects.keysWithHome(layout, GOOD_BUCKET_1, "good-", 1).get(0);
+        List<String> good2 = TestObjects.keysWithHome(layout, GOOD_BUCKET_2, "good-", 2);
+        List<String> bad = TestObjects.keysWithHome(layout, BAD_BUCKET, "bad-", 2);
+        Map<String, Integer> sizes = Map.of(good1, 9000, good2.get(0), 4096, good2.get(1), 1, bad.get(0), 20_000, bad.get(1), 4097);
+        List<String> batch = List.of(bad.get(0), good1, good2.get(0), bad.get(1), good2.get(1));
+
+        Path badFile = layout.bucketPath(BAD_BUCKET);
+        Files.delete(badFile);
+        TierCluster.Node b = cluster.addNode();
+        assertEquals(0, b.tier().openFiles());
+
+        List<TierWriter.ObjectSource> objects = new ArrayList<>();
+        for (String key : batch) {
+            objects.add(object(key, sizes.get(key)));
+        }
+        List<TierWriter.Outcome> outcomes = b.writer().offload(TENANT, objects, false);
+
+        long committedPages = 0;
+        for (int i = 0; i < batch.size(); i++) {
+            String key = batch.get(i);
+            TierWriter.Outcome outcome = outcomes.get(i);
+            assertEquals(key, outcome.key());
+            if (bad.contains(key)) {
+                assertEquals(ErrorCode.INTERNAL_ERROR, outcome.code(), outcome.toString());
+                assertTrue(outcome.message().contains(badFile.toString()), "names the file: " + outcome.message());
+                assertTrue(outcome.message().contains("mounted at " + root.toAbsolutePath().normalize()),
+                        "says to check the mount: " + outcome.message());
+                assertFalse(b.client().exists(TENANT, key));
+            } else {
+                assertTrue(outcome.ok(), outcome.toString());
+                committedPages += (sizes.get(key) + 4095) / 4096;
+            }
+        }
+
+        GetStatsResponse stats = b.client().stats();
+        assertEquals(0, stats.getInFlightAllocations(), "nothing left waiting for a deadline");
+        assertEquals(3, stats.getMappings());
+        assertEquals(committedPages, stats.getPagesAllocated(), "allocated pages are exactly the committed keys' pages");
+        assertEquals(0, stats.getBuckets(BAD_BUCKET).getPagesAllocated());
+        assertEquals(bad.size(), b.metrics().leaksPreventedTotal());
+        assertEquals(committedPages, b.metrics().pagesWrittenTotal());
+        assertFalse(Files.exists(badFile), "a writer never creates a bucket file");
+
+        // With the file back, the same node retries the failed keys and they commit.
+        BucketFiles.initialise(layout);
+        List<TierWriter.ObjectSource> retry = new ArrayList<>();
+        for (String key : bad) {
+            retry.add(object(key, sizes.get(key)));
+        }
+        for (TierWriter.Outcome outcome : b.writer().offload(TENANT, retry, false)) {
+            assertTrue(outcome.ok(), outcome.toString());
+        }
+        TierCluster.Node reader = cluster.addNode();
+        List<TierReader.Outcome> read = reader.reader().get(TENANT, batch);
+        for (int i = 0; i < batch.size(); i++) {
+            assertEquals(TierReader.Status.OK, read.get(i).status(), read.get(i).toString());
+            assertArrayEquals(content(batch.get(i), sizes.get(batch.get(i))), bytesOf(read.get(i).data()));
+        }
+        assertEquals(Set.copyOf(batch).size(), reader.client().stats().getMappings());
+    }
+
+    @Test
+    void a_reader_whose_bucket_file_is_missing_gets_MOUNT_MISSING_naming_the_file() throws IOException {
+        TierCluster.Node a = cluster.addNode();
+        String key = TestObjects.keysWithHome(cluster.layout(), BAD_BUCKET, "vanishing-", 1).get(0);
+        assertTrue(a.writer().offload(TENANT, List.of(object(key, 5000)), false).get(0).ok());
+        Path file = cluster.layout().bucketPath(BAD_BUCKET);
+        Files.delete(file);
+        TierCluster.Node b = cluster.addNode();
+        TierReader.Outcome outcome = b.reader().get(TENANT, List.of(key)).get(0);
+        assertEquals(TierReader.Status.MOUNT_MISSING, outcome.status(), outcome.toString());
+        assertTrue(outcome.message().contains(file.toString()), outcome.message());
+        assertTrue(outcome.message().contains("mounted"), outcome.message());
+    }
+}

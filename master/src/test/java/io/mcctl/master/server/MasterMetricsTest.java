@@ -1,0 +1,86 @@
+package io.mcctl.master.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mcctl.master.TierCluster;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Prometheus metrics and health over the master's real HTTP port. */
+@Timeout(60)
+class MasterMetricsTest {
+
+    @TempDir
+    Path root;
+    TierCluster cluster;
+    MasterClient client;
+    final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    @BeforeEach
+    void start() throws IOException {
+        cluster = TierCluster.start(root, 8, 0);
+        client = cluster.newClient();
+    }
+
+    @AfterEach
+    void stop() {
+        cluster.close();
+    }
+
+    HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + cluster.metricsPort() + path))
+                .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    static double value(String body, String series) {
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(series) + " ([0-9.eE+-]+)$").matcher(body);
+        assertTrue(m.find(), "no series " + series + " in:\n" + body);
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void metrics_show_pages_per_bucket_page_allocations_and_rpcs_by_method() throws IOException, InterruptedException {
+        client.allocate("t", "a", 3 * 4096, false);
+        client.allocate("t", "b", 4096, false);
+        client.stats();
+        client.stats();
+        assertThrows(MasterException.class, () -> client.getMapping("t", "missing"));
+
+        HttpResponse<String> response = get("/metrics");
+        assertEquals(200, response.statusCode());
+        String body = response.body();
+        double perBucket = 0;
+        for (int b = 0; b < 8; b++) {
+            perBucket += value(body, "mooncake_master_distributed_pages_allocated{bucket=\"" + b + "\"}");
+        }
+        assertEquals(4, perBucket, "the per-bucket gauges add up to the pages allocated");
+        assertEquals(4, value(body, "mooncake_master_distributed_page_allocations_total"));
+        assertEquals(2, value(body, "mcctl_master_in_flight_allocations"));
+        assertEquals(2, value(body, "mcctl_master_rpc_requests_total{method=\"AllocateDistributedPage\"}"));
+        assertEquals(2, value(body, "mcctl_master_rpc_requests_total{method=\"GetStats\"}"));
+        assertEquals(1, value(body, "mcctl_master_rpc_failures_total{code=\"NOT_FOUND\",method=\"GetDistributedPageMapping\"}"));
+        assertTrue(body.contains("mcctl_master_rpc_latency_seconds_bucket{method=\"GetStats\""), "latency by method");
+    }
+
+    @Test
+    void the_health_endpoint_answers_200() throws IOException, InterruptedException {
+        HttpResponse<String> response = get("/-/healthy");
+        assertEquals(200, response.statusCode());
+    }
+}
