@@ -64,32 +64,30 @@ public final class TierReader {
         void accept(List<Outcome> outcomes) throws IOException;
     }
 
+    /** Mapping lookups asked for ahead of the batch being read. */
+    static final int LOOKUPS_AHEAD = 2;
+
+    private record Lookahead(List<String> batch, long askedNanos, ListenableFuture<BatchGetDistributedPageMappingResponse> mappings) {
+    }
+
     /**
-     * Reads {@code keys} in batches of {@code batchSize}, asking the master for the next batch's mappings
-     * while the current batch is read, so the lookup's round trip overlaps the preads.
+     * Reads {@code keys} in batches of {@code batchSize}, keeping the mapping lookups of the next
+     * {@value #LOOKUPS_AHEAD} batches in flight while the current batch is read, so the round trips to
+     * the master overlap the preads.
      */
     public void getPipelined(String tenant, List<String> keys, int batchSize, BatchSink sink) throws IOException {
-        if (keys.isEmpty()) {
-            return;
-        }
         List<String> tenants = Collections.nCopies(batchSize, tenant);
-        List<String> batch = keys.subList(0, Math.min(batchSize, keys.size()));
-        long asked = System.nanoTime();
-        ListenableFuture<BatchGetDistributedPageMappingResponse> pending = node.master().batchGetMappingAsync(batch,
-                tenants.subList(0, batch.size()));
-        for (int from = 0; from < keys.size(); from += batchSize) {
-            BatchGetDistributedPageMappingResponse mappings = node.master().await(pending);
-            long leaseStart = asked;
-            int nextFrom = from + batchSize;
-            if (nextFrom < keys.size()) {
-                List<String> next = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
-                asked = System.nanoTime();
-                pending = node.master().batchGetMappingAsync(next, tenants.subList(0, next.size()));
+        java.util.ArrayDeque<Lookahead> ahead = new java.util.ArrayDeque<>();
+        int nextFrom = 0;
+        while (nextFrom < keys.size() || !ahead.isEmpty()) {
+            while (ahead.size() <= LOOKUPS_AHEAD && nextFrom < keys.size()) {
+                List<String> batch = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
+                ahead.add(new Lookahead(batch, System.nanoTime(), node.master().batchGetMappingAsync(batch, tenants.subList(0, batch.size()))));
+                nextFrom += batch.size();
             }
-            sink.accept(readBatch(tenant, batch, sink.destinations(batch), mappings, leaseStart));
-            if (nextFrom < keys.size()) {
-                batch = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
-            }
+            Lookahead current = ahead.poll();
+            BatchGetDistributedPageMappingResponse mappings = node.master().await(current.mappings());
+            sink.accept(readBatch(tenant, current.batch(), sink.destinations(current.batch()), mappings, current.askedNanos()));
         }
     }
 
