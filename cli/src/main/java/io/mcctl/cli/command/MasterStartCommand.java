@@ -49,9 +49,16 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
             LOG.info("no root configured: using the local directory {} (set --root or MOONCAKE_DISTRIBUTED_ROOT_DIR to a shared mount "
                     + "for more than one node)", layout.root());
         }
+        java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
+        for (EffectiveConfig.Entry entry : config.entries()) {
+            settingsInForce.put(entry.setting().key(), entry.formattedValue());
+        }
+        String stateDir = config.get(MasterSettings.STATE_DIR);
         MasterServer.Options options = new MasterServer.Options(layout, config.get(StorageSettings.FS_TYPE),
                 config.get(MasterSettings.BIND), config.get(MasterSettings.PORT), config.get(MasterSettings.METRICS_PORT),
-                config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE));
+                config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
+                stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
+                config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce);
         MasterServer server = MasterServer.start(options);
         if (config.get(StorageSettings.HEALTH_CHECK)) {
             LOG.info("health check: root {} is a directory, its layout record matches, all {} bucket files are at least {} bytes",
@@ -63,9 +70,9 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         }, "mcctl-master-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         PrintWriter out = spec.commandLine().getOut();
-        out.printf("mcctl master serving gRPC on %s:%d, metrics on http://%s:%d/metrics, root %s (cluster %s)%n",
+        out.printf("mcctl master serving gRPC on %s:%d, metrics on http://%s:%d/metrics, root %s (cluster %s), state %s (%s durability)%n",
                 options.bindHost(), server.port(), options.bindHost(), server.metricsPort(), layout.root(),
-                server.layoutRecord().clusterId());
+                server.layoutRecord().clusterId(), options.resolvedStateDir(), options.durability());
         out.flush();
         server.awaitTermination();
         return 0;

@@ -17,6 +17,8 @@ import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest;
 import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.BatchRemoveRequest;
 import io.mcctl.master.proto.v1.BatchRemoveResponse;
+import io.mcctl.master.proto.v1.CreateSnapshotRequest;
+import io.mcctl.master.proto.v1.CreateSnapshotResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.ExistKeyRequest;
@@ -238,6 +240,11 @@ public final class MasterClient implements AutoCloseable {
 
     public GetLayoutResponse layout() {
         return read(() -> stub().getLayout(GetLayoutRequest.getDefaultInstance()));
+    }
+
+    /** Asks the master for a snapshot now; waits up to ten minutes, whatever the call timeout. */
+    public CreateSnapshotResponse createSnapshot() {
+        return mutate(() -> stub.withDeadlineAfter(10, TimeUnit.MINUTES).createSnapshot(CreateSnapshotRequest.getDefaultInstance()));
     }
 
     public GetStatsResponse stats() {

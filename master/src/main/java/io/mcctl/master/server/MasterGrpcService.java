@@ -43,11 +43,17 @@ import io.mcctl.master.proto.v1.RemoveResponse;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.durability.Snapshotter;
+import io.mcctl.master.proto.v1.CreateSnapshotRequest;
+import io.mcctl.master.proto.v1.CreateSnapshotResponse;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.Result;
 import io.mcctl.storage.layout.LayoutFile;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.Map;
 
 /** The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping. */
@@ -62,7 +68,24 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     /** Each bucket's path, UTF-8 encoded once: every descriptor carries one. */
     private final ByteString[] bucketPathBytes;
 
-    public MasterGrpcService(PageService pages, LayoutFile.Record layoutRecord, String fsType) {
+    /** Completes once every change made so far is durable. */
+    @FunctionalInterface
+    public interface Durability {
+        CompletableFuture<Void> whenDurable();
+    }
+
+    private final Durability durability;
+    private final Snapshotter snapshotter;
+    /** Snapshots are long: they run here, never on a transport thread. */
+    private final ExecutorService adminExecutor = Executors.newSingleThreadExecutor(r -> {
+        Thread thread = new Thread(r, "mcctl-master-admin");
+        thread.setDaemon(true);
+        return thread;
+    });
+
+    public MasterGrpcService(PageService pages, LayoutFile.Record layoutRecord, String fsType, Durability durability, Snapshotter snapshotter) {
+        this.durability = durability;
+        this.snapshotter = snapshotter;
         this.pages = pages;
         this.bucketPathBytes = new ByteString[pages.layout().bucketCount()];
         for (int b = 0; b < bucketPathBytes.length; b++) {
@@ -118,12 +141,26 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         observer.onCompleted();
     }
 
+    /**
+     * Answers once the changes this call made are on disk. The transport thread does not wait: the log's
+     * writer completes the answer after its fsync, one fsync for every call waiting at that moment.
+     */
+    private <T> void replyWhenDurable(StreamObserver<T> observer, T response) {
+        durability.whenDurable().whenComplete((ignored, failure) -> {
+            if (failure != null) {
+                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "the change could not be made durable: " + failure.getMessage()));
+            } else {
+                reply(observer, response);
+            }
+        });
+    }
+
     // ---- the page RPCs ----
 
     @Override
     public void allocateDistributedPage(AllocateDistributedPageRequest request, StreamObserver<AllocateDistributedPageResponse> observer) {
         Placement placement = orThrow(pages.allocate(request.getTenantId(), request.getKey(), request.getSize(), request.getOverwrite()));
-        reply(observer, AllocateDistributedPageResponse.newBuilder().setDistributedDisk(toWire(placement))
+        replyWhenDurable(observer, AllocateDistributedPageResponse.newBuilder().setDistributedDisk(toWire(placement))
                 .setDeadlineMs(pages.allocationDeadlineMillis()).build());
     }
 
@@ -143,14 +180,14 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             }
             response.addResults(item);
         }
-        reply(observer, response.build());
+        replyWhenDurable(observer, response.build());
     }
 
     @Override
     public void freeDistributedPage(FreeDistributedPageRequest request, StreamObserver<FreeDistributedPageResponse> observer) {
         Placement expected = request.hasDistributedDisk() ? fromWire(request.getDistributedDisk()) : null;
         orThrow(pages.free(request.getTenantId(), request.getKey(), expected));
-        reply(observer, FreeDistributedPageResponse.getDefaultInstance());
+        replyWhenDurable(observer, FreeDistributedPageResponse.getDefaultInstance());
     }
 
     @Override
@@ -162,7 +199,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             Placement expected = withDescriptors ? fromWire(request.getDescriptors(i)) : null;
             response.addResults(keyError(pages.free(request.getTenantIds(i), request.getKeys(i), expected)));
         }
-        reply(observer, response.build());
+        replyWhenDurable(observer, response.build());
     }
 
     @Override
@@ -200,13 +237,13 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.notifySuccess(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
         }
-        reply(observer, response.build());
+        replyWhenDurable(observer, response.build());
     }
 
     @Override
     public void remove(RemoveRequest request, StreamObserver<RemoveResponse> observer) {
         orThrow(pages.remove(request.getTenantId(), request.getKey()));
-        reply(observer, RemoveResponse.getDefaultInstance());
+        replyWhenDurable(observer, RemoveResponse.getDefaultInstance());
     }
 
     @Override
@@ -216,7 +253,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.remove(request.getTenantIds(i), request.getKeys(i))));
         }
-        reply(observer, response.build());
+        replyWhenDurable(observer, response.build());
     }
 
     @Override
@@ -257,6 +294,20 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             response.addKeys(KeyInfo.newBuilder().setKey(entry.getKey()).setDistributedDisk(toWire(entry.getValue())));
         }
         reply(observer, response.build());
+    }
+
+    @Override
+    public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> observer) {
+        adminExecutor.execute(() -> {
+            try {
+                Snapshotter.Taken taken = snapshotter.take();
+                reply(observer, CreateSnapshotResponse.newBuilder().setPath(taken.path().toString()).setWalSequence(taken.walSequence())
+                        .setMappings(taken.mappings()).setInFlight(taken.inFlight()).setQuarantinedRanges(taken.quarantined())
+                        .setBytes(taken.bytes()).setMillis(taken.millis()).build());
+            } catch (java.io.IOException | RuntimeException e) {
+                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "snapshot failed: " + e.getMessage()));
+            }
+        });
     }
 
     @Override

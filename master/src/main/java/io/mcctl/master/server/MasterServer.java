@@ -9,6 +9,10 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.mcctl.master.durability.CorruptStateException;
+import io.mcctl.master.durability.Snapshotter;
+import io.mcctl.master.durability.StateRecovery;
+import io.mcctl.master.durability.WriteAheadLog;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
@@ -16,6 +20,8 @@ import io.mcctl.storage.layout.LayoutFile;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -32,9 +38,24 @@ public final class MasterServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     private static final long REAP_INTERVAL_MILLIS = 50;
 
-    /** What a master needs to start. Port 0 picks a free port. */
+    /**
+     * What a master needs to start. Port 0 picks a free port. {@code stateDir} null means
+     * {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
+     */
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                          Duration allocationDeadline, Duration readLease) {
+                          Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
+                          Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
+
+        /** WAL durability under {@code <root>/master}, snapshots every 10 minutes, two kept. */
+        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort, Duration allocationDeadline,
+                       Duration readLease) {
+            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, MasterSettings.Durability.wal, null,
+                    Duration.ofMinutes(10), 2, 64L << 20, java.util.Map.of());
+        }
+
+        public Path resolvedStateDir() {
+            return stateDir != null ? stateDir : layout.root().resolve("master");
+        }
     }
 
     private final Options options;
@@ -44,9 +65,12 @@ public final class MasterServer implements AutoCloseable {
     private final Server server;
     private final HTTPServer metricsServer;
     private final ScheduledExecutorService reaper;
+    private final WriteAheadLog wal;
+    private final Snapshotter snapshotter;
+    private final StateRecovery.Recovered recovered;
 
     private MasterServer(Options options, PageService pages, BucketFiles.InitResult init, Server server, HTTPServer metricsServer,
-                         ScheduledExecutorService reaper) {
+                         ScheduledExecutorService reaper, WriteAheadLog wal, Snapshotter snapshotter, StateRecovery.Recovered recovered) {
         this.options = options;
         this.pages = pages;
         this.init = init;
@@ -54,15 +78,43 @@ public final class MasterServer implements AutoCloseable {
         this.server = server;
         this.metricsServer = metricsServer;
         this.reaper = reaper;
+        this.wal = wal;
+        this.snapshotter = snapshotter;
+        this.recovered = recovered;
     }
 
     public static MasterServer start(Options options) throws IOException {
         BucketFiles.InitResult init = BucketFiles.initialise(options.layout());
         LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
                 init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
+        Path stateDir = options.resolvedStateDir();
+        Files.createDirectories(stateDir);
+        boolean walMode = options.durability() == MasterSettings.Durability.wal;
+        long started = System.nanoTime();
+        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode);
+        for (String warning : recovered.warnings) {
+            LOG.warn("recovery: {}", warning);
+        }
         PageService pages = new PageService(options.layout(), options.allocationDeadline(), options.readLease());
+        try {
+            pages.restore(recovered.mappings.values(), recovered.pending.values(), recovered.quarantine.values());
+        } catch (IllegalStateException e) {
+            throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
+        }
+        LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms", stateDir,
+                recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(),
+                recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
+                (System.nanoTime() - started) / 1_000_000);
+        WriteAheadLog wal = walMode
+                ? new WriteAheadLog(stateDir, recovered.lastSequence, options.walSegmentBytes(), System::currentTimeMillis) : null;
+        if (wal != null) {
+            pages.setChangeLog(wal::append);
+        }
+        Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
+                recovered.lastSequence);
         MasterMetrics metrics = new MasterMetrics(pages);
-        MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType());
+        MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
+                wal == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : wal::whenDurable, snapshotter);
         // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
                 .directExecutor()
@@ -93,7 +145,17 @@ public final class MasterServer implements AutoCloseable {
                 LOG.error("reaper failed; will retry", e);
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
-        return new MasterServer(options, pages, init, server, metricsServer, reaper);
+        if (options.snapshotInterval() != null) {
+            long every = options.snapshotInterval().toMillis();
+            reaper.scheduleWithFixedDelay(() -> {
+                try {
+                    snapshotter.take();
+                } catch (IOException | RuntimeException e) {
+                    LOG.error("periodic snapshot failed; will retry at the next interval", e);
+                }
+            }, every, every, TimeUnit.MILLISECONDS);
+        }
+        return new MasterServer(options, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
     }
 
     /**
@@ -146,6 +208,21 @@ public final class MasterServer implements AutoCloseable {
         return pages;
     }
 
+    /** Writes a snapshot now. */
+    public Snapshotter.Taken snapshot() throws IOException {
+        return snapshotter.take();
+    }
+
+    /** The log under WAL durability, else null. */
+    public WriteAheadLog wal() {
+        return wal;
+    }
+
+    /** What recovery found at start. */
+    public StateRecovery.Recovered recovered() {
+        return recovered;
+    }
+
     public LayoutFile.Record layoutRecord() {
         return layoutRecord;
     }
@@ -177,5 +254,12 @@ public final class MasterServer implements AutoCloseable {
         }
         reaper.shutdownNow();
         metricsServer.stop();
+        if (wal != null) {
+            try {
+                wal.close();
+            } catch (IOException e) {
+                LOG.warn("closing the write-ahead log failed", e);
+            }
+        }
     }
 }

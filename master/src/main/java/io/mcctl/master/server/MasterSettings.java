@@ -29,7 +29,55 @@ public final class MasterSettings {
             "a positive duration (" + DurationParser.ALLOWED + ")",
             "how long a mapping lookup keeps the object's pages from reuse after a remove or overwrite");
 
-    public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, READ_LEASE);
+    /** How acknowledged changes survive a crash. */
+    public enum Durability { wal, snapshot }
+
+    public static final Setting<Durability> DURABILITY = Setting.of("durability", "MCCTL_DURABILITY", "--durability", "wal",
+            MasterSettings::parseDurability, Durability::name,
+            "wal (every change logged and fsynced before it is acknowledged) or snapshot (periodic snapshots only, as the design RFC)",
+            "how acknowledged changes survive a crash of the master");
+
+    public static final Setting<String> STATE_DIR = Setting.of("state_dir", "MCCTL_STATE_DIR", "--state-dir", "",
+            text -> text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString(), s -> s.isEmpty() ? "<root>/master" : s,
+            "a directory path (empty: <root>/master)", "where the master keeps its write-ahead log and snapshots");
+
+    public static final Setting<Duration> SNAPSHOT_INTERVAL = Setting.of("snapshot_interval", "MCCTL_SNAPSHOT_INTERVAL",
+            "--snapshot-interval", "600s", text -> positive(DurationParser.parse(text)), DurationParser::format,
+            "a positive duration (" + DurationParser.ALLOWED + ")", "time between periodic snapshots");
+
+    public static final Setting<Integer> SNAPSHOT_RETENTION = Setting.of("snapshot_retention", "MCCTL_SNAPSHOT_RETENTION",
+            "--snapshot-retention", "2", text -> {
+                int n;
+                try {
+                    n = Integer.parseInt(text);
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("");
+                }
+                if (n < 1 || n > 100) {
+                    throw new IllegalArgumentException("");
+                }
+                return n;
+            }, String::valueOf, "a whole number from 1 to 100", "snapshots kept (older ones and the log they cover are deleted)");
+
+    public static final Setting<Long> WAL_SEGMENT_SIZE = Setting.of("wal_segment_size", "MCCTL_WAL_SEGMENT_SIZE", "--wal-segment-size",
+            "64MiB", text -> {
+                long size = io.mcctl.storage.config.SizeParser.parse(text);
+                if (size < (1 << 20)) {
+                    throw new IllegalArgumentException("");
+                }
+                return size;
+            }, io.mcctl.storage.config.SizeParser::format, "at least 1MiB", "size at which a write-ahead log segment is closed and a new one begun");
+
+    public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, READ_LEASE, DURABILITY, STATE_DIR,
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE);
+
+    static Durability parseDurability(String text) {
+        try {
+            return Durability.valueOf(text.toLowerCase(java.util.Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("");
+        }
+    }
 
     private MasterSettings() {
     }

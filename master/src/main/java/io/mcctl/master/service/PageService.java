@@ -1,9 +1,20 @@
 package io.mcctl.master.service;
 
+import io.mcctl.master.proto.v1.Allocated;
+import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.MappingRecord;
+import io.mcctl.master.proto.v1.PendingDropped;
+import io.mcctl.master.proto.v1.PendingRecord;
+import io.mcctl.master.proto.v1.QuarantineRecord;
+import io.mcctl.master.proto.v1.PlacementRecord;
+import io.mcctl.master.proto.v1.Released;
+import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.WalRecord;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
 import io.mcctl.storage.alloc.PageAllocator;
 import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -149,6 +160,10 @@ public final class PageService {
     private final ReentrantLock quarantineLock = new ReentrantLock();
     private final PriorityQueue<Quarantined> quarantine = new PriorityQueue<>((a, b) -> Long.compare(a.releaseNanos, b.releaseNanos));
 
+    private final long wallOriginMillis;
+    /** Set once, before serving; read on every change. */
+    private volatile ChangeLog changeLog = ChangeLog.NONE;
+
     private final AtomicLong mappings = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
     private final AtomicLong quarantinedPages = new AtomicLong();
@@ -167,6 +182,7 @@ public final class PageService {
         // the clock passed 0 while a lease granted below 0 would never be recorded.
         long origin = nanoClock.getAsLong();
         this.nanoClock = () -> nanoClock.getAsLong() - origin;
+        this.wallOriginMillis = System.currentTimeMillis();
         this.bucketPaths = new String[layout.bucketCount()];
         this.allocators = new BitmapPageAllocator[layout.bucketCount()];
         for (int b = 0; b < layout.bucketCount(); b++) {
@@ -185,6 +201,21 @@ public final class PageService {
 
     public BucketLayout layout() {
         return layout;
+    }
+
+    /** Sends every later state change to {@code log}. */
+    public void setChangeLog(ChangeLog log) {
+        this.changeLog = log;
+    }
+
+    /** Wall-clock milliseconds of a time on this service's clock. */
+    long wallMillis(long nanos) {
+        return wallOriginMillis + Math.floorDiv(nanos, 1_000_000L);
+    }
+
+    /** This service's clock reading for wall-clock milliseconds. */
+    long clockOf(long wallMillis) {
+        return (wallMillis - wallOriginMillis) * 1_000_000L;
     }
 
     /** Absolute path of a bucket's file, as descriptors carry it. */
@@ -236,7 +267,7 @@ public final class PageService {
                 if (entry.pending.deadlineNanos - now > 0) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
                 }
-                dropPending(shard, entry.pending);
+                dropPending(shard, entry.pending, PendingDropped.Reason.EXPIRED);
             }
             if (entry != null && entry.hasCommitted() && !overwrite) {
                 return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
@@ -257,6 +288,8 @@ public final class PageService {
                     Placement placement = new Placement(bucket, first * layout.pageSize(), size, 0);
                     entry.pending = new Pending(scoped, entry, placement, now + allocationDeadlineNanos, overwrite);
                     shard.append(entry.pending);
+                    changeLog.record(WalRecord.newBuilder().setAllocated(Allocated.newBuilder().setTenantId(tenant).setKey(key)
+                            .setPlacement(record(placement)).setDeadlineMs(wallMillis(entry.pending.deadlineNanos)).setOverwrite(overwrite)));
                     inFlight.incrementAndGet();
                     return Result.ok(placement);
                 }
@@ -289,7 +322,7 @@ public final class PageService {
                 return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(expected) + " does not match the allocation of key '"
                         + key + "' at " + describe(entry.pending.placement));
             }
-            dropPending(shard, entry.pending);
+            dropPending(shard, entry.pending, PendingDropped.Reason.FREED);
             removeIfEmpty(shard, scoped, entry);
             return Result.ok();
         } finally {
@@ -319,16 +352,22 @@ public final class PageService {
                         + key + "' at " + describe(pending.placement));
             }
             if (pending.deadlineNanos - now <= 0) {
-                dropPending(shard, pending);
+                dropPending(shard, pending, PendingDropped.Reason.EXPIRED);
                 removeIfEmpty(shard, scoped, entry);
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
             }
+            Placement committed = pending.placement.withCrc(written.crc32c());
+            Committed.Builder change = Committed.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(committed));
+            if (entry.hasCommitted()) {
+                change.setReplaced(record(entry.committed())).setReplacedReleaseMs(wallMillis(releaseTime(entry, now)));
+            }
+            changeLog.record(WalRecord.newBuilder().setCommitted(change));
             if (entry.hasCommitted()) {
                 releaseCommitted(entry, now);
             } else {
                 mappings.incrementAndGet();
             }
-            entry.commit(pending.placement.withCrc(written.crc32c()));
+            entry.commit(committed);
             shard.unlink(pending);
             entry.pending = null;
             inFlight.decrementAndGet();
@@ -390,7 +429,10 @@ public final class PageService {
             if (entry == null || !entry.hasCommitted()) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
-            releaseCommitted(entry, nanoClock.getAsLong());
+            long now = nanoClock.getAsLong();
+            changeLog.record(WalRecord.newBuilder().setRemoved(Removed.newBuilder().setTenantId(tenant).setKey(key)
+                    .setPlacement(record(entry.committed())).setReleaseMs(wallMillis(releaseTime(entry, now)))));
+            releaseCommitted(entry, now);
             entry.clearCommitted();
             mappings.decrementAndGet();
             removeIfEmpty(shard, scoped, entry);
@@ -474,7 +516,7 @@ public final class PageService {
                 while (shard.head != null && shard.head.deadlineNanos - now <= 0) {
                     Pending due = shard.head;
                     freed += layout.pagesFor(due.placement.size());
-                    dropPending(shard, due);
+                    dropPending(shard, due, PendingDropped.Reason.EXPIRED);
                     expiredAllocations.increment();
                     removeIfEmpty(shard, due.scopedKey, due.owner);
                 }
@@ -495,6 +537,8 @@ public final class PageService {
             } finally {
                 quarantineLock.unlock();
             }
+            changeLog.record(WalRecord.newBuilder().setReleased(Released.newBuilder().setBucket(due.bucket)
+                    .setFirstPage(due.firstPage).setPages(due.pages)));
             allocators[due.bucket].free(due.firstPage, due.pages);
             pageFrees.add(due.pages);
             quarantinedPages.addAndGet(-due.pages);
@@ -504,13 +548,30 @@ public final class PageService {
     }
 
     /** Frees an in-flight allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
-    private void dropPending(Shard shard, Pending pending) {
+    private void dropPending(Shard shard, Pending pending, PendingDropped.Reason reason) {
+        int split = pending.scopedKey.indexOf('\0');
+        changeLog.record(WalRecord.newBuilder().setPendingDropped(PendingDropped.newBuilder()
+                .setTenantId(pending.scopedKey.substring(0, split)).setKey(pending.scopedKey.substring(split + 1))
+                .setPlacement(record(pending.placement)).setReason(reason)));
         long pages = layout.pagesFor(pending.placement.size());
         allocators[pending.placement.bucket()].free(pending.placement.offset() / layout.pageSize(), pages);
         pageFrees.add(pages);
         shard.unlink(pending);
         pending.owner.pending = null;
         inFlight.decrementAndGet();
+    }
+
+    /** When the committed mapping's pages may be reused: now, or when its last read lease runs out. */
+    private static long releaseTime(ObjectEntry entry, long now) {
+        return entry.leaseUntilNanos - now > 0 ? entry.leaseUntilNanos : now;
+    }
+
+    static PlacementRecord record(Placement p) {
+        return PlacementRecord.newBuilder().setBucket(p.bucket()).setOffset(p.offset()).setSize(p.size()).setCrc32C(p.crc32c()).build();
+    }
+
+    static Placement placement(PlacementRecord r) {
+        return new Placement(r.getBucket(), r.getOffset(), r.getSize(), r.getCrc32C());
     }
 
     /** Moves the committed mapping's pages out: freed now if no lease is live, else quarantined. Caller holds the shard lock. */
@@ -536,6 +597,150 @@ public final class PageService {
         if (!entry.hasCommitted() && entry.pending == null) {
             shard.entries.remove(scoped);
         }
+    }
+
+    // ---- snapshot and restore ----
+
+    /** Receives the state for a snapshot. */
+    public interface StateSink {
+        void mapping(MappingRecord mapping) throws IOException;
+
+        void pending(PendingRecord pending) throws IOException;
+    }
+
+    private record CopiedEntry(String scopedKey, Placement committed, Placement pending, long pendingDeadlineNanos, boolean overwrite) {
+    }
+
+    /**
+     * Streams every committed mapping and in-flight allocation to {@code sink}, one shard at a time: each
+     * shard is copied under its lock (a short hold), then written without it, so serving goes on. The result
+     * is fuzzy across shards; replaying the log from a sequence read before the export makes it exact.
+     */
+    public void exportState(StateSink sink) throws IOException {
+        for (Shard shard : shards) {
+            List<CopiedEntry> copy;
+            shard.lock.lock();
+            try {
+                copy = new ArrayList<>(shard.entries.size());
+                for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
+                    ObjectEntry entry = e.getValue();
+                    Pending pending = entry.pending;
+                    copy.add(new CopiedEntry(e.getKey(), entry.committed(), pending == null ? null : pending.placement,
+                            pending == null ? 0 : pending.deadlineNanos, pending != null && pending.overwrite));
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+            for (CopiedEntry c : copy) {
+                int split = c.scopedKey().indexOf('\0');
+                String tenant = c.scopedKey().substring(0, split);
+                String key = c.scopedKey().substring(split + 1);
+                if (c.committed() != null) {
+                    sink.mapping(MappingRecord.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(c.committed())).build());
+                }
+                if (c.pending() != null) {
+                    sink.pending(PendingRecord.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(c.pending()))
+                            .setDeadlineMs(wallMillis(c.pendingDeadlineNanos())).setOverwrite(c.overwrite()).build());
+                }
+            }
+        }
+    }
+
+    /** The quarantined ranges, for a snapshot. */
+    public List<QuarantineRecord> exportQuarantine() {
+        quarantineLock.lock();
+        try {
+            List<QuarantineRecord> out = new ArrayList<>(quarantine.size());
+            for (Quarantined q : quarantine) {
+                out.add(QuarantineRecord.newBuilder().setBucket(q.bucket).setFirstPage(q.firstPage).setPages(q.pages)
+                        .setReleaseMs(wallMillis(q.releaseNanos)).build());
+            }
+            return out;
+        } finally {
+            quarantineLock.unlock();
+        }
+    }
+
+    /**
+     * Loads recovered state into an empty service, then rebuilds every bucket's bitmap from it. In-flight
+     * allocations keep their deadlines and quarantined ranges their release times (on the wall clock), so a
+     * writer still writing after a master restart keeps its pages; ones already past are reclaimed by the
+     * next {@link #reap}. Call before serving, from one thread.
+     *
+     * @throws IllegalStateException when two pieces of state claim the same page (names both)
+     */
+    public void restore(Iterable<MappingRecord> mappingRecords, Iterable<PendingRecord> pendingRecords,
+                        Iterable<QuarantineRecord> quarantineRecords) {
+        if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
+            throw new IllegalStateException("restore needs an empty page service");
+        }
+        for (MappingRecord m : mappingRecords) {
+            String scoped = KeyRules.scopedKey(m.getTenantId(), m.getKey());
+            Shard shard = shardOf(scoped);
+            ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
+            entry.commit(placement(m.getPlacement()));
+            claim(entry.committed(), "mapping of " + describeKey(scoped));
+            mappings.incrementAndGet();
+        }
+        List<Pending> restored = new ArrayList<>();
+        for (PendingRecord p : pendingRecords) {
+            String scoped = KeyRules.scopedKey(p.getTenantId(), p.getKey());
+            Shard shard = shardOf(scoped);
+            ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
+            Placement placement = placement(p.getPlacement());
+            claim(placement, "in-flight allocation of " + describeKey(scoped));
+            entry.pending = new Pending(scoped, entry, placement, clockOf(p.getDeadlineMs()), p.getOverwrite());
+            restored.add(entry.pending);
+            inFlight.incrementAndGet();
+        }
+        restored.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
+        for (Pending pending : restored) {
+            shardOf(pending.scopedKey).append(pending);
+        }
+        for (QuarantineRecord q : quarantineRecords) {
+            Placement range = new Placement(q.getBucket(), q.getFirstPage() * layout.pageSize(), q.getPages() * layout.pageSize(), 0);
+            claim(range, "quarantined range");
+            quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
+            quarantinedPages.addAndGet(q.getPages());
+        }
+    }
+
+    private void claim(Placement placement, String what) {
+        if (placement.bucket() < 0 || placement.bucket() >= allocators.length || placement.offset() % layout.pageSize() != 0
+                || placement.size() <= 0 || placement.offset() + placement.size() > layout.bucketSize()) {
+            throw new IllegalStateException(what + " at " + describe(placement) + " is outside the layout (" + layout.bucketCount()
+                    + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
+        }
+        try {
+            allocators[placement.bucket()].markAllocated(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
+        } catch (io.mcctl.storage.alloc.PageRangeException e) {
+            throw new IllegalStateException(what + " at " + describe(placement) + " overlaps " + ownerOf(placement.bucket(), e.offendingPage())
+                    + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
+        }
+    }
+
+    /** Who holds a page, for an overlap report (a slow scan, only on that path). */
+    private String ownerOf(int bucket, long page) {
+        long offset = page * layout.pageSize();
+        for (Shard shard : shards) {
+            for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
+                ObjectEntry entry = e.getValue();
+                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset
+                        && offset < entry.offset + layout.pagesFor(entry.size) * layout.pageSize()) {
+                    return "the mapping of " + describeKey(e.getKey());
+                }
+                Placement p = entry.pending == null ? null : entry.pending.placement;
+                if (p != null && p.bucket() == bucket && offset >= p.offset() && offset < p.offset() + layout.pagesFor(p.size()) * layout.pageSize()) {
+                    return "the in-flight allocation of " + describeKey(e.getKey());
+                }
+            }
+        }
+        return "a quarantined range";
+    }
+
+    private static String describeKey(String scoped) {
+        int split = scoped.indexOf('\0');
+        return "key '" + scoped.substring(split + 1) + "' of tenant '" + scoped.substring(0, split) + "'";
     }
 
     // ---- views ----

@@ -1,0 +1,406 @@
+package io.mcctl.master.durability;
+
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.MessageLite;
+import com.google.protobuf.Parser;
+import io.mcctl.master.proto.v1.MappingRecord;
+import io.mcctl.master.proto.v1.PendingRecord;
+import io.mcctl.master.proto.v1.QuarantineRecord;
+import io.mcctl.master.proto.v1.SnapshotMeta;
+import io.mcctl.storage.io.DurableFiles;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import java.util.zip.CRC32C;
+import java.util.zip.CheckedInputStream;
+import java.util.zip.CheckedOutputStream;
+
+/**
+ * A snapshot of master state on disk, {@code snapshot-<wal sequence, 20 digits>.snap}:
+ * <pre>
+ *   header   "MCCTLSNP" | int32 format version | int32 0
+ *   sections each a run of varint-length-delimited protobuf records
+ *   footer   per section: int32 type | int64 offset | int64 length | int64 records | int32 CRC32C
+ *            int32 section count | int64 footer offset | "MCCTLEND"
+ * </pre>
+ * Little-endian integers. Sections: mappings, in-flight allocations, quarantine, then the meta record
+ * (layout, settings, covered WAL sequence, creation time, counts). Written to a temp file, fsynced,
+ * renamed, and the directory fsynced.
+ */
+public final class SnapshotFile {
+
+    public static final int FORMAT_VERSION = 1;
+    static final byte[] HEADER_MAGIC = "MCCTLSNP".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] FOOTER_MAGIC = "MCCTLEND".getBytes(StandardCharsets.US_ASCII);
+    private static final Pattern NAME = Pattern.compile("snapshot-(\\d{20})\\.snap");
+    private static final int TRAILER_BYTES = 4 + 8 + 8;
+    private static final int INDEX_ENTRY_BYTES = 4 + 8 + 8 + 8 + 4;
+
+    /** Section types, in file order. */
+    public enum Section {
+        MAPPINGS(1), PENDING(2), QUARANTINE(3), META(4);
+
+        final int code;
+
+        Section(int code) {
+            this.code = code;
+        }
+
+        static Section of(int code) {
+            for (Section s : values()) {
+                if (s.code == code) {
+                    return s;
+                }
+            }
+            return null;
+        }
+    }
+
+    /** One entry of the footer index. */
+    public record SectionInfo(Section section, long offset, long length, long records, int crc32c) {
+    }
+
+    /** A snapshot file in a state directory. */
+    public record Listed(Path path, long walSequence) {
+    }
+
+    private SnapshotFile() {
+    }
+
+    public static String fileName(long walSequence) {
+        return String.format(Locale.ROOT, "snapshot-%020d.snap", walSequence);
+    }
+
+    /** Snapshot files in {@code dir}, newest (highest covered sequence) first. */
+    public static List<Listed> list(Path dir) throws IOException {
+        List<Listed> found = new ArrayList<>();
+        if (!Files.isDirectory(dir)) {
+            return found;
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path file : files.toList()) {
+                Matcher m = NAME.matcher(file.getFileName().toString());
+                if (m.matches()) {
+                    found.add(new Listed(file, Long.parseLong(m.group(1))));
+                }
+            }
+        }
+        found.sort((a, b) -> Long.compare(b.walSequence(), a.walSequence()));
+        return found;
+    }
+
+    // ---- writing ----
+
+    /** Streams sections into a snapshot file. Use once: sections in {@link Section} order, then {@link #finish}. */
+    public static final class Writer implements AutoCloseable {
+        private final Path target;
+        private final Path temp;
+        private final FileChannel channel;
+        private final List<SectionInfo> index = new ArrayList<>();
+        private long position;
+        private Section open;
+        private long openOffset;
+        private long openRecords;
+        private CRC32C openCrc;
+        private CodedOutputStream coded;
+        private CountingStream counting;
+        private boolean finished;
+
+        public Writer(Path dir, long walSequence) throws IOException {
+            Files.createDirectories(dir);
+            this.target = dir.resolve(fileName(walSequence));
+            this.temp = dir.resolve(fileName(walSequence) + ".tmp");
+            this.channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+            ByteBuffer header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
+            header.put(HEADER_MAGIC).putInt(FORMAT_VERSION).putInt(0).flip();
+            writeAll(header);
+        }
+
+        public void beginSection(Section section) throws IOException {
+            endSection();
+            open = section;
+            openOffset = position;
+            openRecords = 0;
+            openCrc = new CRC32C();
+            counting = new CountingStream(new CheckedOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16), openCrc));
+            coded = CodedOutputStream.newInstance(counting, 1 << 16);
+        }
+
+        public void add(MessageLite record) throws IOException {
+            coded.writeUInt32NoTag(record.getSerializedSize());
+            record.writeTo(coded);
+            openRecords++;
+        }
+
+        private void endSection() throws IOException {
+            if (open == null) {
+                return;
+            }
+            coded.flush();
+            counting.flush();
+            long length = counting.count;
+            position += length;
+            index.add(new SectionInfo(open, openOffset, length, openRecords, (int) openCrc.getValue()));
+            open = null;
+        }
+
+        /** Writes the footer, fsyncs, renames into place and fsyncs the directory. */
+        public Path finish() throws IOException {
+            endSection();
+            ByteBuffer footer = ByteBuffer.allocate(index.size() * INDEX_ENTRY_BYTES + TRAILER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            long footerOffset = position;
+            for (SectionInfo info : index) {
+                footer.putInt(info.section().code).putLong(info.offset()).putLong(info.length()).putLong(info.records()).putInt(info.crc32c());
+            }
+            footer.putInt(index.size()).putLong(footerOffset).put(FOOTER_MAGIC).flip();
+            writeAll(footer);
+            channel.force(true);
+            channel.close();
+            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            DurableFiles.fsyncDirectory(target.getParent());
+            finished = true;
+            return target;
+        }
+
+        private void writeAll(ByteBuffer buffer) throws IOException {
+            while (buffer.hasRemaining()) {
+                position += channel.write(buffer);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (!finished) {
+                channel.close();
+                Files.deleteIfExists(temp);
+            }
+        }
+    }
+
+    /** Counts bytes; writes go straight through (positions are tracked by the writer, the channel appends). */
+    private static final class CountingStream extends OutputStream {
+        private final OutputStream out;
+        long count;
+
+        CountingStream(OutputStream out) {
+            this.out = out;
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            out.write(b);
+            count++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            count += len;
+        }
+
+        @Override
+        public void flush() throws IOException {
+            out.flush();
+        }
+    }
+
+    // ---- reading ----
+
+    /** Receives the records of one section. */
+    @FunctionalInterface
+    public interface RecordVisitor<T> {
+        void visit(T record) throws IOException;
+    }
+
+    /** An opened snapshot: its index and meta record, checked; sections are read on demand. */
+    public static final class Reader {
+        private final Path path;
+        private final int formatVersion;
+        private final List<SectionInfo> index;
+        private final SnapshotMeta meta;
+
+        private Reader(Path path, int formatVersion, List<SectionInfo> index, SnapshotMeta meta) {
+            this.path = path;
+            this.formatVersion = formatVersion;
+            this.index = index;
+            this.meta = meta;
+        }
+
+        public Path path() { return path; }
+
+        public int formatVersion() { return formatVersion; }
+
+        public List<SectionInfo> sections() { return index; }
+
+        public SnapshotMeta meta() { return meta; }
+
+        public SectionInfo info(Section section) {
+            return index.stream().filter(i -> i.section() == section).findFirst().orElse(null);
+        }
+
+        /** Reads one section's records, checking its checksum and record count as it goes. */
+        public <T extends MessageLite> void read(Section section, Parser<T> parser, RecordVisitor<T> visitor) throws IOException {
+            SectionInfo info = info(section);
+            if (info == null) {
+                throw new CorruptStateException(path, 0, "no " + section + " section");
+            }
+            CRC32C crc = new CRC32C();
+            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+                channel.position(info.offset());
+                InputStream limited = new BoundedStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16), info.length());
+                CodedInputStream coded = CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16);
+                coded.setSizeLimit(Integer.MAX_VALUE);
+                long records = 0;
+                while (!coded.isAtEnd()) {
+                    long at = info.offset() + coded.getTotalBytesRead();
+                    T record;
+                    try {
+                        int length = coded.readRawVarint32();
+                        int limit = coded.pushLimit(length);
+                        record = parser.parseFrom(coded);
+                        coded.popLimit(limit);
+                    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                        throw new CorruptStateException(path, at, section + " record " + records + " does not decode: " + e.getMessage());
+                    }
+                    records++;
+                    visitor.visit(record);
+                    if (records % 65536 == 0) {
+                        coded.resetSizeCounter();
+                    }
+                }
+                if ((int) crc.getValue() != info.crc32c()) {
+                    throw new CorruptStateException(path, info.offset(), section + " section fails its CRC32C");
+                }
+                if (records != info.records()) {
+                    throw new CorruptStateException(path, info.offset(), section + " section has " + records + " records, index says " + info.records());
+                }
+            }
+        }
+
+        /** Reads every section, checking every checksum and that every record decodes. */
+        public void verify() throws IOException {
+            read(Section.MAPPINGS, MappingRecord.parser(), r -> { });
+            read(Section.PENDING, PendingRecord.parser(), r -> { });
+            read(Section.QUARANTINE, QuarantineRecord.parser(), r -> { });
+        }
+    }
+
+    /** Opens a snapshot: checks magic, format version, footer and the meta section. */
+    public static Reader open(Path path) throws IOException {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+            long size = channel.size();
+            if (size < 16 + TRAILER_BYTES) {
+                throw new CorruptStateException(path, 0, "file of " + size + " bytes is too short to be a snapshot");
+            }
+            ByteBuffer header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
+            readFully(channel, header, 0);
+            header.flip();
+            byte[] magic = new byte[8];
+            header.get(magic);
+            if (!java.util.Arrays.equals(magic, HEADER_MAGIC)) {
+                throw new CorruptStateException(path, 0, "not an mcctl snapshot (bad magic)");
+            }
+            int version = header.getInt();
+            if (version != FORMAT_VERSION) {
+                throw new CorruptStateException(path, 8, "snapshot format version " + version + "; this mcctl reads version "
+                        + FORMAT_VERSION + " (use an mcctl that reads version " + version + ")");
+            }
+            ByteBuffer trailer = ByteBuffer.allocate(TRAILER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            readFully(channel, trailer, size - TRAILER_BYTES);
+            trailer.flip();
+            int count = trailer.getInt();
+            long footerOffset = trailer.getLong();
+            trailer.get(magic);
+            if (!java.util.Arrays.equals(magic, FOOTER_MAGIC)) {
+                throw new CorruptStateException(path, size - 8, "footer magic missing (file cut short?)");
+            }
+            if (count < 1 || count > 64 || footerOffset < 16 || footerOffset + (long) count * INDEX_ENTRY_BYTES + TRAILER_BYTES != size) {
+                throw new CorruptStateException(path, size - TRAILER_BYTES, "footer index is inconsistent with the file size");
+            }
+            ByteBuffer footer = ByteBuffer.allocate(count * INDEX_ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            readFully(channel, footer, footerOffset);
+            footer.flip();
+            List<SectionInfo> index = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                int code = footer.getInt();
+                Section section = Section.of(code);
+                long offset = footer.getLong();
+                long length = footer.getLong();
+                long records = footer.getLong();
+                int crc = footer.getInt();
+                if (section == null || offset < 16 || length < 0 || offset + length > footerOffset) {
+                    throw new CorruptStateException(path, footerOffset + (long) i * INDEX_ENTRY_BYTES, "footer entry " + i + " is invalid");
+                }
+                index.add(new SectionInfo(section, offset, length, records, crc));
+            }
+            Reader partial = new Reader(path, version, index, null);
+            SnapshotMeta[] meta = new SnapshotMeta[1];
+            partial.read(Section.META, SnapshotMeta.parser(), m -> meta[0] = m);
+            if (meta[0] == null) {
+                throw new CorruptStateException(path, 0, "META section is empty");
+            }
+            return new Reader(path, version, index, meta[0]);
+        }
+    }
+
+    private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
+        while (buffer.hasRemaining()) {
+            if (channel.read(buffer, position + buffer.position()) < 0) {
+                throw new java.io.EOFException();
+            }
+        }
+    }
+
+    /** At most {@code limit} bytes of a stream. */
+    private static final class BoundedStream extends InputStream {
+        private final InputStream in;
+        private long left;
+
+        BoundedStream(InputStream in, long limit) {
+            this.in = in;
+            this.left = limit;
+        }
+
+        @Override
+        public int read() throws IOException {
+            if (left <= 0) {
+                return -1;
+            }
+            int b = in.read();
+            if (b >= 0) {
+                left--;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (left <= 0) {
+                return -1;
+            }
+            int n = in.read(b, off, (int) Math.min(len, left));
+            if (n > 0) {
+                left -= n;
+            }
+            return n;
+        }
+    }
+}

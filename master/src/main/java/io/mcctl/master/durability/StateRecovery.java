@@ -1,0 +1,178 @@
+package io.mcctl.master.durability;
+
+import io.mcctl.master.proto.v1.Allocated;
+import io.mcctl.master.proto.v1.Committed;
+import io.mcctl.master.proto.v1.MappingRecord;
+import io.mcctl.master.proto.v1.PendingDropped;
+import io.mcctl.master.proto.v1.PendingRecord;
+import io.mcctl.master.proto.v1.PlacementRecord;
+import io.mcctl.master.proto.v1.QuarantineRecord;
+import io.mcctl.master.proto.v1.Released;
+import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.SnapshotMeta;
+import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Rebuilds master state from a state directory: the newest snapshot whose checksums verify (a corrupt
+ * one is reported and the one before it used), then every WAL record after it. Replaying a change the
+ * snapshot already holds changes nothing, since each record names the placement it is about; that is
+ * what lets a snapshot be taken while the master serves.
+ */
+public final class StateRecovery {
+
+    /** What recovery found. */
+    public static final class Recovered {
+        public final Map<String, MappingRecord> mappings = new HashMap<>();
+        public final Map<String, PendingRecord> pending = new HashMap<>();
+        public final Map<Long, QuarantineRecord> quarantine = new HashMap<>();
+        public Path snapshot;
+        public long snapshotSequence;
+        public long lastSequence;
+        public long replayed;
+        public WalReader.Outcome wal;
+        public final List<String> warnings = new ArrayList<>();
+        final long pageSize;
+
+        Recovered(long pageSize) {
+            this.pageSize = pageSize;
+        }
+    }
+
+    private StateRecovery() {
+    }
+
+    /**
+     * @param replayWal false under snapshot durability: the state is the newest snapshot's
+     */
+    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
+        Recovered state = new Recovered(layout.pageSize());
+        for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
+            try {
+                Recovered attempt = new Recovered(layout.pageSize());
+                loadSnapshot(listed.path(), layout, attempt);
+                attempt.warnings.addAll(state.warnings);
+                state = attempt;
+                break;
+            } catch (CorruptStateException e) {
+                state.warnings.add("snapshot " + listed.path().getFileName() + " is unusable (" + e.getMessage() + "); trying an older one");
+            }
+        }
+        if (state.snapshot == null && !state.warnings.isEmpty() && !replayWal) {
+            throw new CorruptStateException(stateDir, 0, "no usable snapshot: " + String.join("; ", state.warnings));
+        }
+        state.lastSequence = state.snapshotSequence;
+        if (replayWal) {
+            Recovered target = state;
+            target.wal = WalReader.read(stateDir, state.snapshotSequence, true, (record, file, offset) -> {
+                apply(target, record);
+                target.replayed++;
+            });
+            state.lastSequence = target.wal.lastSequence();
+            if (state.wal.torn()) {
+                state.warnings.add("cut a torn record off the end of " + state.wal.tornFile().getFileName() + " at byte " + state.wal.tornOffset());
+            }
+            List<WalSegments.Segment> segments = WalSegments.list(stateDir);
+            if (state.snapshot == null && state.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
+                throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
+                        + " and no snapshot covers the records before it");
+            }
+        }
+        return state;
+    }
+
+    private static void loadSnapshot(Path path, BucketLayout layout, Recovered state) throws IOException {
+        SnapshotFile.Reader reader = SnapshotFile.open(path);
+        SnapshotMeta meta = reader.meta();
+        if (meta.getBucketCount() != layout.bucketCount() || meta.getPageSize() != layout.pageSize() || meta.getBucketSize() != layout.bucketSize()) {
+            throw new io.mcctl.storage.layout.LayoutMismatchException(path + " was written for " + meta.getBucketCount() + " buckets of "
+                    + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
+                    + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
+        }
+        reader.read(SnapshotFile.Section.MAPPINGS, MappingRecord.parser(), m -> state.mappings.put(scoped(m.getTenantId(), m.getKey()), m));
+        reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> state.pending.put(scoped(p.getTenantId(), p.getKey()), p));
+        reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> state.quarantine.put(rangeKey(q.getBucket(), q.getFirstPage()), q));
+        state.snapshot = path;
+        state.snapshotSequence = meta.getWalSequence();
+    }
+
+    /** Applies one logged change; a change already in the state is a no-op. */
+    static void apply(Recovered state, WalRecord record) {
+        switch (record.getChangeCase()) {
+            case ALLOCATED -> {
+                Allocated a = record.getAllocated();
+                state.pending.put(scoped(a.getTenantId(), a.getKey()), PendingRecord.newBuilder().setTenantId(a.getTenantId())
+                        .setKey(a.getKey()).setPlacement(a.getPlacement()).setDeadlineMs(a.getDeadlineMs()).setOverwrite(a.getOverwrite()).build());
+            }
+            case COMMITTED -> {
+                Committed c = record.getCommitted();
+                String key = scoped(c.getTenantId(), c.getKey());
+                MappingRecord current = state.mappings.get(key);
+                if (current != null && current.getPlacement().equals(c.getPlacement())) {
+                    return;
+                }
+                if (c.hasReplaced() && current != null && sameRange(current.getPlacement(), c.getReplaced())) {
+                    quarantine(state, c.getReplaced(), c.getReplacedReleaseMs(), record.getTimeMs());
+                }
+                state.mappings.put(key, MappingRecord.newBuilder().setTenantId(c.getTenantId()).setKey(c.getKey())
+                        .setPlacement(c.getPlacement()).build());
+                PendingRecord pending = state.pending.get(key);
+                if (pending != null && sameRange(pending.getPlacement(), c.getPlacement())) {
+                    state.pending.remove(key);
+                }
+            }
+            case PENDING_DROPPED -> {
+                PendingDropped d = record.getPendingDropped();
+                String key = scoped(d.getTenantId(), d.getKey());
+                PendingRecord pending = state.pending.get(key);
+                if (pending != null && sameRange(pending.getPlacement(), d.getPlacement())) {
+                    state.pending.remove(key);
+                }
+            }
+            case REMOVED -> {
+                Removed r = record.getRemoved();
+                String key = scoped(r.getTenantId(), r.getKey());
+                MappingRecord current = state.mappings.get(key);
+                if (current != null && sameRange(current.getPlacement(), r.getPlacement())) {
+                    state.mappings.remove(key);
+                    quarantine(state, r.getPlacement(), r.getReleaseMs(), record.getTimeMs());
+                }
+            }
+            case RELEASED -> {
+                Released r = record.getReleased();
+                state.quarantine.remove(rangeKey(r.getBucket(), r.getFirstPage()));
+            }
+            case CHANGE_NOT_SET -> {
+                // A record from a newer mcctl with a change this one does not know: nothing to apply.
+            }
+        }
+    }
+
+    /** A removed or replaced mapping's pages: quarantined if its lease outlived the change, else free at once. */
+    private static void quarantine(Recovered state, PlacementRecord placement, long releaseMs, long timeMs) {
+        if (releaseMs > timeMs) {
+            long firstPage = placement.getOffset() / state.pageSize;
+            long pages = (placement.getSize() + state.pageSize - 1) / state.pageSize;
+            state.quarantine.put(rangeKey(placement.getBucket(), firstPage), QuarantineRecord.newBuilder().setBucket(placement.getBucket())
+                    .setFirstPage(firstPage).setPages(pages).setReleaseMs(releaseMs).build());
+        }
+    }
+
+    static boolean sameRange(PlacementRecord a, PlacementRecord b) {
+        return a.getBucket() == b.getBucket() && a.getOffset() == b.getOffset() && a.getSize() == b.getSize();
+    }
+
+    static String scoped(String tenant, String key) {
+        return tenant + '\0' + key;
+    }
+
+    static long rangeKey(int bucket, long firstPage) {
+        return ((long) bucket << 40) | firstPage;
+    }
+}

@@ -1,0 +1,137 @@
+package io.mcctl.master.durability;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.mcctl.master.proto.v1.WalRecord;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+
+/**
+ * Reads the write-ahead log in order. A frame that runs past the end of the last segment, or fails its
+ * checksum as the very last frame of it, is a torn write from a crash: it is reported (and cut off when
+ * repairing) and reading stops there. Anything else that does not decode, and any gap in the sequence,
+ * is corruption: reading stops with the exact file and offset.
+ */
+public final class WalReader {
+
+    /** Receives records in sequence order. */
+    @FunctionalInterface
+    public interface RecordConsumer {
+        void accept(WalRecord record, Path file, long offset) throws IOException;
+    }
+
+    /** How a read ended. */
+    public record Outcome(long lastSequence, long records, Path tornFile, long tornOffset) {
+        public boolean torn() {
+            return tornFile != null;
+        }
+    }
+
+    private WalReader() {
+    }
+
+    /**
+     * Reads every record with a sequence above {@code afterSequence}.
+     *
+     * @param repair cut a torn tail off the last segment, so the file ends at its last whole record
+     */
+    public static Outcome read(Path dir, long afterSequence, boolean repair, RecordConsumer consumer) throws IOException {
+        List<WalSegments.Segment> segments = WalSegments.list(dir);
+        long expected = -1;
+        long last = afterSequence;
+        long count = 0;
+        for (int s = 0; s < segments.size(); s++) {
+            WalSegments.Segment segment = segments.get(s);
+            boolean lastSegment = s == segments.size() - 1;
+            if (!lastSegment && segments.get(s + 1).firstSequence() - 1 <= afterSequence) {
+                continue; // wholly covered
+            }
+            try (FileChannel channel = FileChannel.open(segment.path(), repair && lastSegment
+                    ? new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE}
+                    : new StandardOpenOption[] {StandardOpenOption.READ})) {
+                long size = channel.size();
+                long offset = 0;
+                ByteBuffer header = ByteBuffer.allocate(FrameCodec.HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+                while (offset < size) {
+                    String torn = null;
+                    WalRecord record = null;
+                    long next = -1;
+                    if (size - offset < FrameCodec.HEADER_BYTES) {
+                        torn = "frame header cut short";
+                    } else {
+                        header.clear();
+                        readFully(channel, header, offset);
+                        header.flip();
+                        int length = header.getInt();
+                        int crc = header.getInt();
+                        if (length < 0 || length > FrameCodec.MAX_PAYLOAD) {
+                            if (!lastSegment) {
+                                throw new CorruptStateException(segment.path(), offset, "frame length " + length + " is not a record");
+                            }
+                            torn = "frame length " + length;
+                        } else if (offset + FrameCodec.HEADER_BYTES + length > size) {
+                            torn = "frame of " + length + " bytes runs past the end of the file";
+                        } else {
+                            ByteBuffer payload = ByteBuffer.allocate(length);
+                            readFully(channel, payload, offset + FrameCodec.HEADER_BYTES);
+                            byte[] bytes = payload.array();
+                            long end = offset + FrameCodec.HEADER_BYTES + length;
+                            next = end;
+                            if (FrameCodec.crc(bytes, 0, length) != crc) {
+                                if (!lastSegment || end != size) {
+                                    throw new CorruptStateException(segment.path(), offset, "record fails its CRC32C");
+                                }
+                                torn = "last record fails its CRC32C";
+                            } else {
+                                try {
+                                    record = WalRecord.parseFrom(bytes);
+                                } catch (InvalidProtocolBufferException e) {
+                                    throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
+                                }
+                            }
+                        }
+                    }
+                    if (torn != null) {
+                        if (!lastSegment) {
+                            throw new CorruptStateException(segment.path(), offset, torn);
+                        }
+                        if (repair) {
+                            channel.truncate(offset);
+                            channel.force(true);
+                        }
+                        return new Outcome(last, count, segment.path(), offset);
+                    }
+                    long sequence = record.getSequence();
+                    if (expected >= 0 && sequence != expected) {
+                        throw new CorruptStateException(segment.path(), offset, "sequence " + sequence + " where " + expected + " was due");
+                    }
+                    expected = sequence + 1;
+                    if (sequence > afterSequence) {
+                        if (sequence != last + 1) {
+                            throw new CorruptStateException(segment.path(), offset, "sequence " + sequence + " follows " + last
+                                    + ": records " + (last + 1) + " to " + (sequence - 1) + " are missing");
+                        }
+                        consumer.accept(record, segment.path(), offset);
+                        last = sequence;
+                        count++;
+                    }
+                    offset = next;
+                }
+            }
+        }
+        return new Outcome(last, count, null, -1);
+    }
+
+    private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
+        while (buffer.hasRemaining()) {
+            int n = channel.read(buffer, position + buffer.position());
+            if (n < 0) {
+                throw new java.io.EOFException("unexpected end of " + channel);
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+package io.mcctl.master.durability;
+
+import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.storage.io.DurableFiles;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The master's write-ahead log with group commit. {@link #append} frames a record into an in-memory
+ * buffer and returns at once; one writer thread writes whatever has gathered and fsyncs it, so every
+ * call waiting at that moment shares one fsync. Callers that must not answer before their change is
+ * durable take {@link #whenDurable()}: a future, not a blocked thread.
+ *
+ * <p>Segments roll at a size limit and are named by their first sequence ({@link WalSegments}).
+ *
+ * <p>Locks: {@link #lock} guards the buffer, {@link #lastAppended}, the waiters and the failure; it is
+ * held for a copy of one record, never across IO. The writer thread alone touches the segment channel.
+ * {@link #lastDurable} is written by the writer thread only.
+ */
+public final class WriteAheadLog implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(WriteAheadLog.class);
+
+    private record Waiter(long sequence, CompletableFuture<Void> future) {
+    }
+
+    private final Path dir;
+    private final long segmentBytes;
+    private final LongSupplier wallClock;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition work = lock.newCondition();
+    private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
+    private ByteBuffer buffer = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+    private ByteBuffer spare = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+    private long lastAppended;
+    private volatile long lastDurable;
+    private IOException failure;
+    private boolean closing;
+
+    private FileChannel segment;
+    private long segmentSize;
+    private final Thread writer;
+    private final java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
+
+    /**
+     * Opens the log for appending after {@code lastSequence} (the last record recovery saw), in a new
+     * segment: a segment that may end in a torn record is never appended to.
+     */
+    public WriteAheadLog(Path dir, long lastSequence, long segmentBytes, LongSupplier wallClock) throws IOException {
+        this.dir = dir;
+        this.segmentBytes = segmentBytes;
+        this.wallClock = wallClock;
+        this.lastAppended = lastSequence;
+        this.lastDurable = lastSequence;
+        Files.createDirectories(dir);
+        openSegment(lastSequence + 1);
+        this.writer = new Thread(this::writeLoop, "mcctl-wal-writer");
+        writer.setDaemon(true);
+        writer.start();
+    }
+
+    /** Frames {@code record} with the next sequence and the wall-clock time; returns its sequence. */
+    public long append(WalRecord.Builder record) {
+        lock.lock();
+        try {
+            if (failure != null) {
+                throw new IllegalStateException("the write-ahead log failed and takes no more records: " + failure.getMessage(), failure);
+            }
+            long sequence = lastAppended + 1;
+            byte[] payload = record.setSequence(sequence).setTimeMs(wallClock.getAsLong()).build().toByteArray();
+            if (buffer.remaining() < payload.length + FrameCodec.HEADER_BYTES) {
+                ByteBuffer bigger = ByteBuffer.allocate(Math.max(buffer.capacity() * 2, buffer.position() + payload.length + 64))
+                        .order(ByteOrder.LITTLE_ENDIAN);
+                buffer.flip();
+                bigger.put(buffer);
+                buffer = bigger;
+            }
+            FrameCodec.putHeader(buffer, payload);
+            buffer.put(payload);
+            lastAppended = sequence;
+            work.signal();
+            return sequence;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Completes once every record appended before this call is on disk (or exceptionally if the log failed). */
+    public CompletableFuture<Void> whenDurable() {
+        lock.lock();
+        try {
+            if (failure != null) {
+                return CompletableFuture.failedFuture(failure);
+            }
+            if (lastDurable >= lastAppended) {
+                return CompletableFuture.completedFuture(null);
+            }
+            CompletableFuture<Void> future = new CompletableFuture<>();
+            waiters.add(new Waiter(lastAppended, future));
+            return future;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public long lastAppended() {
+        lock.lock();
+        try {
+            return lastAppended;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public long lastDurable() {
+        return lastDurable;
+    }
+
+    /** fsyncs so far: one per group of records written together. */
+    public long syncCount() {
+        return syncs.sum();
+    }
+
+    /** Deletes every segment whose records all have sequences at or below {@code coveredSequence}. */
+    public void deleteSegmentsCoveredBy(long coveredSequence) throws IOException {
+        List<WalSegments.Segment> segments = WalSegments.list(dir);
+        for (int i = 0; i + 1 < segments.size(); i++) {
+            // A segment ends just before the next one starts.
+            if (segments.get(i + 1).firstSequence() - 1 <= coveredSequence) {
+                Files.deleteIfExists(segments.get(i).path());
+            }
+        }
+    }
+
+    private void openSegment(long firstSequence) throws IOException {
+        Path path = dir.resolve(WalSegments.fileName(firstSequence));
+        // A segment of this name can exist only empty: opened by a master that stopped before its first
+        // record reached the disk (recovery read every record of every non-empty segment).
+        segment = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        if (segment.size() != 0) {
+            segment.close();
+            throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
+        }
+        segmentSize = 0;
+        DurableFiles.fsyncDirectory(dir);
+    }
+
+    private void writeLoop() {
+        while (true) {
+            ByteBuffer batch;
+            long upTo;
+            lock.lock();
+            try {
+                while (buffer.position() == 0 && !closing) {
+                    work.awaitUninterruptibly();
+                }
+                if (buffer.position() == 0) {
+                    return; // closing, nothing left
+                }
+                batch = buffer;
+                buffer = spare;
+                buffer.clear();
+                spare = batch;
+                upTo = lastAppended;
+            } finally {
+                lock.unlock();
+            }
+            batch.flip();
+            List<Waiter> done = new ArrayList<>();
+            IOException error = null;
+            try {
+                while (batch.hasRemaining()) {
+                    segmentSize += segment.write(batch);
+                }
+                segment.force(false);
+                syncs.increment();
+                lastDurable = upTo;
+                if (segmentSize >= segmentBytes) {
+                    segment.close();
+                    openSegment(upTo + 1);
+                }
+            } catch (IOException e) {
+                error = e;
+                LOG.error("write-ahead log failed; the master stops acknowledging changes", e);
+            }
+            lock.lock();
+            try {
+                if (error != null) {
+                    failure = error;
+                    done.addAll(waiters);
+                    waiters.clear();
+                } else {
+                    while (!waiters.isEmpty() && waiters.peek().sequence() <= upTo) {
+                        done.add(waiters.poll());
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+            for (Waiter waiter : done) {
+                if (error != null) {
+                    waiter.future().completeExceptionally(error);
+                } else {
+                    waiter.future().complete(null);
+                }
+            }
+            if (error != null) {
+                return;
+            }
+        }
+    }
+
+    /** Writes what is buffered, then stops the writer and closes the segment. */
+    @Override
+    public void close() throws IOException {
+        lock.lock();
+        try {
+            closing = true;
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            writer.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        segment.close();
+    }
+}
