@@ -29,7 +29,7 @@ public final class StateRecovery {
 
     /** What recovery found. */
     public static final class Recovered {
-        public final Map<String, MappingRecord> mappings = new HashMap<>();
+        public Map<String, MappingRecord> mappings = new HashMap<>();
         public final Map<String, PendingRecord> pending = new HashMap<>();
         public final Map<Long, QuarantineRecord> quarantine = new HashMap<>();
         public Path snapshot;
@@ -42,6 +42,12 @@ public final class StateRecovery {
 
         Recovered(long pageSize) {
             this.pageSize = pageSize;
+        }
+
+        void presize(int expectedMappings) {
+            if (mappings.isEmpty()) {
+                mappings = new HashMap<>(expectedMappings * 4 / 3 + 16);
+            }
         }
     }
 
@@ -94,6 +100,11 @@ public final class StateRecovery {
             throw new io.mcctl.storage.layout.LayoutMismatchException(path + " was written for " + meta.getBucketCount() + " buckets of "
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
+        }
+        // Sized once from the index: a million mappings would otherwise rehash the map twenty times.
+        SnapshotFile.SectionInfo mappingSection = reader.info(SnapshotFile.Section.MAPPINGS);
+        if (mappingSection != null && mappingSection.records() > 0 && mappingSection.records() < Integer.MAX_VALUE / 2) {
+            state.presize((int) mappingSection.records());
         }
         reader.read(SnapshotFile.Section.MAPPINGS, MappingRecord.parser(), m -> state.mappings.put(scoped(m.getTenantId(), m.getKey()), m));
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> state.pending.put(scoped(p.getTenantId(), p.getKey()), p));

@@ -97,7 +97,7 @@ public final class MasterServer implements AutoCloseable {
         }
         PageService pages = new PageService(options.layout(), options.allocationDeadline(), options.readLease());
         try {
-            pages.restore(recovered.mappings.values(), recovered.pending.values(), recovered.quarantine.values());
+            pages.restore(recovered.mappings, recovered.pending, recovered.quarantine.values());
         } catch (IllegalStateException e) {
             throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
         }

@@ -114,7 +114,8 @@ public final class PageService {
 
     private static final class Shard {
         final ReentrantLock lock = new ReentrantLock();
-        final HashMap<String, ObjectEntry> entries = new HashMap<>();
+        /** Replaced only by {@link #restore}, before serving. */
+        HashMap<String, ObjectEntry> entries = new HashMap<>();
         /** Oldest in-flight allocation first. */
         Pending head;
         Pending tail;
@@ -671,24 +672,57 @@ public final class PageService {
      */
     public void restore(Iterable<MappingRecord> mappingRecords, Iterable<PendingRecord> pendingRecords,
                         Iterable<QuarantineRecord> quarantineRecords) {
+        Map<String, MappingRecord> mappingsByKey = new HashMap<>();
+        for (MappingRecord m : mappingRecords) {
+            mappingsByKey.put(KeyRules.scopedKey(m.getTenantId(), m.getKey()), m);
+        }
+        Map<String, PendingRecord> pendingByKey = new HashMap<>();
+        for (PendingRecord p : pendingRecords) {
+            pendingByKey.put(KeyRules.scopedKey(p.getTenantId(), p.getKey()), p);
+        }
+        List<QuarantineRecord> quarantined = new ArrayList<>();
+        quarantineRecords.forEach(quarantined::add);
+        restore(mappingsByKey, pendingByKey, quarantined);
+    }
+
+    /**
+     * {@link #restore(Iterable, Iterable, Iterable)} for state already keyed by scoped key (tenant, NUL, key),
+     * as recovery holds it: no key is hashed twice, and the shards are filled by two threads.
+     */
+    public void restore(Map<String, MappingRecord> mappingsByKey, Map<String, PendingRecord> pendingByKey,
+                        java.util.Collection<QuarantineRecord> quarantineRecords) {
         if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
             throw new IllegalStateException("restore needs an empty page service");
         }
-        for (MappingRecord m : mappingRecords) {
-            String scoped = KeyRules.scopedKey(m.getTenantId(), m.getKey());
-            Shard shard = shardOf(scoped);
-            ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
-            entry.commit(placement(m.getPlacement()));
-            claim(entry.committed(), "mapping of " + describeKey(scoped));
-            mappings.incrementAndGet();
+        // Group by shard first, so each shard is filled by one thread without its lock and sized once.
+        @SuppressWarnings("unchecked")
+        List<Map.Entry<String, MappingRecord>>[] byShard = new List[SHARDS];
+        for (int i = 0; i < SHARDS; i++) {
+            byShard[i] = new ArrayList<>(mappingsByKey.size() / SHARDS + 16);
         }
+        for (Map.Entry<String, MappingRecord> e : mappingsByKey.entrySet()) {
+            byShard[shardIndex(e.getKey())].add(e);
+        }
+        java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
+            Shard shard = shards[i];
+            shard.entries = new HashMap<>(byShard[i].size() * 4 / 3 + 16);
+            HashMap<String, ObjectEntry> target = shard.entries;
+            for (Map.Entry<String, MappingRecord> e : byShard[i]) {
+                ObjectEntry entry = new ObjectEntry();
+                entry.commit(placement(e.getValue().getPlacement()));
+                target.put(e.getKey(), entry);
+                claim(entry, e.getKey());
+            }
+        });
+        mappings.addAndGet(mappingsByKey.size());
         List<Pending> restored = new ArrayList<>();
-        for (PendingRecord p : pendingRecords) {
-            String scoped = KeyRules.scopedKey(p.getTenantId(), p.getKey());
+        for (Map.Entry<String, PendingRecord> e : pendingByKey.entrySet()) {
+            PendingRecord p = e.getValue();
+            String scoped = e.getKey();
             Shard shard = shardOf(scoped);
             ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
             Placement placement = placement(p.getPlacement());
-            claim(placement, "in-flight allocation of " + describeKey(scoped));
+            claim(placement, () -> "in-flight allocation of " + describeKey(scoped));
             entry.pending = new Pending(scoped, entry, placement, clockOf(p.getDeadlineMs()), p.getOverwrite());
             restored.add(entry.pending);
             inFlight.incrementAndGet();
@@ -699,33 +733,46 @@ public final class PageService {
         }
         for (QuarantineRecord q : quarantineRecords) {
             Placement range = new Placement(q.getBucket(), q.getFirstPage() * layout.pageSize(), q.getPages() * layout.pageSize(), 0);
-            claim(range, "quarantined range");
+            claim(range, () -> "quarantined range");
             quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
             quarantinedPages.addAndGet(q.getPages());
         }
     }
 
-    private void claim(Placement placement, String what) {
+    private void claim(ObjectEntry entry, String scoped) {
+        claim(new Placement(entry.bucket, entry.offset, entry.size, entry.crc32c), () -> "mapping of " + describeKey(scoped));
+    }
+
+    /** Marks a restored range allocated; {@code what} names its owner, built only for an error. */
+    private void claim(Placement placement, java.util.function.Supplier<String> what) {
         if (placement.bucket() < 0 || placement.bucket() >= allocators.length || placement.offset() % layout.pageSize() != 0
                 || placement.size() <= 0 || placement.offset() + placement.size() > layout.bucketSize()) {
-            throw new IllegalStateException(what + " at " + describe(placement) + " is outside the layout (" + layout.bucketCount()
+            throw new IllegalStateException(what.get() + " at " + describe(placement) + " is outside the layout (" + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
         }
         try {
             allocators[placement.bucket()].markAllocated(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
         } catch (io.mcctl.storage.alloc.PageRangeException e) {
-            throw new IllegalStateException(what + " at " + describe(placement) + " overlaps " + ownerOf(placement.bucket(), e.offendingPage())
-                    + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
+            throw new IllegalStateException(what.get() + " at " + describe(placement) + " overlaps "
+                    + ownerOf(placement.bucket(), e.offendingPage(), placement) + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
         }
     }
 
-    /** Who holds a page, for an overlap report (a slow scan, only on that path). */
-    private String ownerOf(int bucket, long page) {
+    /** Who else holds a page, for an overlap report (a slow scan, only on that path). */
+    private String ownerOf(int bucket, long page, Placement claimant) {
+        try {
+            return findOwner(bucket, page, claimant);
+        } catch (RuntimeException e) {
+            return "another object"; // shards still being restored by the other thread
+        }
+    }
+
+    private String findOwner(int bucket, long page, Placement claimant) {
         long offset = page * layout.pageSize();
         for (Shard shard : shards) {
             for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
                 ObjectEntry entry = e.getValue();
-                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset
+                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset && !claimant.sameRange(entry.committed())
                         && offset < entry.offset + layout.pagesFor(entry.size) * layout.pageSize()) {
                     return "the mapping of " + describeKey(e.getKey());
                 }
@@ -799,7 +846,11 @@ public final class PageService {
     private Shard shardOf(String scopedKey) {
         // The top bits of a multiplicative hash: the shard's HashMap indexes by the low bits, so taking
         // those here would crowd every shard's keys into a 64th of its table.
-        return shards[(scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS)];
+        return shards[shardIndex(scopedKey)];
+    }
+
+    private static int shardIndex(String scopedKey) {
+        return (scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS);
     }
 
     private String describe(Placement p) {
