@@ -1,9 +1,34 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.NotBuiltCommand;
+import io.mcctl.cli.CompletionScripts;
+import io.mcctl.cli.ExitCodes;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
-/** {@code completion}: registered so the whole tool shows in help; not built in this version. */
-@Command(name = "completion", mixinStandardHelpOptions = true, description = "Print the bash or zsh completion script. (Not built in this version.)")
-public final class CompletionCommand extends NotBuiltCommand {
+/** {@code mcctl completion bash|zsh}: the shell completion script, generated from the command model. */
+@Command(name = "completion", mixinStandardHelpOptions = true,
+        description = {"Print the completion script for SHELL. Install it with, for example:",
+                "  ./mcctl completion bash > /etc/bash_completion.d/mcctl",
+                "  ./mcctl completion zsh > \"${fpath[1]}/_mcctl\"",
+                "or source it from your shell's start-up file. The same scripts are in completions/."})
+public final class CompletionCommand implements Callable<Integer> {
+
+    /** Shells with a completion script. */
+    public enum Shell { bash, zsh }
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "SHELL", description = "One of: ${COMPLETION-CANDIDATES}.")
+    Shell shell;
+
+    @Override
+    public Integer call() {
+        spec.commandLine().getOut().print(CompletionScripts.script(shell.name()));
+        spec.commandLine().getOut().flush();
+        return ExitCodes.OK;
+    }
 }

@@ -1,9 +1,120 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.NotBuiltCommand;
+import io.mcctl.cli.CliException;
+import io.mcctl.cli.ExitCodes;
+import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.Table;
+import io.mcctl.tools.snapshot.Formats;
+import io.mcctl.tools.snapshot.StateListing;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
-/** {@code list}: registered so the whole tool shows in help; not built in this version. */
-@Command(name = "list", mixinStandardHelpOptions = true, description = "List snapshots and WAL segments in a state directory. (Not built in this version.)")
-public final class SnapshotListCommand extends NotBuiltCommand {
+/** {@code mcctl snapshot list}: the snapshots and log segments of a state directory. */
+@Command(name = "list", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"List the snapshots (newest first: file, covered WAL sequence, creation time, size, mappings) and the "
+                + "write-ahead log segments (file, first sequence, size, records, last sequence) of a master state directory.",
+                "Snapshots are only opened (header, footer, meta record); 'mcctl snapshot verify' reads them in full."})
+public final class SnapshotListCommand implements Callable<Integer> {
+
+    static final String DEFAULT_STATE_DIR = "./mooncake-data/master";
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    OutputMixin output;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "STATE_DIR", defaultValue = DEFAULT_STATE_DIR,
+            description = "The master's state directory, <root>/master unless the master was given another (default: ${DEFAULT-VALUE}).")
+    Path dir;
+
+    @Override
+    public Integer call() throws IOException {
+        requireStateDir(dir);
+        StateListing.Listing listing = StateListing.list(dir);
+        PrintWriter out = spec.commandLine().getOut();
+        if (output.json()) {
+            out.println(OutputMixin.toJson(listing.json()));
+            out.flush();
+            return ExitCodes.OK;
+        }
+        if (listing.snapshots().isEmpty()) {
+            out.println("no snapshots in " + dir);
+        } else {
+            out.println("Snapshots in " + dir + ", newest first:");
+            Table table = new Table("FILE", "COVERS", "CREATED", "BYTES", "MAPPINGS");
+            for (StateListing.SnapshotEntry s : listing.snapshots()) {
+                if (s.meta() == null) {
+                    table.row(s.file().getFileName(), s.walSequence(), "-", s.bytes(), "unreadable: " + s.unreadable());
+                } else {
+                    table.row(s.file().getFileName(), s.walSequence(), Formats.iso(s.meta().getCreatedMs()), s.bytes(), s.meta().getMappings());
+                }
+            }
+            out.print(table.render());
+        }
+        out.println();
+        long records = 0;
+        if (listing.segments().isEmpty()) {
+            out.println("no write-ahead log segments in " + dir);
+        } else {
+            out.println("Write-ahead log segments, oldest first:");
+            Table table = new Table("FILE", "FIRST", "BYTES", "RECORDS", "LAST", "STATUS");
+            for (StateListing.SegmentEntry s : listing.segments()) {
+                records += s.records();
+                table.row(s.file().getFileName(), s.firstSequence(), s.bytes(), s.status() == StateListing.SegmentStatus.UNREAD ? "-" : s.records(),
+                        s.records() == 0 ? "-" : s.lastSequence(), status(s));
+            }
+            out.print(table.render());
+        }
+        out.println();
+        long unreadable = listing.snapshots().stream().filter(s -> s.meta() == null).count();
+        out.println(plural(listing.snapshots().size(), "snapshot") + (unreadable > 0 ? " (" + unreadable + " unreadable)" : "") + ", "
+                + plural(listing.segments().size(), "log segment") + " holding " + plural(records, "record"));
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    private static String status(StateListing.SegmentEntry s) {
+        return switch (s.status()) {
+            case OK -> "ok";
+            case TORN -> "torn tail at byte " + s.problemOffset();
+            case CORRUPT -> "corrupt at byte " + s.problemOffset() + ": " + s.problem();
+            case UNREAD -> s.problem();
+        };
+    }
+
+    static String plural(long count, String noun) {
+        return count + " " + noun + (count == 1 ? "" : "s");
+    }
+
+    /** A state directory that exists, or a one-line error saying what was expected. */
+    static void requireStateDir(Path dir) {
+        if (!Files.exists(dir)) {
+            throw new CliException(ExitCodes.NOT_FOUND, "no such state directory: " + dir + " (the master keeps its state in <root>/master;"
+                    + " pass that directory)");
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new CliException(ExitCodes.USAGE, dir + " is a file, not a state directory; pass the directory that holds the master's "
+                    + "snapshot-<sequence>.snap and wal-<sequence>.log files");
+        }
+    }
+
+    /** A snapshot file that exists, or a one-line error saying what was expected. */
+    static void requireSnapshotFile(Path file, String command) {
+        if (!Files.exists(file)) {
+            throw new CliException(ExitCodes.NOT_FOUND, "no such snapshot file: " + file);
+        }
+        if (Files.isDirectory(file)) {
+            throw new CliException(ExitCodes.USAGE, file + " is a directory; '" + command + "' takes a snapshot file "
+                    + "(snapshot-<sequence>.snap): 'mcctl snapshot list " + file + "' lists them");
+        }
+    }
 }

@@ -269,8 +269,9 @@ public final class SnapshotFile {
                 CodedInputStream coded = CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16);
                 coded.setSizeLimit(Integer.MAX_VALUE);
                 long records = 0;
+                long retired = 0; // bytes read before the last resetSizeCounter, which restarts getTotalBytesRead at 0
                 while (!coded.isAtEnd()) {
-                    long at = info.offset() + coded.getTotalBytesRead();
+                    long at = info.offset() + retired + coded.getTotalBytesRead();
                     T record;
                     try {
                         int length = coded.readRawVarint32();
@@ -283,6 +284,7 @@ public final class SnapshotFile {
                     records++;
                     visitor.visit(record);
                     if (records % 65536 == 0) {
+                        retired += coded.getTotalBytesRead();
                         coded.resetSizeCounter();
                     }
                 }

@@ -124,6 +124,12 @@ public final class StateRecovery {
             case COMMITTED -> {
                 Committed c = record.getCommitted();
                 String key = scoped(c.getTenantId(), c.getKey());
+                // The allocation this commit ends is in flight no more, even when the snapshot already holds the
+                // commit: its Allocated record, replayed just before, has put it back.
+                PendingRecord pending = state.pending.get(key);
+                if (pending != null && sameRange(pending.getPlacement(), c.getPlacement())) {
+                    state.pending.remove(key);
+                }
                 MappingRecord current = state.mappings.get(key);
                 if (current != null && current.getPlacement().equals(c.getPlacement())) {
                     return;
@@ -133,10 +139,6 @@ public final class StateRecovery {
                 }
                 state.mappings.put(key, MappingRecord.newBuilder().setTenantId(c.getTenantId()).setKey(c.getKey())
                         .setPlacement(c.getPlacement()).build());
-                PendingRecord pending = state.pending.get(key);
-                if (pending != null && sameRange(pending.getPlacement(), c.getPlacement())) {
-                    state.pending.remove(key);
-                }
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();

@@ -68,7 +68,8 @@ public final class WalReader {
                         header.flip();
                         int length = header.getInt();
                         int crc = header.getInt();
-                        if (length < 0 || length > FrameCodec.MAX_PAYLOAD) {
+                        // No record is empty (each has a sequence): a zero length is a zero-filled tail, not a frame.
+                        if (length <= 0 || length > FrameCodec.MAX_PAYLOAD) {
                             if (!lastSegment) {
                                 throw new CorruptStateException(segment.path(), offset, "frame length " + length + " is not a record");
                             }
@@ -99,6 +100,12 @@ public final class WalReader {
                         if (!lastSegment) {
                             throw new CorruptStateException(segment.path(), offset, torn);
                         }
+                        // A crash tears only the end: if a whole record of a later sequence follows, the bad
+                        // frame is damage in the middle of acknowledged records, and cutting there would lose them.
+                        long later = laterRecordAfter(channel, offset + 1, size, Math.max(expected, last + 1));
+                        if (later >= 0) {
+                            throw new CorruptStateException(segment.path(), offset, torn + ", yet a whole record follows at byte " + later);
+                        }
                         if (repair) {
                             channel.truncate(offset);
                             channel.force(true);
@@ -124,6 +131,38 @@ public final class WalReader {
             }
         }
         return new Outcome(last, count, null, -1);
+    }
+
+    /**
+     * Offset of the first whole frame at or after {@code from} that decodes to a record with a sequence of
+     * at least {@code minSequence}, or -1. A byte-by-byte search: only run on a frame already found bad.
+     */
+    private static long laterRecordAfter(FileChannel channel, long from, long size, long minSequence) throws IOException {
+        if (from >= size || size - from > Integer.MAX_VALUE - 16) {
+            return -1;
+        }
+        ByteBuffer rest = ByteBuffer.allocate((int) (size - from)).order(ByteOrder.LITTLE_ENDIAN);
+        readFully(channel, rest, from);
+        byte[] bytes = rest.array();
+        for (int at = 0; at + FrameCodec.HEADER_BYTES < bytes.length; at++) {
+            int length = rest.getInt(at);
+            if (length <= 0 || length > bytes.length - at - FrameCodec.HEADER_BYTES) {
+                continue;
+            }
+            if (FrameCodec.crc(bytes, at + FrameCodec.HEADER_BYTES, length) != rest.getInt(at + 4)) {
+                continue;
+            }
+            try {
+                WalRecord record = WalRecord.parseFrom(java.util.Arrays.copyOfRange(bytes, at + FrameCodec.HEADER_BYTES,
+                        at + FrameCodec.HEADER_BYTES + length));
+                if (record.getSequence() >= minSequence) {
+                    return from + at;
+                }
+            } catch (InvalidProtocolBufferException e) {
+                // not a frame after all
+            }
+        }
+        return -1;
     }
 
     private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {

@@ -123,6 +123,7 @@ public final class MasterServer implements AutoCloseable {
         try {
             server.start();
         } catch (IOException e) {
+            closeQuietly(wal);
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.port() + " for gRPC: " + rootMessage(e), e);
         }
         HTTPServer metricsServer;
@@ -131,6 +132,7 @@ public final class MasterServer implements AutoCloseable {
                     .registry(metrics.registry()).buildAndStart();
         } catch (IOException e) {
             server.shutdownNow();
+            closeQuietly(wal);
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
         ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -185,6 +187,16 @@ public final class MasterServer implements AutoCloseable {
                     }
                 }
             };
+        }
+    }
+
+    private static void closeQuietly(WriteAheadLog wal) {
+        if (wal != null) {
+            try {
+                wal.close();
+            } catch (IOException e) {
+                LOG.warn("closing the write-ahead log after a failed start failed too", e);
+            }
         }
     }
 

@@ -360,7 +360,7 @@ public final class PageService {
             Placement committed = pending.placement.withCrc(written.crc32c());
             Committed.Builder change = Committed.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(committed));
             if (entry.hasCommitted()) {
-                change.setReplaced(record(entry.committed())).setReplacedReleaseMs(wallMillis(releaseTime(entry, now)));
+                change.setReplaced(record(entry.committed())).setReplacedReleaseMs(releaseMillis(entry, now));
             }
             changeLog.record(WalRecord.newBuilder().setCommitted(change));
             if (entry.hasCommitted()) {
@@ -432,7 +432,7 @@ public final class PageService {
             }
             long now = nanoClock.getAsLong();
             changeLog.record(WalRecord.newBuilder().setRemoved(Removed.newBuilder().setTenantId(tenant).setKey(key)
-                    .setPlacement(record(entry.committed())).setReleaseMs(wallMillis(releaseTime(entry, now)))));
+                    .setPlacement(record(entry.committed())).setReleaseMs(releaseMillis(entry, now))));
             releaseCommitted(entry, now);
             entry.clearCommitted();
             mappings.decrementAndGet();
@@ -562,9 +562,14 @@ public final class PageService {
         inFlight.decrementAndGet();
     }
 
-    /** When the committed mapping's pages may be reused: now, or when its last read lease runs out. */
-    private static long releaseTime(ObjectEntry entry, long now) {
-        return entry.leaseUntilNanos - now > 0 ? entry.leaseUntilNanos : now;
+    /**
+     * The release time logged for the committed mapping's pages: when its last read lease runs out, or 0 when
+     * they are freed at once. Never "now": replay quarantines when this is after the record's time_ms, which
+     * the log takes from the wall clock, and "now" on this service's clock can read a millisecond or more
+     * ahead of it; a range freed at once (and maybe reused since) would then come back quarantined.
+     */
+    private long releaseMillis(ObjectEntry entry, long now) {
+        return entry.leaseUntilNanos - now > 0 ? wallMillis(entry.leaseUntilNanos) : 0;
     }
 
     static PlacementRecord record(Placement p) {
@@ -694,6 +699,7 @@ public final class PageService {
         if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
             throw new IllegalStateException("restore needs an empty page service");
         }
+        long restoredLeaseUntil = nanoClock.getAsLong() + readLeaseNanos;
         // Group by shard first, so each shard is filled by one thread without its lock and sized once.
         @SuppressWarnings("unchecked")
         List<Map.Entry<String, MappingRecord>>[] byShard = new List[SHARDS];
@@ -710,6 +716,9 @@ public final class PageService {
             for (Map.Entry<String, MappingRecord> e : byShard[i]) {
                 ObjectEntry entry = new ObjectEntry();
                 entry.commit(placement(e.getValue().getPlacement()));
+                // Leases granted before a restart are not logged: every mapping counts as read just now, so a
+                // reader that looked it up before the crash still has its pages for one lease period.
+                entry.leaseUntilNanos = restoredLeaseUntil;
                 target.put(e.getKey(), entry);
                 claim(entry, e.getKey());
             }
@@ -740,11 +749,16 @@ public final class PageService {
     }
 
     private void claim(ObjectEntry entry, String scoped) {
-        claim(new Placement(entry.bucket, entry.offset, entry.size, entry.crc32c), () -> "mapping of " + describeKey(scoped));
+        claim(new Placement(entry.bucket, entry.offset, entry.size, entry.crc32c), () -> "mapping of " + describeKey(scoped), scoped);
     }
 
     /** Marks a restored range allocated; {@code what} names its owner, built only for an error. */
     private void claim(Placement placement, java.util.function.Supplier<String> what) {
+        claim(placement, what, null);
+    }
+
+    /** @param claimantKey the scoped key whose mapping is being claimed (skipped when naming the other owner), or null */
+    private void claim(Placement placement, java.util.function.Supplier<String> what, String claimantKey) {
         if (placement.bucket() < 0 || placement.bucket() >= allocators.length || placement.offset() % layout.pageSize() != 0
                 || placement.size() <= 0 || placement.offset() + placement.size() > layout.bucketSize()) {
             throw new IllegalStateException(what.get() + " at " + describe(placement) + " is outside the layout (" + layout.bucketCount()
@@ -754,25 +768,25 @@ public final class PageService {
             allocators[placement.bucket()].markAllocated(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
         } catch (io.mcctl.storage.alloc.PageRangeException e) {
             throw new IllegalStateException(what.get() + " at " + describe(placement) + " overlaps "
-                    + ownerOf(placement.bucket(), e.offendingPage(), placement) + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
+                    + ownerOf(placement.bucket(), e.offendingPage(), claimantKey) + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
         }
     }
 
     /** Who else holds a page, for an overlap report (a slow scan, only on that path). */
-    private String ownerOf(int bucket, long page, Placement claimant) {
+    private String ownerOf(int bucket, long page, String claimantKey) {
         try {
-            return findOwner(bucket, page, claimant);
+            return findOwner(bucket, page, claimantKey);
         } catch (RuntimeException e) {
             return "another object"; // shards still being restored by the other thread
         }
     }
 
-    private String findOwner(int bucket, long page, Placement claimant) {
+    private String findOwner(int bucket, long page, String claimantKey) {
         long offset = page * layout.pageSize();
         for (Shard shard : shards) {
             for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
                 ObjectEntry entry = e.getValue();
-                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset && !claimant.sameRange(entry.committed())
+                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset && !e.getKey().equals(claimantKey)
                         && offset < entry.offset + layout.pagesFor(entry.size) * layout.pageSize()) {
                     return "the mapping of " + describeKey(e.getKey());
                 }

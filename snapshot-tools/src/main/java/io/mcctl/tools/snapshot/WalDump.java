@@ -1,0 +1,212 @@
+package io.mcctl.tools.snapshot;
+
+import io.mcctl.master.durability.CorruptStateException;
+import io.mcctl.master.durability.WalReader;
+import io.mcctl.master.durability.WalSegments;
+import io.mcctl.master.proto.v1.Allocated;
+import io.mcctl.master.proto.v1.Committed;
+import io.mcctl.master.proto.v1.PendingDropped;
+import io.mcctl.master.proto.v1.PlacementRecord;
+import io.mcctl.master.proto.v1.Released;
+import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.WalRecord;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The write-ahead log of a state directory, decoded record by record through {@link WalReader} (never
+ * repairing: the directory does not change). Records already deleted with the segments a snapshot
+ * covered cannot be read; the dump starts at the oldest record still there.
+ */
+public final class WalDump {
+
+    /** Receives records in sequence order. */
+    @FunctionalInterface
+    public interface Sink {
+        void record(WalRecord record, Path file, long offset) throws IOException;
+    }
+
+    /**
+     * How the dump ended.
+     *
+     * @param oldestAvailable the first sequence the log still holds (0 when it has no segment)
+     * @param corruption      where reading stopped on a record that is not a torn tail, or null
+     */
+    public record Result(int segments, long oldestAvailable, long records, long lastSequence, Path tornFile, long tornOffset,
+                         CorruptStateException corruption) {
+        public boolean torn() {
+            return tornFile != null;
+        }
+
+        public Map<String, Object> json() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("type", "end");
+            out.put("segments", segments);
+            out.put("oldest_available", segments == 0 ? null : oldestAvailable);
+            out.put("records", records);
+            out.put("last_sequence", records == 0 ? null : lastSequence);
+            out.put("torn", tornFile != null);
+            out.put("torn_file", tornFile == null ? null : tornFile.toString());
+            out.put("torn_offset", tornFile == null ? null : tornOffset);
+            out.put("error", corruption == null ? null : Problem.of(corruption).json());
+            return out;
+        }
+    }
+
+    private WalDump() {
+    }
+
+    /** Sends every record with a sequence of at least {@code fromSequence} to {@code sink}. */
+    public static Result dump(Path dir, long fromSequence, Sink sink) throws IOException {
+        List<WalSegments.Segment> segments = WalSegments.list(dir);
+        if (segments.isEmpty()) {
+            return new Result(0, 0, 0, 0, null, -1, null);
+        }
+        long oldest = segments.get(0).firstSequence();
+        long after = Math.max(fromSequence, oldest) - 1;
+        long[] seen = {0, 0};
+        try {
+            WalReader.Outcome outcome = WalReader.read(dir, after, false, (record, file, offset) -> {
+                seen[0]++;
+                seen[1] = record.getSequence();
+                sink.record(record, file, offset);
+            });
+            return new Result(segments.size(), oldest, seen[0], seen[1], outcome.tornFile(), outcome.tornOffset(), null);
+        } catch (CorruptStateException e) {
+            return new Result(segments.size(), oldest, seen[0], seen[1], null, -1, e);
+        }
+    }
+
+    /** The change's name in snake case: allocated, committed, pending_dropped, removed, released, or unknown. */
+    public static String change(WalRecord record) {
+        return record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET ? "unknown" : record.getChangeCase().name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * A record as one JSON object: {@code "type":"record"}, sequence, time, change, where it is in the log, then
+     * the change's own fields.
+     */
+    public static Map<String, Object> json(WalRecord record, Path file, long offset) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("type", "record");
+        out.put("sequence", record.getSequence());
+        out.put("time", Formats.iso(record.getTimeMs()));
+        out.put("time_ms", record.getTimeMs());
+        out.put("change", change(record));
+        out.put("segment", file.getFileName().toString());
+        out.put("segment_offset", offset);
+        switch (record.getChangeCase()) {
+            case ALLOCATED -> {
+                Allocated a = record.getAllocated();
+                keyed(out, a.getTenantId(), a.getKey(), a.getPlacement());
+                out.put("deadline", Formats.iso(a.getDeadlineMs()));
+                out.put("deadline_ms", a.getDeadlineMs());
+                out.put("overwrite", a.getOverwrite());
+            }
+            case COMMITTED -> {
+                Committed c = record.getCommitted();
+                keyed(out, c.getTenantId(), c.getKey(), c.getPlacement());
+                if (c.hasReplaced()) {
+                    out.put("replaced", SnapshotDiff.placementJson(c.getReplaced()));
+                    release(out, "replaced_", c.getReplacedReleaseMs(), record.getTimeMs());
+                }
+            }
+            case PENDING_DROPPED -> {
+                PendingDropped d = record.getPendingDropped();
+                keyed(out, d.getTenantId(), d.getKey(), d.getPlacement());
+                out.put("reason", d.getReason().name().toLowerCase(Locale.ROOT));
+            }
+            case REMOVED -> {
+                Removed r = record.getRemoved();
+                keyed(out, r.getTenantId(), r.getKey(), r.getPlacement());
+                release(out, "", r.getReleaseMs(), record.getTimeMs());
+            }
+            case RELEASED -> {
+                Released r = record.getReleased();
+                out.put("bucket", r.getBucket());
+                out.put("first_page", r.getFirstPage());
+                out.put("pages", r.getPages());
+            }
+            case CHANGE_NOT_SET -> {
+                // a change from a newer mcctl: only its sequence and time are known here
+            }
+        }
+        return out;
+    }
+
+    /** A record as one line: {@code sequence  time  change  field=value ...}. */
+    public static String text(WalRecord record) {
+        StringBuilder line = new StringBuilder();
+        line.append(record.getSequence()).append("  ").append(Formats.iso(record.getTimeMs())).append("  ")
+                .append(String.format(Locale.ROOT, "%-15s", change(record))).append(' ');
+        switch (record.getChangeCase()) {
+            case ALLOCATED -> {
+                Allocated a = record.getAllocated();
+                keyedText(line, a.getTenantId(), a.getKey(), a.getPlacement(), false);
+                line.append(" deadline=").append(Formats.iso(a.getDeadlineMs()));
+                if (a.getOverwrite()) {
+                    line.append(" overwrite");
+                }
+            }
+            case COMMITTED -> {
+                Committed c = record.getCommitted();
+                keyedText(line, c.getTenantId(), c.getKey(), c.getPlacement(), true);
+                if (c.hasReplaced()) {
+                    PlacementRecord r = c.getReplaced();
+                    line.append(" replaced=").append(Formats.place(r.getBucket(), r.getOffset(), r.getSize()))
+                            .append(quarantined(c.getReplacedReleaseMs(), record.getTimeMs())
+                                    ? " replaced_quarantined_until=" + Formats.iso(c.getReplacedReleaseMs()) : " replaced_freed");
+                }
+            }
+            case PENDING_DROPPED -> {
+                PendingDropped d = record.getPendingDropped();
+                keyedText(line, d.getTenantId(), d.getKey(), d.getPlacement(), false);
+                line.append(" reason=").append(d.getReason().name().toLowerCase(Locale.ROOT));
+            }
+            case REMOVED -> {
+                Removed r = record.getRemoved();
+                keyedText(line, r.getTenantId(), r.getKey(), r.getPlacement(), true);
+                line.append(quarantined(r.getReleaseMs(), record.getTimeMs()) ? " quarantined_until=" + Formats.iso(r.getReleaseMs()) : " freed");
+            }
+            case RELEASED -> {
+                Released r = record.getReleased();
+                line.append("bucket=").append(r.getBucket()).append(" first_page=").append(r.getFirstPage()).append(" pages=").append(r.getPages());
+            }
+            case CHANGE_NOT_SET -> line.append("(a change this mcctl does not know; written by a newer one)");
+        }
+        return line.toString().stripTrailing();
+    }
+
+    /**
+     * Whether a removed or replaced mapping's pages went to quarantine: the rule replay applies, release after the
+     * record's time (the master logs 0 for pages freed at once).
+     */
+    static boolean quarantined(long releaseMs, long timeMs) {
+        return releaseMs > timeMs;
+    }
+
+    private static void release(Map<String, Object> out, String prefix, long releaseMs, long timeMs) {
+        boolean quarantined = quarantined(releaseMs, timeMs);
+        out.put(prefix + "quarantined", quarantined);
+        out.put(prefix + "release", quarantined ? Formats.iso(releaseMs) : null);
+        out.put(prefix + "release_ms", releaseMs);
+    }
+
+    private static void keyed(Map<String, Object> out, String tenant, String key, PlacementRecord p) {
+        out.put("tenant", tenant);
+        out.put("key", key);
+        out.put("placement", SnapshotDiff.placementJson(p));
+    }
+
+    private static void keyedText(StringBuilder line, String tenant, String key, PlacementRecord p, boolean crc) {
+        line.append("tenant=").append(Formats.quote(tenant)).append(" key=").append(Formats.quote(key)).append(" at=")
+                .append(Formats.place(p.getBucket(), p.getOffset(), p.getSize()));
+        if (crc) {
+            line.append(" crc32c=").append(Formats.hex(p.getCrc32C()));
+        }
+    }
+}

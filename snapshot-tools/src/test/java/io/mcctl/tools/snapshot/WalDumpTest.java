@@ -1,0 +1,98 @@
+package io.mcctl.tools.snapshot;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mcctl.master.proto.v1.WalRecord;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+@Timeout(60)
+class WalDumpTest {
+
+    @TempDir
+    Path root;
+
+    Path segment;
+
+    /** The standard state's 17 records: allocated/committed pairs, two removals, one allocation left in flight. */
+    Path logged() throws Exception {
+        try (StateFixture state = new StateFixture(root, true)) {
+            state.standardState();
+            state.durable();
+            segment = state.segment();
+        }
+        return root.resolve("master");
+    }
+
+    @Test
+    void shows_every_record_in_order_with_its_change() throws Exception {
+        Path dir = logged();
+        List<WalRecord> records = new ArrayList<>();
+        WalDump.Result result = WalDump.dump(dir, 1, (r, f, o) -> records.add(r));
+        assertEquals(17, result.records());
+        assertEquals(17, result.lastSequence());
+        assertFalse(result.torn());
+        assertNull(result.corruption());
+        List<String> changes = records.stream().map(WalDump::change).toList();
+        assertEquals(List.of("allocated", "committed", "allocated", "committed", "allocated", "committed", "allocated", "committed",
+                "removed", "allocated", "committed", "removed", "allocated", "committed", "allocated", "committed", "allocated"), changes);
+        for (int i = 0; i < records.size(); i++) {
+            assertEquals(i + 1, records.get(i).getSequence());
+        }
+        String line = WalDump.text(records.get(1));
+        assertTrue(line.matches("2  \\d{4}-\\d\\d-\\d\\dT\\S+Z  committed       tenant=alpha key=a1 at=\\d@\\d+\\+5000 crc32c=00000011"), line);
+        assertEquals("a1", WalDump.json(records.get(1), segment, 0).get("key"));
+    }
+
+    @Test
+    void starts_at_the_sequence_asked_for() throws Exception {
+        Path dir = logged();
+        List<Long> sequences = new ArrayList<>();
+        WalDump.Result result = WalDump.dump(dir, 15, (r, f, o) -> sequences.add(r.getSequence()));
+        assertEquals(List.of(15L, 16L, 17L), sequences);
+        assertEquals(3, result.records());
+        assertEquals(0, WalDump.dump(dir, 18, (r, f, o) -> sequences.add(-1L)).records());
+    }
+
+    @Test
+    void reports_a_torn_tail_after_the_last_whole_record() throws Exception {
+        Path dir = logged();
+        long lastFrame = StateFixture.frameOffsets(segment).get(16);
+        StateFixture.truncate(segment, Files.size(segment) - 2);
+        List<Long> sequences = new ArrayList<>();
+        WalDump.Result result = WalDump.dump(dir, 1, (r, f, o) -> sequences.add(r.getSequence()));
+        assertEquals(16, sequences.size());
+        assertTrue(result.torn());
+        assertEquals(segment, result.tornFile());
+        assertEquals(lastFrame, result.tornOffset());
+        assertNull(result.corruption());
+    }
+
+    @Test
+    void stops_at_a_corrupt_record_naming_the_segment_and_offset() throws Exception {
+        Path dir = logged();
+        long frame = StateFixture.frameOffsets(segment).get(9);
+        StateFixture.flipByte(segment, frame + 10);
+        List<Long> sequences = new ArrayList<>();
+        WalDump.Result result = WalDump.dump(dir, 1, (r, f, o) -> sequences.add(r.getSequence()));
+        assertEquals(9, sequences.size());
+        assertEquals(segment, result.corruption().file());
+        assertEquals(frame, result.corruption().offset());
+        assertEquals(9, result.lastSequence());
+    }
+
+    @Test
+    void a_directory_without_a_log_dumps_nothing() throws Exception {
+        WalDump.Result result = WalDump.dump(root, 1, (r, f, o) -> { });
+        assertEquals(0, result.segments());
+        assertEquals(0, result.records());
+    }
+}
