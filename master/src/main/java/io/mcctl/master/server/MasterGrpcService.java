@@ -76,6 +76,12 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     private final Durability durability;
     private final Snapshotter snapshotter;
+    /** Sends the answers of mutating calls once their changes are durable. */
+    private final ExecutorService replyExecutor = Executors.newFixedThreadPool(2, r -> {
+        Thread thread = new Thread(r, "mcctl-master-reply");
+        thread.setDaemon(true);
+        return thread;
+    });
     /** Snapshots are long: they run here, never on a transport thread. */
     private final ExecutorService adminExecutor = Executors.newSingleThreadExecutor(r -> {
         Thread thread = new Thread(r, "mcctl-master-admin");
@@ -146,13 +152,19 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
      * writer completes the answer after its fsync, one fsync for every call waiting at that moment.
      */
     private <T> void replyWhenDurable(StreamObserver<T> observer, T response) {
-        durability.whenDurable().whenComplete((ignored, failure) -> {
+        CompletableFuture<Void> durable = durability.whenDurable();
+        if (durable.isDone() && !durable.isCompletedExceptionally()) {
+            reply(observer, response);
+            return;
+        }
+        // Answers are encoded and sent by the reply threads, so the log's writer goes straight back to its next fsync.
+        durable.whenCompleteAsync((ignored, failure) -> {
             if (failure != null) {
                 observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "the change could not be made durable: " + failure.getMessage()));
             } else {
                 reply(observer, response);
             }
-        });
+        }, replyExecutor);
     }
 
     // ---- the page RPCs ----
