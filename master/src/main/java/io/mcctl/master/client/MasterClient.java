@@ -25,6 +25,8 @@ import io.mcctl.master.proto.v1.ExistKeyRequest;
 import io.mcctl.master.proto.v1.FreeDistributedPageRequest;
 import io.mcctl.master.proto.v1.GetDistributedPageMappingRequest;
 import io.mcctl.master.proto.v1.GetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.GetBucketBitmapRequest;
+import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.GetLayoutRequest;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.master.proto.v1.GetReplicaListRequest;
@@ -245,6 +247,10 @@ public final class MasterClient implements AutoCloseable {
     /** Asks the master for a snapshot now; waits up to ten minutes, whatever the call timeout. */
     public CreateSnapshotResponse createSnapshot() {
         return mutate(() -> stub.withDeadlineAfter(10, TimeUnit.MINUTES).createSnapshot(CreateSnapshotRequest.getDefaultInstance()));
+    }
+
+    public GetBucketBitmapResponse bucketBitmap(int bucket) {
+        return read(() -> stub().getBucketBitmap(GetBucketBitmapRequest.newBuilder().setBucket(bucket).build()));
     }
 
     public GetStatsResponse stats() {

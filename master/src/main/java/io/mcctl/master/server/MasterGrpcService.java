@@ -45,6 +45,8 @@ import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.proto.v1.CreateSnapshotRequest;
+import io.mcctl.master.proto.v1.GetBucketBitmapRequest;
+import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.CreateSnapshotResponse;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
@@ -304,6 +306,21 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         ListKeysResponse.Builder response = ListKeysResponse.newBuilder().setNextPageToken(page.nextAfterKey());
         for (Map.Entry<String, Placement> entry : page.keys()) {
             response.addKeys(KeyInfo.newBuilder().setKey(entry.getKey()).setDistributedDisk(toWire(entry.getValue())));
+        }
+        reply(observer, response.build());
+    }
+
+    @Override
+    public void getBucketBitmap(GetBucketBitmapRequest request, StreamObserver<GetBucketBitmapResponse> observer) {
+        int bucket = request.getBucket();
+        if (bucket < 0 || bucket >= pages.layout().bucketCount()) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "bucket " + bucket + " is outside 0.." + (pages.layout().bucketCount() - 1));
+        }
+        io.mcctl.storage.alloc.BitmapPageAllocator allocator = pages.allocator(bucket);
+        GetBucketBitmapResponse.Builder response = GetBucketBitmapResponse.newBuilder().setBucket(bucket)
+                .setPageCount(allocator.pageCount()).setAllocated(allocator.allocatedCount()).setHint(allocator.hint());
+        for (long word : allocator.bitmapWords()) {
+            response.addWords(word);
         }
         reply(observer, response.build());
     }
