@@ -37,6 +37,9 @@ public final class StateRecovery {
         public long lastSequence;
         public long replayed;
         public WalReader.Outcome wal;
+        /** Time spent reading the snapshot and replaying the log, for the start-up log line. */
+        public long snapshotMillis;
+        public long replayMillis;
         public final List<String> warnings = new ArrayList<>();
         final long pageSize;
 
@@ -59,6 +62,7 @@ public final class StateRecovery {
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
         Recovered state = new Recovered(layout.pageSize());
+        long begin = System.nanoTime();
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
                 Recovered attempt = new Recovered(layout.pageSize());
@@ -74,6 +78,8 @@ public final class StateRecovery {
             throw new CorruptStateException(stateDir, 0, "no usable snapshot: " + String.join("; ", state.warnings));
         }
         state.lastSequence = state.snapshotSequence;
+        state.snapshotMillis = (System.nanoTime() - begin) / 1_000_000;
+        long replayBegin = System.nanoTime();
         if (replayWal) {
             Recovered target = state;
             target.wal = WalReader.read(stateDir, state.snapshotSequence, true, (record, file, offset) -> {
@@ -90,6 +96,7 @@ public final class StateRecovery {
                         + " and no snapshot covers the records before it");
             }
         }
+        state.replayMillis = (System.nanoTime() - replayBegin) / 1_000_000;
         return state;
     }
 

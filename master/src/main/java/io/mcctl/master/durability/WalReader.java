@@ -54,20 +54,22 @@ public final class WalReader {
                     ? new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE}
                     : new StandardOpenOption[] {StandardOpenOption.READ})) {
                 long size = channel.size();
+                if (size > Integer.MAX_VALUE - 16) {
+                    throw new CorruptStateException(segment.path(), 0, "segment of " + size + " bytes is larger than any segment mcctl writes");
+                }
+                // One mapping per segment instead of two reads per record: replay reads every frame once.
+                ByteBuffer data = channel.map(FileChannel.MapMode.READ_ONLY, 0, size).order(ByteOrder.LITTLE_ENDIAN);
                 long offset = 0;
-                ByteBuffer header = ByteBuffer.allocate(FrameCodec.HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
                 while (offset < size) {
                     String torn = null;
                     WalRecord record = null;
+                    long skippedSequence = -1;
                     long next = -1;
                     if (size - offset < FrameCodec.HEADER_BYTES) {
                         torn = "frame header cut short";
                     } else {
-                        header.clear();
-                        readFully(channel, header, offset);
-                        header.flip();
-                        int length = header.getInt();
-                        int crc = header.getInt();
+                        int length = data.getInt((int) offset);
+                        int crc = data.getInt((int) offset + 4);
                         // No record is empty (each has a sequence): a zero length is a zero-filled tail, not a frame.
                         if (length <= 0 || length > FrameCodec.MAX_PAYLOAD) {
                             if (!lastSegment) {
@@ -77,9 +79,8 @@ public final class WalReader {
                         } else if (offset + FrameCodec.HEADER_BYTES + length > size) {
                             torn = "frame of " + length + " bytes runs past the end of the file";
                         } else {
-                            ByteBuffer payload = ByteBuffer.allocate(length);
-                            readFully(channel, payload, offset + FrameCodec.HEADER_BYTES);
-                            byte[] bytes = payload.array();
+                            byte[] bytes = new byte[length];
+                            data.get((int) offset + FrameCodec.HEADER_BYTES, bytes);
                             long end = offset + FrameCodec.HEADER_BYTES + length;
                             next = end;
                             if (FrameCodec.crc(bytes, 0, length) != crc) {
@@ -88,10 +89,17 @@ public final class WalReader {
                                 }
                                 torn = "last record fails its CRC32C";
                             } else {
-                                try {
-                                    record = WalRecord.parseFrom(bytes);
-                                } catch (InvalidProtocolBufferException e) {
-                                    throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
+                                long peeked = peekSequence(bytes);
+                                if (peeked > 0 && peeked <= afterSequence) {
+                                    // Covered by the snapshot: only its place in the sequence matters, so skip decoding it.
+                                    record = null;
+                                    skippedSequence = peeked;
+                                } else {
+                                    try {
+                                        record = WalRecord.parseFrom(bytes);
+                                    } catch (InvalidProtocolBufferException e) {
+                                        throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
+                                    }
                                 }
                             }
                         }
@@ -112,7 +120,7 @@ public final class WalReader {
                         }
                         return new Outcome(last, count, segment.path(), offset);
                     }
-                    long sequence = record.getSequence();
+                    long sequence = record != null ? record.getSequence() : skippedSequence;
                     if (expected >= 0 && sequence != expected) {
                         throw new CorruptStateException(segment.path(), offset, "sequence " + sequence + " where " + expected + " was due");
                     }
@@ -131,6 +139,21 @@ public final class WalReader {
             }
         }
         return new Outcome(last, count, null, -1);
+    }
+
+    /** The sequence (field 1, a varint, written first) at the start of a record's bytes, or -1 if it is not there. */
+    static long peekSequence(byte[] payload) {
+        if (payload.length < 2 || payload[0] != 0x08) {
+            return -1;
+        }
+        long value = 0;
+        for (int i = 1, shift = 0; i < payload.length && shift < 64; i++, shift += 7) {
+            value |= (long) (payload[i] & 0x7f) << shift;
+            if ((payload[i] & 0x80) == 0) {
+                return value;
+            }
+        }
+        return -1;
     }
 
     /**

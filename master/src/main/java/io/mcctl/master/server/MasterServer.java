@@ -101,10 +101,12 @@ public final class MasterServer implements AutoCloseable {
         } catch (IllegalStateException e) {
             throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
         }
-        LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms", stateDir,
+        LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
+                        + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
                 recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(),
                 recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
-                (System.nanoTime() - started) / 1_000_000);
+                (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
+                (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
         WriteAheadLog wal = walMode
                 ? new WriteAheadLog(stateDir, recovered.lastSequence, options.walSegmentBytes(), System::currentTimeMillis) : null;
         if (wal != null) {
