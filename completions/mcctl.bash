@@ -1034,10 +1034,55 @@ function _picocli_mcctl_snapshot_wal_dump() {
 function _picocli_mcctl_bitmap_inspect() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts=""
+  local flag_opts="'--extents' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--tenant')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--state-dir')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--snapshot')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--bucket')
+      return
+      ;;
+    '--regions')
+      return
+      ;;
+    '--can-alloc')
+      return
+      ;;
+    '--limit')
+      return
+      ;;
+  esac
 
   if [[ "${curr_word}" == -* ]]; then
     COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
@@ -1052,10 +1097,55 @@ function _picocli_mcctl_bitmap_inspect() {
 function _picocli_mcctl_mount_validate() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts=""
+  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--page-mode')
+      return
+      ;;
+    '--root')
+      return
+      ;;
+    '--fs-type')
+      return
+      ;;
+    '--bucket-count')
+      return
+      ;;
+    '--page-size')
+      return
+      ;;
+    '--bucket-size')
+      return
+      ;;
+    '--health-check')
+      return
+      ;;
+  esac
 
   if [[ "${curr_word}" == -* ]]; then
     COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )

@@ -1,9 +1,139 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.NotBuiltCommand;
+import io.mcctl.cli.CliException;
+import io.mcctl.cli.ExitCodes;
+import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.SettingsOptions;
+import io.mcctl.cli.Table;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.storage.config.DurationParser;
+import io.mcctl.storage.config.EffectiveConfig;
+import io.mcctl.storage.config.Setting;
+import io.mcctl.storage.config.StorageSettings;
+import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.storage.mount.CheckResult;
+import io.mcctl.storage.mount.ExpectedLayout;
+import io.mcctl.storage.mount.MountValidator;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
-/** {@code validate}: registered so the whole tool shows in help; not built in this version. */
-@Command(name = "validate", mixinStandardHelpOptions = true, description = "Check that this node's mount of the root is fit to join the tier. (Not built in this version.)")
-public final class MountValidateCommand extends NotBuiltCommand {
+/** {@code mcctl mount validate}: is this node's mount of the root fit to join the tier? */
+@Command(name = "validate", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Check that this node's mount of the root is fit to join the tier: the root, its filesystem (3FS or not), "
+                + "stat latency, capacity, the layout record, the bucket files, the open-file limit, and a write + fsync + "
+                + "read-back probe in a scratch file (never a bucket file).",
+                "Exit 0 when no check FAILs, 1 when one does, 2 on bad input, 4 when --master cannot be reached."})
+public final class MountValidateCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    OutputMixin output;
+
+    @Option(names = "--master", paramLabel = "HOST:PORT",
+            description = "Also compare with this master's layout: cluster id, root path, sizes (default: no master).")
+    String master;
+
+    @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "5s",
+            description = "How long any one check (and the master call) may take before it counts as hung (default: ${DEFAULT-VALUE}).")
+    String timeout;
+
+    @Override
+    public List<Setting<?>> settings() {
+        return StorageSettings.ALL;
+    }
+
+    @Override
+    public Integer call() {
+        Duration limit = parseTimeout();
+        if (master != null) {
+            try {
+                MasterClient.checkTarget(master);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCodes.USAGE, e.getMessage());
+            }
+        }
+        EffectiveConfig config = SettingsOptions.resolve(spec, settings());
+        BucketLayout layout = StorageSettings.layout(config);
+        String fsType = config.get(StorageSettings.FS_TYPE);
+        Optional<ExpectedLayout> expected = Optional.empty();
+        if (master != null) {
+            try (MasterClient client = new MasterClient(master, limit)) {
+                GetLayoutResponse response = client.layout();
+                expected = Optional.of(new ExpectedLayout(response.getRootDir(), response.getBucketCount(), response.getPageSize(),
+                        response.getBucketSize(), response.getClusterId(), response.getFsType()));
+            }
+        }
+        List<CheckResult> results = MountValidator.validate(layout, fsType, expected, limit);
+        boolean fit = MountValidator.fit(results);
+        Map<CheckResult.Status, Integer> counts = new EnumMap<>(CheckResult.Status.class);
+        for (CheckResult.Status status : CheckResult.Status.values()) {
+            counts.put(status, 0);
+        }
+        results.forEach(r -> counts.merge(r.status(), 1, Integer::sum));
+        PrintWriter out = spec.commandLine().getOut();
+        if (output.json()) {
+            List<Map<String, Object>> checks = new ArrayList<>();
+            for (CheckResult result : results) {
+                Map<String, Object> check = new LinkedHashMap<>();
+                check.put("name", result.name());
+                check.put("status", result.status().name());
+                check.put("detail", result.detail());
+                check.putAll(result.measured());
+                checks.add(check);
+            }
+            Map<String, Object> summary = new LinkedHashMap<>();
+            summary.put("root", layout.root().toString());
+            summary.put("fs_type", fsType);
+            summary.put("master", master == null ? "" : master);
+            summary.put("timeout_ms", limit.toMillis());
+            for (CheckResult.Status status : CheckResult.Status.values()) {
+                summary.put(status.name().toLowerCase(Locale.ROOT), counts.get(status));
+            }
+            summary.put("fit", fit);
+            Map<String, Object> report = new LinkedHashMap<>();
+            report.put("checks", checks);
+            report.put("summary", summary);
+            out.println(OutputMixin.toJson(report));
+        } else {
+            Table table = new Table("CHECK", "STATUS", "DETAIL");
+            for (CheckResult result : results) {
+                table.row(result.name(), result.status(), result.detail());
+            }
+            out.print(table.render());
+            out.println(layout.root() + ": " + counts.get(CheckResult.Status.PASS) + " passed, " + counts.get(CheckResult.Status.WARN)
+                    + " warned, " + counts.get(CheckResult.Status.FAIL) + " failed, " + counts.get(CheckResult.Status.SKIP) + " skipped; "
+                    + (fit ? "fit to join" : "not fit to join"));
+        }
+        out.flush();
+        return fit ? ExitCodes.OK : ExitCodes.FAILED;
+    }
+
+    private Duration parseTimeout() {
+        Duration limit;
+        try {
+            limit = DurationParser.parse(timeout);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, "invalid --timeout '" + timeout + "': allowed is " + DurationParser.ALLOWED);
+        }
+        if (limit.isZero()) {
+            throw new CliException(ExitCodes.USAGE, "invalid --timeout '" + timeout + "': allowed is more than zero");
+        }
+        return limit;
+    }
 }

@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
                 "A snapshot: every checksum; every record decodes; its meta counts match; every range is inside its bucket and "
                         + "page-aligned; no page is held by two of its mappings, in-flight allocations and quarantined ranges (both are named).",
                 "A state directory: every snapshot in it; the write-ahead log (a torn tail is a warning, any other damage an error) "
-                        + "and that it starts where the newest usable snapshot ends; then the master's own recovery, run on a working copy, "
+                        + "and that it starts where the newest usable snapshot ends; then the master's own recovery, run read-only, "
                         + "must rebuild a state in which no page is claimed twice.",
                 "Prints a line per problem and a summary line. Exit 0 when there is no error (warnings allowed), 1 otherwise."})
 public final class SnapshotVerifyCommand implements Callable<Integer> {

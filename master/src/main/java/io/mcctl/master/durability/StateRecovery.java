@@ -61,6 +61,18 @@ public final class StateRecovery {
      * @param replayWal false under snapshot durability: the state is the newest snapshot's
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
+        return recover(stateDir, layout, replayWal, true);
+    }
+
+    /**
+     * Recovery that changes nothing on disk (a torn tail is reported, not cut): for tools that look at the
+     * state directory of a master that may still be running.
+     */
+    public static Recovered recoverReadOnly(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
+        return recover(stateDir, layout, replayWal, false);
+    }
+
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair) throws IOException {
         Recovered state = new Recovered(layout.pageSize());
         long begin = System.nanoTime();
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
@@ -82,13 +94,14 @@ public final class StateRecovery {
         long replayBegin = System.nanoTime();
         if (replayWal) {
             Recovered target = state;
-            target.wal = WalReader.read(stateDir, state.snapshotSequence, true, (record, file, offset) -> {
+            target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, (record, file, offset) -> {
                 apply(target, record);
                 target.replayed++;
             });
             state.lastSequence = target.wal.lastSequence();
             if (state.wal.torn()) {
-                state.warnings.add("cut a torn record off the end of " + state.wal.tornFile().getFileName() + " at byte " + state.wal.tornOffset());
+                state.warnings.add((repair ? "cut a torn record off the end of " : "a torn record ends ") + state.wal.tornFile().getFileName()
+                        + " at byte " + state.wal.tornOffset());
             }
             List<WalSegments.Segment> segments = WalSegments.list(stateDir);
             if (state.snapshot == null && state.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {

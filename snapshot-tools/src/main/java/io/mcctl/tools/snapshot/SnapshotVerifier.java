@@ -363,45 +363,37 @@ public final class SnapshotVerifier {
             problems.add(Problem.warning(dir, -1, "recovery not checked: " + why));
             return new RecoveryResult(why, null, 0, 0, 0, 0, 0, 0, false);
         }
-        Path copy = Files.createTempDirectory("mcctl-verify-");
+        StateRecovery.Recovered recovered;
         try {
-            workingCopy(dir, copy);
-            StateRecovery.Recovered recovered;
-            try {
-                recovered = StateRecovery.recover(copy, layout, replayWal);
-            } catch (CorruptStateException e) {
-                Path original = e.file().startsWith(copy) ? dir.resolve(copy.relativize(e.file())) : e.file();
-                Problem problem = Problem.error(original.equals(copy) ? dir : original, e.offset(), "recovery fails: " + Problem.what(e));
-                if (problems.stream().noneMatch(p -> p.isError() && p.file() != null && p.file().equals(problem.file()) && p.offset() == problem.offset())) {
-                    problems.add(problem);
-                }
-                return new RecoveryResult(null, null, 0, 0, 0, 0, 0, 0, false);
-            } catch (LayoutMismatchException e) {
-                problems.add(Problem.error(dir, -1, "recovery fails: " + e.getMessage().replace(copy.toString(), dir.toString())));
-                return new RecoveryResult(null, null, 0, 0, 0, 0, 0, 0, false);
+            recovered = StateRecovery.recoverReadOnly(dir, layout, replayWal);
+        } catch (CorruptStateException e) {
+            Problem problem = Problem.error(e.file(), e.offset(), "recovery fails: " + Problem.what(e));
+            if (problems.stream().noneMatch(p -> p.isError() && p.file() != null && p.file().equals(problem.file()) && p.offset() == problem.offset())) {
+                problems.add(problem);
             }
-            PageClaims.Result claims = PageClaims.check(layout, sink -> {
-                for (MappingRecord m : sorted(recovered.mappings.values())) {
-                    sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
-                }
-                for (PendingRecord p : sortedPending(recovered.pending.values())) {
-                    sink.accept(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
-                }
-                for (QuarantineRecord q : recovered.quarantine.values().stream()
-                        .sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList()) {
-                    sink.accept(PageClaims.quarantine(q, layout.pageSize(), null, -1));
-                }
-            }, "after recovery" + (recovered.snapshot == null ? "" : " from " + recovered.snapshot.getFileName())
-                    + (replayWal ? " and " + recovered.replayed + " log records" : "") + ": ");
-            for (Problem p : claims.problems()) {
-                problems.add(new Problem(p.severity(), p.file() == null ? dir : p.file(), p.offset(), p.message()));
-            }
-            Path used = recovered.snapshot == null ? null : dir.resolve(recovered.snapshot.getFileName());
-            return new RecoveryResult(null, used, recovered.snapshotSequence, recovered.replayed, recovered.lastSequence,
-                    recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(), claims.ok());
-        } finally {
-            deleteTree(copy);
+            return new RecoveryResult(null, null, 0, 0, 0, 0, 0, 0, false);
+        } catch (LayoutMismatchException e) {
+            problems.add(Problem.error(dir, -1, "recovery fails: " + e.getMessage()));
+            return new RecoveryResult(null, null, 0, 0, 0, 0, 0, 0, false);
         }
+        PageClaims.Result claims = PageClaims.check(layout, sink -> {
+            for (MappingRecord m : sorted(recovered.mappings.values())) {
+                sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
+            }
+            for (PendingRecord p : sortedPending(recovered.pending.values())) {
+                sink.accept(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
+            }
+            for (QuarantineRecord q : recovered.quarantine.values().stream()
+                    .sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList()) {
+                sink.accept(PageClaims.quarantine(q, layout.pageSize(), null, -1));
+            }
+        }, "after recovery" + (recovered.snapshot == null ? "" : " from " + recovered.snapshot.getFileName())
+                + (replayWal ? " and " + recovered.replayed + " log records" : "") + ": ");
+        for (Problem p : claims.problems()) {
+            problems.add(new Problem(p.severity(), p.file() == null ? dir : p.file(), p.offset(), p.message()));
+        }
+        return new RecoveryResult(null, recovered.snapshot, recovered.snapshotSequence, recovered.replayed, recovered.lastSequence,
+                recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(), claims.ok());
     }
 
     private static List<MappingRecord> sorted(java.util.Collection<MappingRecord> records) {
@@ -410,41 +402,5 @@ public final class SnapshotVerifier {
 
     private static List<PendingRecord> sortedPending(java.util.Collection<PendingRecord> records) {
         return records.stream().sorted(Comparator.comparing(PendingRecord::getTenantId).thenComparing(PendingRecord::getKey)).toList();
-    }
-
-    /**
-     * Links the snapshots and every log segment but the last into {@code copy} and copies the last segment,
-     * the only file recovery may change (it cuts a torn tail off). Where links are refused, copies.
-     */
-    private static void workingCopy(Path dir, Path copy) throws IOException {
-        List<Path> readOnly = new ArrayList<>();
-        for (SnapshotFile.Listed listed : SnapshotFile.list(dir)) {
-            readOnly.add(listed.path());
-        }
-        List<WalSegments.Segment> segments = WalSegments.list(dir);
-        for (int i = 0; i < segments.size(); i++) {
-            Path source = segments.get(i).path();
-            if (i == segments.size() - 1) {
-                Files.copy(source, copy.resolve(source.getFileName()));
-            } else {
-                readOnly.add(source);
-            }
-        }
-        for (Path source : readOnly) {
-            Path target = copy.resolve(source.getFileName());
-            try {
-                Files.createSymbolicLink(target, source.toAbsolutePath());
-            } catch (UnsupportedOperationException | IOException e) {
-                Files.copy(source, target);
-            }
-        }
-    }
-
-    private static void deleteTree(Path dir) throws IOException {
-        try (Stream<Path> files = Files.walk(dir)) {
-            for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
     }
 }
