@@ -1,0 +1,43 @@
+package io.mcctl.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.Map;
+import picocli.CommandLine;
+import picocli.CommandLine.Help.Ansi;
+
+/**
+ * docs/cli-reference.md, generated from the picocli model: every command's usage text, at a fixed width so
+ * the file does not depend on the terminal it was made in. A test fails when the checked-in copy is stale.
+ */
+public final class CliReference {
+
+    static final int WIDTH = 100;
+
+    private CliReference() {
+    }
+
+    public static String markdown() {
+        CommandLine root = Main.commandLine(Map.of("NO_COLOR", "1"), new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter()));
+        root.setUsageHelpAutoWidth(false);
+        root.setUsageHelpWidth(WIDTH);
+        StringBuilder out = new StringBuilder();
+        out.append("# CLI reference\n\n");
+        out.append("Generated from the command model by `mcctl`'s build; regenerate with\n");
+        out.append("`java -cp cli/target/mcctl-all.jar io.mcctl.cli.CliReference > docs/cli-reference.md`.\n");
+        append(root, out);
+        return out.toString();
+    }
+
+    private static void append(CommandLine command, StringBuilder out) {
+        out.append("\n## ").append(command.getCommandSpec().qualifiedName()).append("\n\n```\n");
+        out.append(command.getUsageMessage(Ansi.OFF).stripTrailing()).append("\n```\n");
+        for (CommandLine sub : command.getSubcommands().values()) {
+            append(sub, out);
+        }
+    }
+
+    public static void main(String[] args) {
+        System.out.print(markdown());
+    }
+}
