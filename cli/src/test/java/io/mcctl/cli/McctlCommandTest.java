@@ -44,7 +44,7 @@ class McctlCommandTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"shell", "fsck"})
+    @ValueSource(strings = {"fsck"})
     void a_command_not_built_says_so_in_one_line_and_exits_not_built(String command) {
         CliRun run = CliRun.run(command, "some", "--argument").expectExit(ExitCodes.NOT_BUILT);
         assertEquals(1, run.err().lines().count(), run.err());
