@@ -9,6 +9,10 @@ import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
 import io.mcctl.storage.config.StorageSettings;
 import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.storage.mount.CheckResult;
+import io.mcctl.storage.mount.MountValidator;
+import java.time.Duration;
+import java.util.Optional;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,6 +41,30 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         return all;
     }
 
+    /**
+     * The checks of {@code mcctl mount validate}, before anything is laid out: only the root directory is
+     * created first, so a fresh root passes and a root that fails changes no further.
+     */
+    private static void healthCheck(BucketLayout layout, String fsType) throws java.io.IOException {
+        java.nio.file.Files.createDirectories(layout.root());
+        List<CheckResult> results = MountValidator.validate(layout, fsType, Optional.empty(), Duration.ofSeconds(10));
+        List<String> failures = new ArrayList<>();
+        int warnings = 0;
+        for (CheckResult result : results) {
+            if (result.status() == CheckResult.Status.FAIL) {
+                failures.add(result.name() + ": " + result.detail());
+            } else if (result.status() == CheckResult.Status.WARN) {
+                warnings++;
+                LOG.warn("health check {}: {}", result.name(), result.detail());
+            }
+        }
+        if (!failures.isEmpty()) {
+            throw new CliException(ExitCodes.FAILED, "health check failed (" + String.join("; ", failures)
+                    + "); fix the mount, or start with health_check false");
+        }
+        LOG.info("health check: {} checks run, {} warnings", results.size(), warnings);
+    }
+
     @Override
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
@@ -59,11 +87,10 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
                 stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
                 config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce);
-        MasterServer server = MasterServer.start(options);
         if (config.get(StorageSettings.HEALTH_CHECK)) {
-            LOG.info("health check: root {} is a directory, its layout record matches, all {} bucket files are at least {} bytes",
-                    layout.root(), layout.bucketCount(), layout.bucketSize());
+            healthCheck(layout, options.fsType());
         }
+        MasterServer server = MasterServer.start(options);
         Thread hook = new Thread(() -> {
             LOG.info("stopping");
             server.close();

@@ -38,7 +38,7 @@ public final class StorageSettings {
 
     public static final Setting<Boolean> HEALTH_CHECK = Setting.of("health_check", "MOONCAKE_DISTRIBUTED_HEALTH_CHECK",
             "--health-check", "false", StorageSettings::parseBoolean, String::valueOf, "true or false",
-            "check the mount (root, layout, bucket files) before serving");
+            "run the checks of mcctl mount validate before laying out the root; any FAIL stops the master");
 
     public static final List<Setting<?>> ALL = List.of(PAGE_MODE, ROOT_DIR, FS_TYPE, BUCKET_COUNT, PAGE_SIZE, BUCKET_SIZE, HEALTH_CHECK);
 
