@@ -763,6 +763,7 @@ public final class PageService {
             quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
             quarantinedPages.addAndGet(q.getPages());
         }
+        java.util.Arrays.stream(allocators).parallel().forEach(BitmapPageAllocator::rebuildSummaries);
     }
 
     private void claim(ObjectEntry entry, String scoped) {
@@ -782,7 +783,7 @@ public final class PageService {
                     + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
         }
         try {
-            allocators[placement.bucket()].markAllocated(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
+            allocators[placement.bucket()].markAllocatedForRestore(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
         } catch (io.mcctl.storage.alloc.PageRangeException e) {
             throw new IllegalStateException(what.get() + " at " + describe(placement) + " overlaps "
                     + ownerOf(placement.bucket(), e.offendingPage(), claimantKey) + " at page " + e.offendingPage() + " of bucket " + placement.bucket());

@@ -40,6 +40,8 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     private long hint;
     /** Scratch for a search: length of the free run that ends where the search has got to. */
     private long carry;
+    /** True after a bulk restore until the summaries are rebuilt. */
+    private boolean summariesStale;
 
     public BitmapPageAllocator(long pageCount) {
         if (pageCount < 1 || pageCount > MAX_PAGES) {
@@ -58,14 +60,56 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         for (long page = pageCount; page < (long) words.length * 64; page++) {
             words[(int) (page >>> 6)] |= 1L << page;
         }
+        rebuildSummaryState();
+    }
+
+    /** Recomputes every word's longest free run and the whole tree from the bitmap words. */
+    private void rebuildSummaryState() {
         for (int w = 0; w < words.length; w++) {
             wordMaxFree[w] = (byte) longestFreeRun(words[w]);
         }
-        for (int leaf = 0; leaf < realLeaves; leaf++) {
+        for (int leaf = 0; leaf < words.length / WORDS_PER_LEAF; leaf++) {
             summariseLeaf(leaf);
         }
         for (int node = leafCount - 1; node >= 1; node--) {
             combine(node);
+        }
+        summariesStale = false;
+    }
+
+    /**
+     * {@link #markAllocated} for a bulk restore: the same checks, but the search summaries are rebuilt once,
+     * by {@link #rebuildSummaries} or lazily by the next search, instead of after every range.
+     */
+    public synchronized void markAllocatedForRestore(long firstPage, long count) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "mark allocated");
+        long bad = firstPageInState(firstPage, count, true);
+        if (bad >= 0) {
+            throw new PageRangeException("mark allocated of pages [" + firstPage + ", " + (firstPage + count) + "): page "
+                    + bad + " is already allocated", bad);
+        }
+        long end = firstPage + count;
+        for (long page = firstPage; page < end; ) {
+            int w = (int) (page >>> 6);
+            int lowBit = (int) (page & 63);
+            int bits = (int) Math.min(64 - lowBit, end - page);
+            words[w] |= (bits == 64 ? -1L : (1L << bits) - 1) << lowBit;
+            page += bits;
+        }
+        allocated += count;
+        summariesStale = true;
+    }
+
+    /** Brings the search summaries up to date after {@link #markAllocatedForRestore}. */
+    public synchronized void rebuildSummaries() {
+        if (summariesStale) {
+            rebuildSummaryState();
+        }
+    }
+
+    private void ensureSummaries() {
+        if (summariesStale) {
+            rebuildSummaryState();
         }
     }
 
@@ -87,6 +131,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         if (count < 1) {
             throw new IllegalArgumentException("cannot allocate " + count + " pages: count must be at least 1");
         }
+        ensureSummaries();
         if (count > maxFree[1]) {
             return NO_RUN_FITS;
         }
@@ -112,6 +157,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
             throw new PageRangeException("free of pages [" + firstPage + ", " + (firstPage + count) + "): page " + bad
                     + " is not allocated (double free, or never allocated)", bad);
         }
+        ensureSummaries();
         setRange(firstPage, (int) count, false);
         allocated -= count;
         if (firstPage < hint) {
@@ -127,6 +173,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
             throw new PageRangeException("mark allocated of pages [" + firstPage + ", " + (firstPage + count) + "): page "
                     + bad + " is already allocated", bad);
         }
+        ensureSummaries();
         setRange(firstPage, (int) count, true);
         allocated += count;
     }
@@ -155,6 +202,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
 
     /** Length of the longest run of free pages. */
     public synchronized long largestFreeRun() {
+        ensureSummaries();
         return maxFree[1];
     }
 
