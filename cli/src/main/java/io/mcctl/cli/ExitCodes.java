@@ -16,8 +16,6 @@ public final class ExitCodes {
     public static final int UNAVAILABLE = 4;
     /** Stored bytes failed their checksum. */
     public static final int CORRUPT = 5;
-    /** The command is registered but not built in this version. */
-    public static final int NOT_BUILT = 64;
     /** A bug in mcctl: run again with -x and report the stack trace. */
     public static final int INTERNAL = 70;
 
@@ -29,7 +27,6 @@ public final class ExitCodes {
             + "  3   NOT_FOUND    the key, object or file asked for does not exist%n"
             + "  4   UNAVAILABLE  the master or the shared mount cannot be reached%n"
             + "  5   CORRUPT      stored bytes failed their checksum%n"
-            + "  64  NOT_BUILT    the command is not built in this version%n"
             + "  70  INTERNAL     a bug in mcctl (run again with -x and report it)%n"
             + "  fsck uses fsck(8) codes: 0 clean, 1 corrected, 4 left uncorrected, 8 operational error";
 
