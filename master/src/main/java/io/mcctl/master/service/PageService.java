@@ -685,31 +685,13 @@ public final class PageService {
     }
 
     /**
-     * Loads recovered state into an empty service, then rebuilds every bucket's bitmap from it. In-flight
-     * allocations keep their deadlines and quarantined ranges their release times (on the wall clock), so a
-     * writer still writing after a master restart keeps its pages; ones already past are reclaimed by the
-     * next {@link #reap}. Call before serving, from one thread.
+     * Loads recovered state, keyed by scoped key (tenant, NUL, key) as recovery holds it, into an empty
+     * service, then rebuilds every bucket's bitmap from it. In-flight allocations keep their deadlines and
+     * quarantined ranges their release times (on the wall clock), so a writer still writing after a master
+     * restart keeps its pages; ones already past are reclaimed by the next {@link #reap}. Call before
+     * serving, from one thread; the shards are filled by two.
      *
      * @throws IllegalStateException when two pieces of state claim the same page (names both)
-     */
-    public void restore(Iterable<MappingRecord> mappingRecords, Iterable<PendingRecord> pendingRecords,
-                        Iterable<QuarantineRecord> quarantineRecords) {
-        Map<String, MappingRecord> mappingsByKey = new HashMap<>();
-        for (MappingRecord m : mappingRecords) {
-            mappingsByKey.put(KeyRules.scopedKey(m.getTenantId(), m.getKey()), m);
-        }
-        Map<String, PendingRecord> pendingByKey = new HashMap<>();
-        for (PendingRecord p : pendingRecords) {
-            pendingByKey.put(KeyRules.scopedKey(p.getTenantId(), p.getKey()), p);
-        }
-        List<QuarantineRecord> quarantined = new ArrayList<>();
-        quarantineRecords.forEach(quarantined::add);
-        restore(mappingsByKey, pendingByKey, quarantined);
-    }
-
-    /**
-     * {@link #restore(Iterable, Iterable, Iterable)} for state already keyed by scoped key (tenant, NUL, key),
-     * as recovery holds it: no key is hashed twice, and the shards are filled by two threads.
      */
     public void restore(Map<String, MappingRecord> mappingsByKey, Map<String, PendingRecord> pendingByKey,
                         java.util.Collection<QuarantineRecord> quarantineRecords) {

@@ -11,6 +11,7 @@ import io.mcctl.storage.alloc.BitmapPageAllocator;
 import io.mcctl.storage.alloc.PageRangeException;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.tools.snapshot.StateDirectory;
 import io.mcctl.tools.snapshot.PageClaims;
 import io.mcctl.tools.snapshot.SnapshotRecords;
 import java.io.IOException;
@@ -90,19 +91,9 @@ public final class SavedBitmaps {
 
     /** Rebuilds the bitmaps of the state a master would recover from {@code dir}, without changing {@code dir}. */
     public static SavedBitmaps fromStateDir(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            throw new NoSuchFileException(dir.toString());
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new IllegalArgumentException(dir + " is not a directory: --state-dir takes the master's state directory "
-                    + "(default <root>/master); use --snapshot for a snapshot file");
-        }
-        List<SnapshotFile.Listed> snapshots = SnapshotFile.list(dir);
-        List<WalSegments.Segment> segments = WalSegments.list(dir);
-        if (snapshots.isEmpty() && segments.isEmpty()) {
-            throw new IllegalArgumentException(dir + " holds no snapshot (snapshot-<sequence>.snap) and no log segment (wal-<sequence>.log): "
-                    + "is it the master's state directory (default <root>/master)?");
-        }
+        StateDirectory stateDir = StateDirectory.open(dir);
+        List<SnapshotFile.Listed> snapshots = stateDir.snapshots();
+        List<WalSegments.Segment> segments = stateDir.segments();
         BucketLayout layout = layoutFor(dir, snapshots);
         {
             StateRecovery.Recovered recovered;

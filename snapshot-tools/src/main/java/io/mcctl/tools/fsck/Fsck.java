@@ -13,6 +13,7 @@ import io.mcctl.storage.io.ChecksumMismatchException;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import io.mcctl.storage.layout.LayoutMismatchException;
+import io.mcctl.tools.snapshot.StateDirectory;
 import io.mcctl.tools.snapshot.Formats;
 import io.mcctl.tools.snapshot.PageClaims;
 import io.mcctl.tools.snapshot.Problem;
@@ -164,19 +165,9 @@ public final class Fsck {
     // ---- reading the state ----
 
     private static State fromStateDir(Path dir, Path rootOption) throws IOException {
-        if (!Files.exists(dir)) {
-            throw new NoSuchFileException(dir.toString(), null, "no such state directory");
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new IllegalArgumentException(dir + " is not a directory: --state-dir takes the master's state directory "
-                    + "(default <root>/master); use --snapshot for a snapshot file");
-        }
-        List<SnapshotFile.Listed> snapshots = SnapshotFile.list(dir);
-        List<WalSegments.Segment> segments = WalSegments.list(dir);
-        if (snapshots.isEmpty() && segments.isEmpty()) {
-            throw new IllegalArgumentException(dir + " holds no snapshot (snapshot-<sequence>.snap) and no log segment (wal-<sequence>.log): "
-                    + "is it the master's state directory (default <root>/master)?");
-        }
+        StateDirectory stateDir = StateDirectory.open(dir);
+        List<SnapshotFile.Listed> snapshots = stateDir.snapshots();
+        List<WalSegments.Segment> segments = stateDir.segments();
         Path parent = dir.toAbsolutePath().normalize().getParent();
         Path root = rootOption != null ? rootOption : parent;
         if (root == null) {

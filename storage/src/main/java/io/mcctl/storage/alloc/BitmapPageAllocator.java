@@ -82,12 +82,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
      * by {@link #rebuildSummaries} or lazily by the next search, instead of after every range.
      */
     public synchronized void markAllocatedForRestore(long firstPage, long count) {
-        PageRangeException.checkRange(firstPage, count, pageCount, "mark allocated");
-        long bad = firstPageInState(firstPage, count, true);
-        if (bad >= 0) {
-            throw new PageRangeException("mark allocated of pages [" + firstPage + ", " + (firstPage + count) + "): page "
-                    + bad + " is already allocated", bad);
-        }
+        checkAllFree(firstPage, count);
         long end = firstPage + count;
         for (long page = firstPage; page < end; ) {
             int w = (int) (page >>> 6);
@@ -167,12 +162,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
 
     @Override
     public synchronized void markAllocated(long firstPage, long count) {
-        PageRangeException.checkRange(firstPage, count, pageCount, "mark allocated");
-        long bad = firstPageInState(firstPage, count, true);
-        if (bad >= 0) {
-            throw new PageRangeException("mark allocated of pages [" + firstPage + ", " + (firstPage + count) + "): page "
-                    + bad + " is already allocated", bad);
-        }
+        checkAllFree(firstPage, count);
         ensureSummaries();
         setRange(firstPage, (int) count, true);
         allocated += count;
@@ -354,6 +344,16 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     }
 
     // ---- updates ----
+
+    /** Refuses a restore of pages [firstPage, firstPage+count) unless they are inside the bucket and all free. */
+    private void checkAllFree(long firstPage, long count) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "mark allocated");
+        long bad = firstPageInState(firstPage, count, true);
+        if (bad >= 0) {
+            throw new PageRangeException("mark allocated of pages [" + firstPage + ", " + (firstPage + count) + "): page "
+                    + bad + " is already allocated", bad);
+        }
+    }
 
     /** Index of the first page in [first, first+count) whose bit equals {@code allocatedState}, or -1. */
     private long firstPageInState(long first, long count, boolean allocatedState) {

@@ -18,15 +18,7 @@ public final class DurableFiles {
     /** Writes {@code content} to a temp file beside {@code target}, fsyncs it, renames it over, fsyncs the directory. */
     public static void writeAtomically(Path target, byte[] content) throws IOException {
         Path dir = target.toAbsolutePath().getParent();
-        Path temp = dir.resolve(target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-" + Thread.currentThread().getId());
-        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.WRITE)) {
-            ByteBuffer buffer = ByteBuffer.wrap(content);
-            while (buffer.hasRemaining()) {
-                channel.write(buffer);
-            }
-            channel.force(true);
-        }
+        Path temp = writeSyncedTemp(target, content);
         try {
             Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (AtomicMoveNotSupportedException e) {
@@ -45,15 +37,7 @@ public final class DurableFiles {
      */
     public static boolean createAtomically(Path target, byte[] content) throws IOException {
         Path dir = target.toAbsolutePath().getParent();
-        Path temp = dir.resolve(target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-" + Thread.currentThread().getId());
-        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.WRITE)) {
-            ByteBuffer buffer = ByteBuffer.wrap(content);
-            while (buffer.hasRemaining()) {
-                channel.write(buffer);
-            }
-            channel.force(true);
-        }
+        Path temp = writeSyncedTemp(target, content);
         try {
             Files.createLink(target, temp);
             fsyncDirectory(dir);
@@ -63,6 +47,21 @@ public final class DurableFiles {
         } finally {
             Files.deleteIfExists(temp);
         }
+    }
+
+    /** Writes {@code content} to a temp file beside {@code target} and fsyncs it; returns the temp file. */
+    private static Path writeSyncedTemp(Path target, byte[] content) throws IOException {
+        Path temp = target.toAbsolutePath().getParent()
+                .resolve(target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-" + Thread.currentThread().getId());
+        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+            ByteBuffer buffer = ByteBuffer.wrap(content);
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
+            }
+            channel.force(true);
+        }
+        return temp;
     }
 
     /** Makes a rename or create inside {@code dir} durable. Filesystems that refuse to open a directory are skipped. */
