@@ -183,6 +183,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench master" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench io" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench restart" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench fsck" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -215,9 +216,11 @@ function _complete_mcctl() {
   local cmds26=(bench master)
   local cmds27=(bench io)
   local cmds28=(bench restart)
-  local cmds29=(config show)
+  local cmds29=(bench fsck)
+  local cmds30=(config show)
 
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
   if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
   if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bench_io; return $?; fi
   if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_bench_master; return $?; fi
@@ -530,7 +533,7 @@ function _picocli_mcctl_fsck() {
 
   local commands=""
   local flag_opts="'--deep' '--repair' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master'"
+  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -563,6 +566,12 @@ function _picocli_mcctl_fsck() {
       return
       ;;
     '--master')
+      return
+      ;;
+    '--min-age')
+      return
+      ;;
+    '--timeout')
       return
       ;;
   esac
@@ -617,7 +626,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart"
+  local commands="allocator master io restart fsck"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1341,6 +1350,42 @@ function _picocli_mcctl_bench_restart() {
       return
       ;;
     '--keys')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `fsck` subcommand.
+function _picocli_mcctl_bench_fsck() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--mappings' '--runs'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--mappings')
+      return
+      ;;
+    '--runs')
       return
       ;;
   esac

@@ -46,6 +46,16 @@ class BenchCommandsTest {
     }
 
     @Test
+    void bench_fsck_times_a_live_and_an_offline_check_of_a_clean_state() throws Exception {
+        CliRun run = CliRun.run("bench", "fsck", "--mappings", "1000", "--runs", "1", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(1000, report.get("mappings").asLong());
+        assertTrue(report.get("live_fsck_millis").asDouble() > 0, run.out());
+        assertTrue(report.get("offline_fsck_millis").asDouble() > 0, run.out());
+        assertTrue(report.get("lookup_p99_ratio").asDouble() > 0, run.out());
+    }
+
+    @Test
     void bench_master_refuses_too_few_keys_and_changes_nothing() {
         CliRun run = CliRun.run("bench", "master", "--threads", "8", "--keys", "100").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("--keys 100"), run.err());

@@ -118,7 +118,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
     }
 
     /** Commits {@code count} one-page mappings straight through the page service (and so through its log). */
-    private static void fill(PageService pages, String prefix, int count) {
+    static void fill(PageService pages, String prefix, int count) {
         for (int i = 0; i < count; i++) {
             String key = prefix + i;
             Placement placement = pages.allocate("bench", key, 64 << 10, false).value();
@@ -128,13 +128,13 @@ public final class BenchRestartCommand implements Callable<Integer> {
         }
     }
 
-    /** Single-key lookups from one caller, for a fixed time or until {@code until} says stop. */
-    private static LatencyRecorder lookups(MasterServer master, Duration time, java.util.function.Supplier<AtomicBoolean> until)
+    /** Single-key lookups of base-0..base-999 from one caller, for a fixed time or until {@code until} says stop. */
+    static LatencyRecorder lookups(MasterServer master, Duration time, java.util.function.Supplier<AtomicBoolean> until)
             throws Exception {
         LatencyRecorder latencies = new LatencyRecorder();
         try (MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30))) {
             for (int i = 0; i < 2000; i++) {
-                client.getMapping("bench", "base-" + i); // warm-up
+                client.getMapping("bench", "base-" + (i % 1000)); // warm-up, on the keys measured below (every state has 1000)
             }
             AtomicBoolean stop = until == null ? null : until.get();
             long end = time == null ? Long.MAX_VALUE : System.nanoTime() + time.toNanos();
@@ -194,6 +194,11 @@ public final class BenchRestartCommand implements Callable<Integer> {
     }
 
     private void print(Map<String, Object> report) {
+        print(spec, output, report);
+    }
+
+    /** A report as a FIGURE/VALUE table, or as JSON with {@code -o json}. */
+    static void print(CommandSpec spec, OutputMixin output, Map<String, Object> report) {
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {
             out.println(OutputMixin.toJson(report));
@@ -209,7 +214,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
         out.flush();
     }
 
-    private static double round(double v) {
+    static double round(double v) {
         return Math.round(v * 1000) / 1000.0;
     }
 }

@@ -1,6 +1,13 @@
 package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
+import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.McctlCommand;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.storage.config.DurationParser;
+import io.mcctl.tools.fsck.LiveFsck;
+import java.time.Duration;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Progress;
 import io.mcctl.storage.layout.LayoutMismatchException;
@@ -23,24 +30,34 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Unmatched;
 
 /**
- * {@code mcctl fsck}: the offline, check-only fsck of saved master state against the bucket files. Exit codes follow
- * fsck(8); anything that stops the check from running at all, bad arguments included, is 8.
+ * {@code mcctl fsck}: the page state of a live master (with repair), or offline of saved master state, against the bucket
+ * files. Exit codes follow fsck(8); anything that stops the check from running at all, bad arguments included, is 8.
  */
 @Command(name = "fsck", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Check saved master state against the bucket files, offline, without changing anything.",
-                "Reads a state directory (recovered read-only, as the master would on restart) or one snapshot file, and checks: "
-                        + "every mapping, in-flight allocation and quarantined range is page-aligned, non-empty, inside its bucket "
-                        + "and its bucket file's real length, and no page is claimed twice (both claimants named); every bucket file "
-                        + "is present, at least the bucket size, readable and writable; nothing else is in the root (a warning). "
-                        + "--deep also reads every object back and checks its CRC32C.",
-                "The root is --root, else the state directory's parent, else the snapshot's recorded root; the layout is the "
-                        + "snapshot's, else <root>/mooncake.layout.json.",
-                "Not built in this version: --master (a live check) and --repair."},
+        description = {"Check the page state of a live master, or offline of saved master state, against the bucket files.",
+                "Live (--master): the master compares every bucket's bitmap with the pages that mappings, in-flight allocations "
+                        + "and quarantined ranges claim, while it goes on serving (it holds one lock at a time; the summary says "
+                        + "for how long at most): leaked pages (allocated, claimed by nothing, older than --min-age), false-free "
+                        + "pages (claimed but free: the next allocation could overwrite live data), overlaps (claimed twice; both "
+                        + "claimants named) and per-bucket counters against popcounts. Unclaimed pages in regions that changed "
+                        + "during the check are left for the next one. This node then checks every bucket file: present, "
+                        + "readable, writable, at least the bucket size and the furthest claim; and nothing unexpected in the root.",
+                "--repair (live only; run without it first): each false-free range is marked allocated as soon as it is "
+                        + "confirmed, under its claim's lock; leaked ranges are freed after, each under the bucket lock that "
+                        + "confirms nothing changed there. Overlaps are never repaired.",
+                "Offline (--state-dir, --snapshot): reads a state directory (recovered read-only, as the master would on "
+                        + "restart) or one snapshot file, and checks every mapping, in-flight allocation and quarantined range: "
+                        + "page-aligned, non-empty, inside its bucket and its bucket file's real length, no page claimed twice. "
+                        + "The root is --root, else the state directory's parent, else the snapshot's recorded root; the layout "
+                        + "is the snapshot's, else <root>/mooncake.layout.json.",
+                "--deep also reads every object back and checks its CRC32C (live: from a snapshot the master writes for it; a "
+                        + "failing key is looked up again and reported only if still mapped there)."},
         footer = {"", "Exit codes (after fsck(8)):",
                 "  0  no errors (warnings may have been printed)",
-                "  4  errors left uncorrected: at least one error (this version corrects nothing)",
+                "  1  errors corrected (--repair), none left",
+                "  4  errors left uncorrected",
                 "  8  operational error: bad arguments; no such state directory, snapshot or",
-                "     root; state that does not recover",
+                "     root; state that does not recover; the master unreachable",
                 ""})
 public final class FsckCommand implements Callable<Integer> {
 
@@ -68,12 +85,19 @@ public final class FsckCommand implements Callable<Integer> {
             + "(1 MB = 1,000,000 bytes) a second (default: no limit).")
     String rateLimit;
 
-    @Option(names = "--master", paramLabel = "HOST:PORT", arity = "0..1", fallbackValue = "", description = "Check a live master. "
-            + "Not built in this version.")
+    @Option(names = "--master", paramLabel = "HOST:PORT", arity = "0..1", fallbackValue = "", description = "Check a live master "
+            + "(default address: $" + ClientOptions.MASTER_ENV + ", else " + MasterClient.DEFAULT_TARGET + ").")
     String master;
 
-    @Option(names = "--repair", description = "Repair what is safe. Not built in this version.")
+    @Option(names = "--repair", description = "With --master: mark false-free pages allocated, then free leaked ranges.")
     boolean repair;
+
+    @Option(names = "--min-age", paramLabel = "DURATION", description = "With --master: unclaimed pages in a region allocated from "
+            + "less than this ago are reported as young, not leaked, and never freed (default: the master's allocation deadline).")
+    String minAge;
+
+    @Option(names = "--timeout", paramLabel = "DURATION", description = "With --master: deadline of each call (default: 2m).")
+    String timeout;
 
     /** Taken here, so that a wrong argument is fsck(8)'s operational error (8), not the usage error of other commands. */
     @Unmatched
@@ -81,34 +105,56 @@ public final class FsckCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (master != null) {
-            throw operational("--master (a live check) is not built in this version of mcctl fsck; check a state directory "
-                    + "with --state-dir", null);
-        }
-        if (repair) {
-            throw operational("--repair is not built in this version of mcctl fsck; it checks only", null);
-        }
         if (unmatched != null && !unmatched.isEmpty()) {
             throw operational("unknown argument " + String.join(" ", unmatched) + " (see mcctl fsck --help)", null);
         }
-        if ((stateDir == null) == (snapshot == null)) {
-            throw operational("give exactly one of --state-dir DIR and --snapshot FILE", null);
+        boolean live = master != null;
+        if (live && (stateDir != null || snapshot != null)) {
+            throw operational("give one of --master, --state-dir DIR and --snapshot FILE, not several", null);
+        }
+        if (!live) {
+            if (repair) {
+                throw operational("--repair needs --master: saved state has no bitmaps to repair (a master rebuilds them from the "
+                        + "mappings when it starts)", null);
+            }
+            for (String[] liveOnly : new String[][] {{"--min-age", minAge}, {"--timeout", timeout}}) {
+                if (liveOnly[1] != null) {
+                    throw operational(liveOnly[0] + " applies to a live check: give --master too", null);
+                }
+            }
+            if ((stateDir == null) == (snapshot == null)) {
+                throw operational("give exactly one of --master, --state-dir DIR and --snapshot FILE", null);
+            }
+        } else if (root != null) {
+            throw operational("--root applies offline: a live check uses the master's root", null);
         }
         long rateLimitBytes = parseRateLimit();
         Fsck.Report report;
         Progress[] bar = {null};
-        try {
-            report = Fsck.run(new Fsck.Options(stateDir, snapshot, root, deep, rateLimitBytes), new Fsck.DeepProgress() {
-                @Override
-                public void begin(long objects) {
-                    bar[0] = new Progress("fsck --deep", objects);
-                }
+        Fsck.DeepProgress progress = new Fsck.DeepProgress() {
+            @Override
+            public void begin(long objects) {
+                bar[0] = new Progress("fsck --deep", objects);
+            }
 
-                @Override
-                public void read(long objects) {
-                    bar[0].advance(objects);
+            @Override
+            public void read(long objects) {
+                bar[0].advance(objects);
+            }
+        };
+        try {
+            if (live) {
+                long minAgeMs = minAge == null ? -1 : parseDuration("--min-age", minAge, true).toMillis();
+                Duration deadline = timeout == null ? Duration.ofMinutes(2) : parseDuration("--timeout", timeout, false);
+                String target = masterTarget();
+                try (MasterClient client = new MasterClient(target, deadline)) {
+                    report = LiveFsck.run(client, new LiveFsck.Options(repair, minAgeMs, deep, rateLimitBytes), progress);
+                } catch (MasterException e) {
+                    throw operational("master " + target + ": " + e.getMessage(), e);
                 }
-            });
+            } else {
+                report = Fsck.run(new Fsck.Options(stateDir, snapshot, root, deep, rateLimitBytes), progress);
+            }
         } catch (NoSuchFileException e) {
             throw operational((e.getReason() != null ? e.getReason() : "no such file") + ": " + e.getFile(), e);
         } catch (AccessDeniedException e) {
@@ -133,6 +179,29 @@ public final class FsckCommand implements Callable<Integer> {
         return report.exitCode();
     }
 
+    private String masterTarget() {
+        String target = !master.isEmpty() ? master
+                : McctlCommand.environment(spec).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
+        try {
+            return MasterClient.checkTarget(target);
+        } catch (IllegalArgumentException e) {
+            throw operational("invalid --master: " + e.getMessage(), e);
+        }
+    }
+
+    private static Duration parseDuration(String option, String value, boolean zeroAllowed) {
+        Duration parsed;
+        try {
+            parsed = DurationParser.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw operational("invalid " + option + " '" + value + "': allowed is " + DurationParser.ALLOWED, null);
+        }
+        if (!zeroAllowed && parsed.isZero()) {
+            throw operational("invalid " + option + " '" + value + "': allowed is more than zero", null);
+        }
+        return parsed;
+    }
+
     private long parseRateLimit() {
         if (rateLimit == null) {
             return 0;
@@ -154,12 +223,19 @@ public final class FsckCommand implements Callable<Integer> {
 
     static String summary(Fsck.Report r, boolean deep) {
         int errors = r.errors().size();
+        int corrected = r.corrected().size();
         int warnings = r.warnings().size();
-        return String.format(Locale.ROOT, "fsck %s: %s, %s; checked %s, %d in flight, %s, %s%s in %s (exit %d)",
-                errors == 0 ? "clean" : "found errors", SnapshotListCommand.plural(errors, "error"), SnapshotListCommand.plural(warnings, "warning"),
+        String verdict = errors > 0 ? "found errors" : corrected > 0 ? "corrected errors" : "clean";
+        String live = "";
+        if (r.live() != null) {
+            live = String.format(Locale.ROOT, "; master %s held no lock longer than %.1f ms", r.live().master(), r.live().longestHoldMicros() / 1000.0);
+        }
+        return String.format(Locale.ROOT, "fsck %s: %s, %s%s; checked %s, %d in flight, %s, %s%s in %s%s (exit %d)",
+                verdict, SnapshotListCommand.plural(errors, "error"), corrected > 0 ? SnapshotListCommand.plural(corrected, "correction") + ", " : "",
+                SnapshotListCommand.plural(warnings, "warning"),
                 SnapshotListCommand.plural(r.mappings(), "mapping"), r.inFlight(), SnapshotListCommand.plural(r.quarantinedRanges(), "quarantined range"),
                 SnapshotListCommand.plural(r.bucketFiles(), "bucket file"), deep ? ", " + SnapshotListCommand.plural(r.objectsRead(), "object") + " read" : "",
-                r.root(), r.exitCode());
+                r.root(), live, r.exitCode());
     }
 
     private static CliException operational(String message, Throwable cause) {

@@ -17,7 +17,9 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl shell}: every mcctl command, one per line, in one JVM. */
 @Command(name = "shell", mixinStandardHelpOptions = true,
         description = {"Interactive shell: run mcctl commands one per line in one JVM, without the leading 'mcctl'.",
-                "At a terminal: prompt 'mcctl> ', tab completion of commands, options and their values, and history "
+                "At a terminal: prompt 'mcctl> ', tab completion of commands, options and their values, of key names "
+                        + "from the master (the line's --master, else $MCCTL_MASTER; skipped when it does not answer within "
+                        + "300 ms), and history "
                         + "in ~/.mcctl_history (none when $HOME is unset or not writable). Ctrl-C drops the line being typed "
                         + "or interrupts the running command; 'exit', 'quit' or Ctrl-D leaves.",
                 "Each line starts from the defaults: options given on one line do not carry over to the next. Words are "

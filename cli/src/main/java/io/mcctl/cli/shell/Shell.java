@@ -22,7 +22,6 @@ import org.jline.terminal.Terminal;
 import org.jline.terminal.Terminal.Signal;
 import org.jline.terminal.Terminal.SignalHandler;
 import picocli.CommandLine;
-import picocli.shell.jline3.PicocliJLineCompleter;
 
 /**
  * Runs mcctl command lines one after another in this JVM, each through a fresh command tree so that option
@@ -85,16 +84,24 @@ public final class Shell {
     /**
      * Reads lines from a terminal with the prompt {@code mcctl> }, history and tab completion, until {@code exit},
      * {@code quit} or Ctrl-D. Ctrl-C drops the line being typed; while a command runs, it interrupts the command.
+     * Tab completion covers commands, options, their values and, where a command takes a key, the master's key names
+     * (see {@link KeyNameCompleter}).
      *
      * @return 0: at a terminal, failures have been seen already and are not the shell's own
      */
     public int runInteractive(Terminal terminal) {
         CommandLine model = Main.commandLine(environment, out, err);
+        try (KeyNameCompleter completer = new KeyNameCompleter(model.getCommandSpec(), environment)) {
+            return runInteractive(terminal, completer);
+        }
+    }
+
+    private int runInteractive(Terminal terminal, KeyNameCompleter completer) {
         LineReaderBuilder builder = LineReaderBuilder.builder()
                 .terminal(terminal)
                 .appName("mcctl")
                 .parser(parser())
-                .completer(new PicocliJLineCompleter(model.getCommandSpec()))
+                .completer(completer)
                 .option(LineReader.Option.DISABLE_EVENT_EXPANSION, true); // keys may contain '!'
         historyFile().ifPresent(file -> builder.variable(LineReader.HISTORY_FILE, file));
         LineReader reader = builder.build();

@@ -6,6 +6,8 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.CheckPagesRequest;
+import io.mcctl.master.proto.v1.CheckPagesResponse;
 import io.mcctl.master.proto.v1.AllocateDistributedPageResponse;
 import io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest;
 import io.mcctl.master.proto.v1.BatchAllocateDistributedPageResponse;
@@ -251,6 +253,16 @@ public final class MasterClient implements AutoCloseable {
 
     public GetBucketBitmapResponse bucketBitmap(int bucket) {
         return read(() -> stub().getBucketBitmap(GetBucketBitmapRequest.newBuilder().setBucket(bucket).build()));
+    }
+
+    /**
+     * Checks every bucket's bitmap against the claims on its pages; with {@code repair}, fixes false-free pages and
+     * leaked ranges at least {@code minAgeMs} old (negative: the master's allocation deadline). Holds the master's
+     * serving for the check: the deadline is this client's call timeout.
+     */
+    public CheckPagesResponse checkPages(boolean repair, long minAgeMs, int maxRanges) {
+        CheckPagesRequest request = CheckPagesRequest.newBuilder().setRepair(repair).setMinAgeMs(minAgeMs).setMaxRanges(maxRanges).build();
+        return repair ? mutate(() -> stub().checkPages(request)) : read(() -> stub().checkPages(request));
     }
 
     public GetStatsResponse stats() {

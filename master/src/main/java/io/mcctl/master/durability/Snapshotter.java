@@ -45,6 +45,11 @@ public final class Snapshotter {
         this.lastSequence = recoveredSequence;
     }
 
+    /** Where the snapshots go. */
+    public Path stateDir() {
+        return stateDir;
+    }
+
     public synchronized Taken take() throws IOException {
         long start = System.nanoTime();
         // Under WAL durability: every record up to here is in the export (each was appended under the lock

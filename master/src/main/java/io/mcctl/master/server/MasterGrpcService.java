@@ -48,6 +48,12 @@ import io.mcctl.master.proto.v1.CreateSnapshotRequest;
 import io.mcctl.master.proto.v1.GetBucketBitmapRequest;
 import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.CreateSnapshotResponse;
+import io.mcctl.master.proto.v1.BucketPageCounters;
+import io.mcctl.master.proto.v1.CheckPagesRequest;
+import io.mcctl.master.proto.v1.CheckPagesResponse;
+import io.mcctl.master.proto.v1.PageClaimant;
+import io.mcctl.master.proto.v1.PageRun;
+import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.Result;
@@ -337,6 +343,52 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "snapshot failed: " + e.getMessage()));
             }
         });
+    }
+
+    /** Most ranges one check lists per kind. */
+    static final int MAX_CHECK_RANGES = 100_000;
+
+    @Override
+    public void checkPages(CheckPagesRequest request, StreamObserver<CheckPagesResponse> observer) {
+        int maxRanges = request.getMaxRanges() == 0 ? 1000 : request.getMaxRanges();
+        if (maxRanges < 1 || maxRanges > MAX_CHECK_RANGES) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "max_ranges " + request.getMaxRanges() + " is outside 1.." + MAX_CHECK_RANGES
+                    + " (0 means 1000)");
+        }
+        long minAgeMs = request.getMinAgeMs() < 0 ? pages.allocationDeadlineMillis() : request.getMinAgeMs();
+        // Long (a pass over every mapping): never on a transport thread, and one at a time with snapshots.
+        adminExecutor.execute(() -> {
+            try {
+                PageCheck check = pages.checkPages(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(minAgeMs), request.getRepair(), maxRanges);
+                CheckPagesResponse.Builder response = CheckPagesResponse.newBuilder()
+                        .setMappings(check.mappings()).setInFlight(check.inFlight()).setQuarantinedRanges(check.quarantinedRanges())
+                        .setLeakedPages(check.leakedPages()).setYoungPages(check.youngPages()).setFalseFreePages(check.falseFreePages())
+                        .setOverlapPages(check.overlapPages()).setRepairedLeakedPages(check.repairedLeakedPages())
+                        .setRepairedFalseFreePages(check.repairedFalseFreePages()).setLongestHoldMicros(check.longestHoldNanos() / 1000)
+                        .setUnsettledPages(check.unsettledPages())
+                        .setMinAgeMs(minAgeMs).setStateDir(snapshotter == null ? "" : snapshotter.stateDir().toString())
+                        .setPageSize(pages.layout().pageSize());
+                check.leaked().forEach(run -> response.addLeaked(toWire(run)));
+                check.young().forEach(run -> response.addYoung(toWire(run)));
+                check.falseFree().forEach(run -> response.addFalseFree(toWire(run)));
+                check.overlaps().forEach(run -> response.addOverlaps(toWire(run)));
+                for (PageCheck.BucketCounters c : check.buckets()) {
+                    response.addBuckets(BucketPageCounters.newBuilder().setBucket(c.bucket()).setAllocatedCounter(c.allocatedCounter())
+                            .setAllocatedPopcount(c.allocatedPopcount()).setClaimedPages(c.claimedPages()).setClaimedEndBytes(c.claimedEndBytes()));
+                }
+                reply(observer, response.build());
+            } catch (RuntimeException e) {
+                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "page check failed: " + e.getMessage()));
+            }
+        });
+    }
+
+    private static PageRun toWire(PageCheck.PageRun run) {
+        PageRun.Builder out = PageRun.newBuilder().setBucket(run.bucket()).setFirstPage(run.firstPage()).setPages(run.pages()).setRepaired(run.repaired());
+        for (PageCheck.Claimant c : run.claimants()) {
+            out.addClaimants(PageClaimant.newBuilder().setKind(c.kind()).setTenantId(c.tenant()).setKey(c.key()));
+        }
+        return out.build();
     }
 
     @Override

@@ -46,13 +46,15 @@ import java.util.function.LongSupplier;
  *   <li>each bucket's allocator monitor: that bucket's bitmap.</li>
  *   <li>{@link #quarantineLock}: {@link #quarantine}.</li>
  * </ul>
- * Order: a shard lock may be held while taking a bucket monitor or the quarantine lock; never two shard
- * locks at once, and nothing is taken while holding the quarantine lock.
+ * Order: shard lock, then the quarantine lock, then a bucket monitor. Only {@link #checkPages} may hold more than
+ * one shard lock (to confirm an overlap), and it takes them in index order, so it cannot deadlock with a caller
+ * holding one.
  */
 public final class PageService {
 
     static final int SHARD_BITS = 8;
     static final int SHARDS = 1 << SHARD_BITS;
+    static final int STAMP_REGION_PAGES = 512;
     public static final int MAX_LIST_PAGE = 10_000;
 
     /**
@@ -112,7 +114,7 @@ public final class PageService {
         }
     }
 
-    private static final class Shard {
+    static final class Shard {
         final ReentrantLock lock = new ReentrantLock();
         /** Replaced only by {@link #restore}, before serving. */
         HashMap<String, ObjectEntry> entries = new HashMap<>();
@@ -159,6 +161,15 @@ public final class PageService {
     private final LongSupplier nanoClock;
 
     private final ReentrantLock quarantineLock = new ReentrantLock();
+    /**
+     * Per bucket, per region of {@value #STAMP_REGION_PAGES} pages: the second on this service's clock (rounded up,
+     * plus one so that 0 means never) of the latest allocation there, so a check can tell a leak from pages allocated
+     * moments ago. Written under the allocating key's shard lock (two shards may race on one slot, both with
+     * "about now"), read by {@link #checkPages} after it has taken every shard lock once, which orders it after every
+     * write made before the check began.
+     */
+    private final int[] allocationStamps;
+    private final int stampRegionsPerBucket;
     private final PriorityQueue<Quarantined> quarantine = new PriorityQueue<>((a, b) -> Long.compare(a.releaseNanos, b.releaseNanos));
 
     private final long wallOriginMillis;
@@ -194,6 +205,8 @@ public final class PageService {
         for (int s = 0; s < SHARDS; s++) {
             shards[s] = new Shard();
         }
+        this.stampRegionsPerBucket = (int) ((layout.pagesPerBucket() + STAMP_REGION_PAGES - 1) / STAMP_REGION_PAGES);
+        this.allocationStamps = new int[layout.bucketCount() * stampRegionsPerBucket];
     }
 
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease) {
@@ -282,6 +295,7 @@ public final class PageService {
                         spills.increment();
                     }
                     pageAllocations.add(pages);
+                    stampAllocation(bucket, first, pages, now);
                     if (entry == null) {
                         entry = new ObjectEntry();
                         shard.entries.put(scoped, entry);
@@ -527,23 +541,24 @@ public final class PageService {
         }
         long now = nanoClock.getAsLong();
         while (true) {
-            Quarantined due;
             quarantineLock.lock();
             try {
-                due = quarantine.peek();
+                Quarantined due = quarantine.peek();
                 if (due == null || due.releaseNanos - now > 0) {
                     break;
                 }
                 quarantine.poll();
+                // Freed before the lock is let go, so that a range is never out of quarantine yet still allocated
+                // where a check holding this lock would see it as leaked.
+                changeLog.record(WalRecord.newBuilder().setReleased(Released.newBuilder().setBucket(due.bucket)
+                        .setFirstPage(due.firstPage).setPages(due.pages)));
+                allocators[due.bucket].free(due.firstPage, due.pages);
+                pageFrees.add(due.pages);
+                quarantinedPages.addAndGet(-due.pages);
+                freed += due.pages;
             } finally {
                 quarantineLock.unlock();
             }
-            changeLog.record(WalRecord.newBuilder().setReleased(Released.newBuilder().setBucket(due.bucket)
-                    .setFirstPage(due.firstPage).setPages(due.pages)));
-            allocators[due.bucket].free(due.firstPage, due.pages);
-            pageFrees.add(due.pages);
-            quarantinedPages.addAndGet(-due.pages);
-            freed += due.pages;
         }
         return freed;
     }
@@ -802,6 +817,66 @@ public final class PageService {
     private static String describeKey(String scoped) {
         int split = scoped.indexOf('\0');
         return "key '" + scoped.substring(split + 1) + "' of tenant '" + scoped.substring(0, split) + "'";
+    }
+
+    // ---- checking the pages (fsck) ----
+
+    private void stampAllocation(int bucket, long firstPage, long pages, long nowNanos) {
+        int stamp = (int) Math.min(Integer.MAX_VALUE, nowNanos / 1_000_000_000L + 2);
+        int base = bucket * stampRegionsPerBucket;
+        int last = (int) ((firstPage + pages - 1) / STAMP_REGION_PAGES);
+        for (int region = (int) (firstPage / STAMP_REGION_PAGES); region <= last; region++) {
+            allocationStamps[base + region] = stamp;
+        }
+    }
+
+    /** Whether a region saw an allocation less than {@code minAgeNanos} before {@code nowNanos}. See {@link #allocationStamps}. */
+    boolean youngRegion(int bucket, int region, long nowNanos, long minAgeNanos) {
+        int stamp = allocationStamps[bucket * stampRegionsPerBucket + region];
+        // stamp - 1 seconds is at or after the allocation, so the age it gives is never more than the real one.
+        return minAgeNanos > 0 && stamp != 0 && nowNanos - (stamp - 1L) * 1_000_000_000L < minAgeNanos;
+    }
+
+    /**
+     * Compares every bucket's bitmap with the pages that mappings, in-flight allocations and quarantined ranges
+     * claim, without stopping service: see {@link PageChecker} for how the answer stays exact while calls go on.
+     * With {@code repair}, false-free pages are marked allocated the moment they are confirmed, and leaked ranges at
+     * least {@code minAgeNanos} old are freed after that. Repairs are not logged: after a restart the bitmaps are
+     * rebuilt from the claims, which gives the same result.
+     *
+     * @param minAgeNanos      unclaimed pages in a region allocated from less than this ago are reported as young
+     * @param maxRangesPerKind at most this many ranges listed per kind
+     */
+    public PageCheck checkPages(long minAgeNanos, boolean repair, int maxRangesPerKind) {
+        if (maxRangesPerKind < 1) {
+            throw new IllegalArgumentException("maxRangesPerKind must be at least 1, not " + maxRangesPerKind);
+        }
+        return new PageChecker(this, Math.max(0, minAgeNanos), repair, maxRangesPerKind).run();
+    }
+
+    Shard[] shards() {
+        return shards;
+    }
+
+    BitmapPageAllocator[] allocators() {
+        return allocators;
+    }
+
+    ReentrantLock quarantineLock() {
+        return quarantineLock;
+    }
+
+    /** The quarantined ranges as (bucket, first page, pages). Caller holds the quarantine lock. */
+    List<long[]> quarantinedRanges() {
+        List<long[]> out = new ArrayList<>(quarantine.size());
+        for (Quarantined q : quarantine) {
+            out.add(new long[] {q.bucket, q.firstPage, q.pages});
+        }
+        return out;
+    }
+
+    long now() {
+        return nanoClock.getAsLong();
     }
 
     // ---- views ----

@@ -579,6 +579,13 @@ class PageServicePropertiesTest {
             PageService.Stats stats = service.stats();
             assertEquals(allocated, stats.pagesAllocated());
             assertEquals(liveTenants.size(), stats.tenants(), "step " + step + ": tenants with a key");
+            // The service's own check (fsck --master) must agree: no leak, no false free, no overlap, and the counts it saw.
+            PageCheck check = service.checkPages(0, false, 100);
+            assertTrue(check.clean(), () -> "step " + step + ": checkPages found " + check);
+            assertEquals(mappings, check.mappings(), "step " + step + ": checkPages mappings");
+            assertEquals(inFlight, check.inFlight(), "step " + step + ": checkPages in flight");
+            assertEquals(committedPages + pendingPages + quarantined, check.buckets().stream().mapToLong(PageCheck.BucketCounters::claimedPages).sum(),
+                    "step " + step + ": pages checkPages saw claimed");
 
             for (String tenant : tenants) {
                 for (String key : KEYS) {

@@ -51,6 +51,7 @@ public final class Fsck {
 
     /** fsck(8) exit codes this version uses. */
     public static final int EXIT_CLEAN = 0;
+    public static final int EXIT_CORRECTED = 1;
     public static final int EXIT_UNCORRECTED = 4;
     public static final int EXIT_OPERATIONAL = 8;
 
@@ -87,20 +88,33 @@ public final class Fsck {
         };
     }
 
-    /** Everything one run found. */
+    /**
+     * Everything one run found.
+     *
+     * @param live what the live master's page check said, or null for an offline run
+     */
     public record Report(Path root, BucketLayout layout, List<FsckProblem> problems, long mappings, long inFlight, long quarantinedRanges,
-                         long bucketFiles, long objectsRead) {
+                         long bucketFiles, long objectsRead, LiveCheck live) {
 
+        /** Errors still there after the run. */
         public List<FsckProblem> errors() {
             return problems.stream().filter(FsckProblem::isError).toList();
         }
 
-        public List<FsckProblem> warnings() {
-            return problems.stream().filter(p -> !p.isError()).toList();
+        public List<FsckProblem> corrected() {
+            return problems.stream().filter(FsckProblem::corrected).toList();
         }
 
+        public List<FsckProblem> warnings() {
+            return problems.stream().filter(FsckProblem::isWarning).toList();
+        }
+
+        /** fsck(8): 4 while any error is left, else 1 when something was corrected, else 0. */
         public int exitCode() {
-            return errors().isEmpty() ? EXIT_CLEAN : EXIT_UNCORRECTED;
+            if (!errors().isEmpty()) {
+                return EXIT_UNCORRECTED;
+            }
+            return corrected().isEmpty() ? EXIT_CLEAN : EXIT_CORRECTED;
         }
 
         public Map<String, Object> json() {
@@ -113,16 +127,50 @@ public final class Fsck {
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("root", root.toString());
             out.put("errors", errors().stream().map(FsckProblem::json).toList());
+            out.put("corrected", corrected().stream().map(FsckProblem::json).toList());
             out.put("warnings", warnings().stream().map(FsckProblem::json).toList());
             out.put("checked", checked);
+            if (live != null) {
+                out.put("master", live.json());
+            }
             out.put("exit_code", exitCode());
             return out;
         }
     }
 
+    /** The page totals of a live master's check. */
+    public record LiveCheck(String master, long leakedPages, long youngPages, long falseFreePages, long overlapPages, long unsettledPages,
+                            long repairedLeakedPages, long repairedFalseFreePages, long longestHoldMicros, long minAgeMs, boolean repair) {
+
+        public Map<String, Object> json() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("address", master);
+            out.put("repair", repair);
+            out.put("min_age_ms", minAgeMs);
+            out.put("leaked_pages", leakedPages);
+            out.put("young_pages", youngPages);
+            out.put("false_free_pages", falseFreePages);
+            out.put("overlap_pages", overlapPages);
+            out.put("unsettled_pages", unsettledPages);
+            out.put("repaired_leaked_pages", repairedLeakedPages);
+            out.put("repaired_false_free_pages", repairedFalseFreePages);
+            out.put("longest_lock_hold_micros", longestHoldMicros);
+            return out;
+        }
+    }
+
     /** The state to check, whichever way it was read. */
-    private record State(BucketLayout layout, Path stateDir, List<MappingRecord> mappings, List<PendingRecord> pending,
+    record State(BucketLayout layout, Path stateDir, List<MappingRecord> mappings, List<PendingRecord> pending,
                          List<QuarantineRecord> quarantine, List<FsckProblem> warnings) {
+
+        /** The same state with claims in a fixed order: mappings and in-flight by tenant and key, quarantine by place. */
+        State sorted() {
+            return new State(layout, stateDir,
+                    mappings.stream().sorted(Comparator.comparing(MappingRecord::getTenantId).thenComparing(MappingRecord::getKey)).toList(),
+                    pending.stream().sorted(Comparator.comparing(PendingRecord::getTenantId).thenComparing(PendingRecord::getKey)).toList(),
+                    quarantine.stream().sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList(),
+                    warnings);
+        }
     }
 
     private Fsck() {
@@ -139,7 +187,25 @@ public final class Fsck {
         }
         List<FsckProblem> problems = new ArrayList<>(state.warnings());
 
-        PageClaims.Result claims = PageClaims.check(layout, sink -> {
+        PageClaims.Result claims = checkClaims(state);
+        if (claims.overlapping() > 0) {
+            claims = checkClaims(state.sorted());
+        }
+        for (Problem p : claims.problems()) {
+            problems.add(new FsckProblem(p, "claims", null, null));
+        }
+
+        long[] lengths = checkBucketFiles(layout, problems);
+        checkRanges(layout, state, lengths, problems);
+        checkUnexpectedFiles(layout, state.stateDir(), problems);
+        long objectsRead = options.deep() ? readObjects(layout, state.mappings(), lengths, options.rateLimitBytes(), progress, problems) : 0;
+        return new Report(layout.root(), layout, problems, state.mappings().size(), state.pending().size(), state.quarantine().size(),
+                layout.bucketCount(), objectsRead, null);
+    }
+
+    private static PageClaims.Result checkClaims(State state) throws IOException {
+        BucketLayout layout = state.layout();
+        return PageClaims.check(layout, sink -> {
             for (MappingRecord m : state.mappings()) {
                 sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
             }
@@ -150,16 +216,6 @@ public final class Fsck {
                 sink.accept(PageClaims.quarantine(q, layout.pageSize(), null, -1));
             }
         }, "");
-        for (Problem p : claims.problems()) {
-            problems.add(new FsckProblem(p, "claims", null, null));
-        }
-
-        long[] lengths = checkBucketFiles(layout, problems);
-        checkRanges(layout, state, lengths, problems);
-        checkUnexpectedFiles(layout, state.stateDir(), problems);
-        long objectsRead = options.deep() ? readObjects(layout, state.mappings(), lengths, options.rateLimitBytes(), progress, problems) : 0;
-        return new Report(layout.root(), layout, problems, state.mappings().size(), state.pending().size(), state.quarantine().size(),
-                layout.bucketCount(), objectsRead);
     }
 
     // ---- reading the state ----
@@ -195,17 +251,15 @@ public final class Fsck {
         for (String warning : recovered.warnings) {
             warnings.add(FsckProblem.warning("recovery", dir, -1, "recovery: " + warning));
         }
-        // Sorted, so that which of two overlapping claims is named first does not depend on hash order.
-        List<MappingRecord> mappings = recovered.mappings.values().stream()
-                .sorted(Comparator.comparing(MappingRecord::getTenantId).thenComparing(MappingRecord::getKey)).toList();
-        List<PendingRecord> pending = recovered.pending.values().stream()
-                .sorted(Comparator.comparing(PendingRecord::getTenantId).thenComparing(PendingRecord::getKey)).toList();
-        List<QuarantineRecord> quarantine = recovered.quarantine.values().stream()
-                .sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList();
+        // In hash order: sorting a million keys costs as much as the rest of the check. A run that finds overlaps
+        // sorts and checks again (see run), so which claim of a pair is named first never depends on hash order.
+        List<MappingRecord> mappings = new ArrayList<>(recovered.mappings.values());
+        List<PendingRecord> pending = new ArrayList<>(recovered.pending.values());
+        List<QuarantineRecord> quarantine = new ArrayList<>(recovered.quarantine.values());
         return new State(layout, dir.toAbsolutePath().normalize(), mappings, pending, quarantine, warnings);
     }
 
-    private static State fromSnapshot(Path file, Path rootOption) throws IOException {
+    static State fromSnapshot(Path file, Path rootOption) throws IOException {
         if (!Files.exists(file)) {
             throw new NoSuchFileException(file.toString(), null, "no such snapshot file");
         }
@@ -265,7 +319,7 @@ public final class Fsck {
     // ---- bucket files ----
 
     /** Checks every bucket file; returns each one's real length (-1 when it is missing or not a file). */
-    private static long[] checkBucketFiles(BucketLayout layout, List<FsckProblem> problems) throws IOException {
+    static long[] checkBucketFiles(BucketLayout layout, List<FsckProblem> problems) throws IOException {
         long[] lengths = new long[layout.bucketCount()];
         for (int b = 0; b < layout.bucketCount(); b++) {
             Path file = layout.bucketPath(b);
@@ -326,7 +380,7 @@ public final class Fsck {
     }
 
     /** Anything in the root that is not one of this layout's bucket files, the layout record or the state directory. */
-    private static void checkUnexpectedFiles(BucketLayout layout, Path stateDir, List<FsckProblem> problems) throws IOException {
+    static void checkUnexpectedFiles(BucketLayout layout, Path stateDir, List<FsckProblem> problems) throws IOException {
         Set<String> expected = new HashSet<>();
         for (int b = 0; b < layout.bucketCount(); b++) {
             expected.add(BucketLayout.bucketFileName(b));
@@ -348,7 +402,7 @@ public final class Fsck {
 
     // ---- deep ----
 
-    private static long readObjects(BucketLayout layout, List<MappingRecord> mappings, long[] lengths, long rateLimitBytes,
+    static long readObjects(BucketLayout layout, List<MappingRecord> mappings, long[] lengths, long rateLimitBytes,
                                     DeepProgress progress, List<FsckProblem> problems) throws IOException {
         // In file order, so that the reads run forward through each bucket file.
         List<MappingRecord> readable = new ArrayList<>();

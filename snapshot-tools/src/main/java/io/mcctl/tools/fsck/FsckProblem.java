@@ -8,12 +8,18 @@ import java.util.Map;
 /**
  * One thing fsck found: a {@link Problem} with the check that found it and, for an object, its tenant and key.
  *
- * @param check  a stable name: {@code recovery}, {@code claims}, {@code bucket_file}, {@code range}, {@code unexpected_file},
- *               {@code object}
- * @param tenant the object's tenant, or null
- * @param key    the object's key, or null
+ * @param check     a stable name: {@code recovery}, {@code claims}, {@code bucket_file}, {@code range}, {@code unexpected_file},
+ *                  {@code object}, and on a live master {@code leaked}, {@code young}, {@code false_free}, {@code overlap},
+ *                  {@code counter}
+ * @param tenant    the object's tenant, or null
+ * @param key       the object's key, or null
+ * @param corrected whether this run repaired it (an error no longer)
  */
-public record FsckProblem(Problem problem, String check, String tenant, String key) {
+public record FsckProblem(Problem problem, String check, String tenant, String key, boolean corrected) {
+
+    public FsckProblem(Problem problem, String check, String tenant, String key) {
+        this(problem, check, tenant, key, false);
+    }
 
     static FsckProblem error(String check, Path file, long offset, String message) {
         return new FsckProblem(Problem.error(file, offset, message), check, null, null);
@@ -23,13 +29,18 @@ public record FsckProblem(Problem problem, String check, String tenant, String k
         return new FsckProblem(Problem.warning(file, offset, message), check, null, null);
     }
 
+    /** An error still there after the run. */
     public boolean isError() {
-        return problem.isError();
+        return problem.isError() && !corrected;
     }
 
-    /** {@code error: FILE at byte N: message}. */
+    public boolean isWarning() {
+        return !problem.isError();
+    }
+
+    /** {@code error: FILE at byte N: message}, or {@code corrected: ...} for a repaired error. */
     public String text() {
-        return problem.text();
+        return corrected ? "corrected" + problem.text().substring(problem.severity().label().length()) : problem.text();
     }
 
     public Map<String, Object> json() {

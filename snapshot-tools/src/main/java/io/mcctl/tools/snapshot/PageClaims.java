@@ -169,7 +169,8 @@ public final class PageClaims {
                 marked[claim.bucket()] = new BitmapPageAllocator(layout.pagesPerBucket());
             }
             try {
-                marked[claim.bucket()].markAllocated(claim.firstPage(), claim.pages());
+                // No search ever runs on these bitmaps: skip the search summaries' upkeep.
+                marked[claim.bucket()].markAllocatedForRestore(claim.firstPage(), claim.pages());
             } catch (PageRangeException e) {
                 counts[2]++;
                 if (conflicts.size() < MAX_NAMED) {

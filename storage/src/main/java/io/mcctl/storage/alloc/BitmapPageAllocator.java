@@ -13,11 +13,11 @@ package io.mcctl.storage.alloc;
  * a leaf it goes word by word: the free bits at a word's ends come from {@link Long#numberOfTrailingZeros}
  * and {@link Long#numberOfLeadingZeros}, a fit inside a word from a few shift-and-mask steps; never bit by bit.
  *
- * <p>Memory: one bit per page, one byte per 64 pages, and 24 bytes per 512 pages (the tree is padded to a
- * power of two leaves): about 11 KiB for 65,536 pages.
+ * <p>Memory: one bit per page, one byte per 64 pages, and 28 bytes per 512 pages (the tree is padded to a
+ * power of two leaves; a change count per leaf): about 11.5 KiB for 65,536 pages.
  *
  * <p>Thread safety: every public method is {@code synchronized}; the monitor of this allocator guards
- * {@link #words}, the summary arrays, {@link #allocated}, {@link #hint} and {@link #carry}. There is one
+ * {@link #words}, the summary arrays, {@link #leafVersions}, {@link #allocated}, {@link #hint} and {@link #carry}. There is one
  * allocator, hence one lock, per bucket; no lock spans buckets.
  */
 public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
@@ -42,6 +42,11 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     private long carry;
     /** True after a bulk restore until the summaries are rebuilt. */
     private boolean summariesStale;
+    /**
+     * Per leaf, how many times any of its pages changed state (wrapping): a checker that copied the bitmap earlier
+     * can tell which leaves still hold what it copied without comparing them.
+     */
+    private final int[] leafVersions;
 
     public BitmapPageAllocator(long pageCount) {
         if (pageCount < 1 || pageCount > MAX_PAGES) {
@@ -56,6 +61,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         this.prefixFree = new int[2 * leafCount];
         this.suffixFree = new int[2 * leafCount];
         this.maxFree = new int[2 * leafCount];
+        this.leafVersions = new int[realLeaves];
         // Pages past the end of the bucket are permanently "allocated" so no run can reach them.
         for (long page = pageCount; page < (long) words.length * 64; page++) {
             words[(int) (page >>> 6)] |= 1L << page;
@@ -83,14 +89,8 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
      */
     public synchronized void markAllocatedForRestore(long firstPage, long count) {
         checkAllFree(firstPage, count);
-        long end = firstPage + count;
-        for (long page = firstPage; page < end; ) {
-            int w = (int) (page >>> 6);
-            int lowBit = (int) (page & 63);
-            int bits = (int) Math.min(64 - lowBit, end - page);
-            words[w] |= (bits == 64 ? -1L : (1L << bits) - 1) << lowBit;
-            page += bits;
-        }
+        PageWords.set(words, firstPage, count);
+        bumpVersions(firstPage, firstPage + count);
         allocated += count;
         summariesStale = true;
     }
@@ -204,7 +204,39 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     /** Bytes of heap this allocator's state holds (arrays and their headers), for sizing. */
     public long footprintBytes() {
         long arrayHeader = 16;
-        return 64 + arrayHeader + 8L * words.length + arrayHeader + wordMaxFree.length + 3 * (arrayHeader + 4L * prefixFree.length);
+        return 64 + arrayHeader + 8L * words.length + arrayHeader + wordMaxFree.length + 3 * (arrayHeader + 4L * prefixFree.length)
+                + arrayHeader + 4L * leafVersions.length;
+    }
+
+    private void bumpVersions(long firstPage, long end) {
+        for (int leaf = (int) (firstPage / PAGES_PER_LEAF); leaf <= (int) ((end - 1) / PAGES_PER_LEAF); leaf++) {
+            leafVersions[leaf]++;
+        }
+    }
+
+    /** Pages per change-counted region: see {@link #copy()}. */
+    public static final int PAGES_PER_VERSION = PAGES_PER_LEAF;
+
+    /**
+     * The bitmap words (bits past {@link #pageCount()} set) and, per region of {@value #PAGES_PER_LEAF} pages, a count
+     * of the changes made to it, copied together under this allocator's lock.
+     */
+    public record Copy(long[] words, int[] versions) {
+    }
+
+    public synchronized Copy copy() {
+        return new Copy(words.clone(), leafVersions.clone());
+    }
+
+    /** Whether no page of [firstPage, firstPage + count) has changed state since {@code earlier} was copied. */
+    public synchronized boolean unchangedSince(Copy earlier, long firstPage, long count) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "check");
+        for (int leaf = (int) (firstPage / PAGES_PER_LEAF); leaf <= (int) ((firstPage + count - 1) / PAGES_PER_LEAF); leaf++) {
+            if (leafVersions[leaf] != earlier.versions()[leaf]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** A copy of the bitmap words; bits past {@link #pageCount()} are set. */
@@ -357,19 +389,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
 
     /** Index of the first page in [first, first+count) whose bit equals {@code allocatedState}, or -1. */
     private long firstPageInState(long first, long count, boolean allocatedState) {
-        long end = first + count;
-        for (long page = first; page < end; ) {
-            int w = (int) (page >>> 6);
-            int lowBit = (int) (page & 63);
-            int bits = (int) Math.min(64 - lowBit, end - page);
-            long mask = (bits == 64 ? -1L : (1L << bits) - 1) << lowBit;
-            long hits = (allocatedState ? words[w] : ~words[w]) & mask;
-            if (hits != 0) {
-                return (long) w * 64 + Long.numberOfTrailingZeros(hits);
-            }
-            page += bits;
-        }
-        return -1;
+        return PageWords.first(words, first, count, allocatedState);
     }
 
     private void setRange(long first, int count, boolean allocate) {
@@ -387,6 +407,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         int lastLeaf = (int) ((end - 1) / PAGES_PER_LEAF);
         for (int leaf = firstLeaf; leaf <= lastLeaf; leaf++) {
             summariseLeaf(leaf);
+            leafVersions[leaf]++;
         }
         int lo = (firstLeaf + leafCount) >>> 1;
         int hi = (lastLeaf + leafCount) >>> 1;

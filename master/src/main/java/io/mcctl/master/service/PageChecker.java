@@ -1,0 +1,412 @@
+package io.mcctl.master.service;
+
+import io.mcctl.storage.alloc.BitmapPageAllocator;
+import io.mcctl.storage.alloc.PageWords;
+import io.mcctl.storage.layout.BucketLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * One run of {@link PageService#checkPages}: every bucket's bitmap against the claims on its pages, exact although
+ * calls go on while it runs, and without ever holding more than one shard's lock for long.
+ *
+ * <p>How it stays exact:
+ * <ol>
+ *   <li>Each bucket's bitmap is copied first, with its per-region change counts ({@link BitmapPageAllocator#copy}).</li>
+ *   <li>Claims are read one shard at a time, each under its own lock, then the quarantine under its lock. A claim
+ *       never leaves a shard except into quarantine, so reading quarantine last sees every claim at least once.</li>
+ *   <li><b>False free</b> is judged claim by claim while the claim's lock is held: a claim whose pages the copy shows
+ *       free is checked against the live bitmap under the bucket monitor, and (with repair) its free pages are marked
+ *       allocated right there. The claim cannot go away meanwhile, so a page reported is one a live claim holds.</li>
+ *   <li><b>Leaked</b> pages (allocated in the copy, claimed by nothing read) are judged only in regions whose change
+ *       count is the same at the end as in the copy: with no allocation or free there, the bitmap is the copy and
+ *       the claims on those pages are the ones read. Regions that changed are reported as unsettled, for the next
+ *       check; a freshly allocated region is reported as young. Leaks are freed under the same monitor hold that
+ *       confirmed the counts unchanged, so a concurrent allocation can never be freed.</li>
+ *   <li><b>Overlaps</b> seen in the fuzzy read (a claim moving into quarantine can be read twice) are confirmed by
+ *       taking the locks of all their claimants at once (shards in index order, then quarantine) and reading them
+ *       again.</li>
+ * </ol>
+ *
+ * <p>Not thread-safe: one instance, one run, one thread.
+ */
+final class PageChecker {
+
+    /** Most claimants named per run. */
+    static final int MAX_CLAIMANTS_NAMED = 4;
+
+    private final PageService service;
+    private final BucketLayout layout;
+    private final BitmapPageAllocator[] allocators;
+    private final long minAgeNanos;
+    private final boolean repair;
+    private final int maxRanges;
+
+    private final List<PageCheck.PageRun> leaked = new ArrayList<>();
+    private final List<PageCheck.PageRun> young = new ArrayList<>();
+    private final List<PageCheck.PageRun> falseFree = new ArrayList<>();
+    private final List<PageCheck.PageRun> overlaps = new ArrayList<>();
+    private long leakedPages;
+    private long youngPages;
+    private long unsettledPages;
+    private long falseFreePages;
+    private long overlapPages;
+    private long repairedLeakedPages;
+    private long repairedFalseFreePages;
+    private long longestHoldNanos;
+
+    PageChecker(PageService service, long minAgeNanos, boolean repair, int maxRanges) {
+        this.service = service;
+        this.layout = service.layout();
+        this.allocators = service.allocators();
+        this.minAgeNanos = minAgeNanos;
+        this.repair = repair;
+        this.maxRanges = maxRanges;
+    }
+
+    PageCheck run() {
+        long pageSize = layout.pageSize();
+        BitmapPageAllocator.Copy[] before = new BitmapPageAllocator.Copy[allocators.length];
+        for (int b = 0; b < allocators.length; b++) {
+            before[b] = allocators[b].copy();
+        }
+
+        ClaimedPages claims = new ClaimedPages(allocators.length, layout.pagesPerBucket());
+        long mappings = 0;
+        long inFlight = 0;
+        for (PageService.Shard shard : service.shards()) {
+            shard.lock.lock();
+            long held = System.nanoTime();
+            try {
+                for (Map.Entry<String, PageService.ObjectEntry> e : shard.entries.entrySet()) {
+                    PageService.ObjectEntry entry = e.getValue();
+                    if (entry.hasCommitted()) {
+                        mappings++;
+                        claim(claims, before, PageCheck.Claimant.MAPPING, e.getKey(), entry.bucket, entry.offset / pageSize, layout.pagesFor(entry.size));
+                    }
+                    if (entry.pending != null) {
+                        inFlight++;
+                        Placement p = entry.pending.placement;
+                        claim(claims, before, PageCheck.Claimant.IN_FLIGHT, e.getKey(), p.bucket(), p.offset() / pageSize, layout.pagesFor(p.size()));
+                    }
+                }
+            } finally {
+                hold(held);
+                shard.lock.unlock();
+            }
+        }
+        long quarantinedRanges;
+        service.quarantineLock().lock();
+        long held = System.nanoTime();
+        try {
+            List<long[]> ranges = service.quarantinedRanges();
+            for (long[] q : ranges) {
+                claim(claims, before, PageCheck.Claimant.QUARANTINE, null, (int) q[0], q[1], q[2]);
+            }
+            quarantinedRanges = ranges.size();
+        } finally {
+            hold(held);
+            service.quarantineLock().unlock();
+        }
+
+        List<PageCheck.BucketCounters> counters = new ArrayList<>(allocators.length);
+        List<PageCheck.PageRun> overlapCandidates = new ArrayList<>();
+        for (int b = 0; b < allocators.length; b++) {
+            counters.add(judgeLeaks(b, before[b], claims));
+            long[] twice = claims.twice(b);
+            if (twice != null) {
+                int bucket = b;
+                ClaimedPages.forEachRun(twice, null, layout.pagesPerBucket(), (t, unused) -> t,
+                        (first, n) -> overlapCandidates.add(new PageCheck.PageRun(bucket, first, n, List.of(), false)));
+            }
+        }
+        if (!overlapCandidates.isEmpty()) {
+            confirmOverlaps(overlapCandidates);
+        }
+        return new PageCheck(mappings, inFlight, quarantinedRanges, List.copyOf(leaked), List.copyOf(young), List.copyOf(falseFree),
+                List.copyOf(overlaps), leakedPages, youngPages, unsettledPages, falseFreePages, overlapPages, repairedLeakedPages,
+                repairedFalseFreePages, List.copyOf(counters), maxRanges, longestHoldNanos, minAgeNanos);
+    }
+
+    private void hold(long since) {
+        longestHoldNanos = Math.max(longestHoldNanos, System.nanoTime() - since);
+    }
+
+    // ---- false free: claim by claim, under the claim's own lock ----
+
+    /** Records a claim; when the early copy shows any of its pages free, checks them live. Caller holds the claim's lock. */
+    private void claim(ClaimedPages claims, BitmapPageAllocator.Copy[] before, String kind, String scopedKey, int bucket, long first, long pages) {
+        claims.add(bucket, first, pages);
+        if (PageWords.allSet(before[bucket].words(), first, pages)) {
+            return;
+        }
+        BitmapPageAllocator allocator = allocators[bucket];
+        synchronized (allocator) {
+            long runStart = -1;
+            for (long page = first; page <= first + pages; page++) {
+                boolean free = page < first + pages && !allocator.isAllocated(page);
+                if (free && runStart < 0) {
+                    runStart = page;
+                } else if (!free && runStart >= 0) {
+                    long n = page - runStart;
+                    if (repair) {
+                        allocator.markAllocated(runStart, n);
+                        repairedFalseFreePages += n;
+                    }
+                    falseFreePages += n;
+                    if (falseFree.size() < maxRanges) {
+                        falseFree.add(new PageCheck.PageRun(bucket, runStart, n, List.of(claimant(kind, scopedKey)), repair));
+                    }
+                    runStart = -1;
+                }
+            }
+        }
+    }
+
+    private static PageCheck.Claimant claimant(String kind, String scopedKey) {
+        if (scopedKey == null) {
+            return new PageCheck.Claimant(kind, "", "");
+        }
+        int split = scopedKey.indexOf('\0');
+        return new PageCheck.Claimant(kind, scopedKey.substring(0, split), scopedKey.substring(split + 1));
+    }
+
+    // ---- leaks: only where nothing changed since the copy ----
+
+    private PageCheck.BucketCounters judgeLeaks(int bucket, BitmapPageAllocator.Copy before, ClaimedPages claims) {
+        long pagesPerBucket = layout.pagesPerBucket();
+        List<long[]> candidates = new ArrayList<>();
+        ClaimedPages.forEachRun(before.words(), claims.claimed(bucket), pagesPerBucket, (a, c) -> a & ~c, (first, n) -> candidates.add(new long[] {first, n}));
+        BitmapPageAllocator allocator = allocators[bucket];
+        long now = service.now();
+        synchronized (allocator) {
+            long held = System.nanoTime();
+            BitmapPageAllocator.Copy after = allocator.copy();
+            for (long[] run : candidates) {
+                judgeRun(bucket, allocator, before, after, run[0], run[1], now);
+            }
+            long popcount = 0;
+            long[] words = repair ? allocator.bitmapWords() : after.words(); // as the counter is now, after any frees
+            for (int w = 0; w < words.length; w++) {
+                long base = (long) w << 6;
+                if (base >= pagesPerBucket) {
+                    break;
+                }
+                long valid = base + 64 <= pagesPerBucket ? -1L : (1L << (pagesPerBucket - base)) - 1;
+                popcount += Long.bitCount(words[w] & valid);
+            }
+            PageCheck.BucketCounters counters = new PageCheck.BucketCounters(bucket, allocator.allocatedCount(), popcount,
+                    claims.claimedPages(bucket), claims.claimedEndPage(bucket) * layout.pageSize());
+            hold(held);
+            return counters;
+        }
+    }
+
+    private enum RegionState { SETTLED, YOUNG, UNSETTLED }
+
+    /** Splits a candidate run at region edges into settled, young and unsettled pieces. Caller holds the bucket monitor. */
+    private void judgeRun(int bucket, BitmapPageAllocator allocator, BitmapPageAllocator.Copy before, BitmapPageAllocator.Copy after,
+                          long first, long pages, long now) {
+        int per = BitmapPageAllocator.PAGES_PER_VERSION;
+        long end = first + pages;
+        long pieceStart = first;
+        RegionState pieceState = null;
+        for (long page = first; page < end; ) {
+            int region = (int) (page / per);
+            long regionEnd = Math.min(end, (long) (region + 1) * per);
+            RegionState state = before.versions()[region] != after.versions()[region] ? RegionState.UNSETTLED
+                    : service.youngRegion(bucket, region, now, minAgeNanos) ? RegionState.YOUNG : RegionState.SETTLED;
+            if (pieceState != null && state != pieceState) {
+                piece(bucket, allocator, pieceState, pieceStart, page - pieceStart);
+                pieceStart = page;
+            }
+            pieceState = state;
+            page = regionEnd;
+        }
+        piece(bucket, allocator, pieceState, pieceStart, end - pieceStart);
+    }
+
+    private void piece(int bucket, BitmapPageAllocator allocator, RegionState state, long first, long n) {
+        switch (state) {
+            case UNSETTLED -> unsettledPages += n;
+            case YOUNG -> {
+                youngPages += n;
+                if (young.size() < maxRanges) {
+                    young.add(new PageCheck.PageRun(bucket, first, n, List.of(), false));
+                }
+            }
+            case SETTLED -> {
+                if (repair) {
+                    allocator.free(first, n);
+                    repairedLeakedPages += n;
+                }
+                leakedPages += n;
+                if (leaked.size() < maxRanges) {
+                    leaked.add(new PageCheck.PageRun(bucket, first, n, List.of(), repair));
+                }
+            }
+        }
+    }
+
+    // ---- overlaps: confirmed with every claimant's lock held ----
+
+    /** A claim found on a candidate run's pages: where it lives, so it can be read again under its lock. */
+    private record Found(PageCheck.Claimant claimant, String scopedKey, int shard, int bucket, long firstPage, long pages) {
+    }
+
+    private void confirmOverlaps(List<PageCheck.PageRun> candidates) {
+        List<List<Found>> found = new ArrayList<>();
+        long[][] candidatePages = new long[allocators.length][];
+        for (PageCheck.PageRun run : candidates) {
+            if (candidatePages[run.bucket()] == null) {
+                candidatePages[run.bucket()] = new long[(int) ((layout.pagesPerBucket() + 63) >>> 6)];
+            }
+            PageWords.set(candidatePages[run.bucket()], run.firstPage(), run.pages());
+            found.add(new ArrayList<>());
+        }
+        long pageSize = layout.pageSize();
+        PageService.Shard[] shards = service.shards();
+        for (int s = 0; s < shards.length; s++) {
+            shards[s].lock.lock();
+            long held = System.nanoTime();
+            try {
+                for (Map.Entry<String, PageService.ObjectEntry> e : shards[s].entries.entrySet()) {
+                    PageService.ObjectEntry entry = e.getValue();
+                    if (entry.hasCommitted()) {
+                        collect(candidates, candidatePages, found, PageCheck.Claimant.MAPPING, e.getKey(), s, entry.bucket,
+                                entry.offset / pageSize, layout.pagesFor(entry.size));
+                    }
+                    if (entry.pending != null) {
+                        Placement p = entry.pending.placement;
+                        collect(candidates, candidatePages, found, PageCheck.Claimant.IN_FLIGHT, e.getKey(), s, p.bucket(),
+                                p.offset() / pageSize, layout.pagesFor(p.size()));
+                    }
+                }
+            } finally {
+                hold(held);
+                shards[s].lock.unlock();
+            }
+        }
+        service.quarantineLock().lock();
+        try {
+            for (long[] q : service.quarantinedRanges()) {
+                collect(candidates, candidatePages, found, PageCheck.Claimant.QUARANTINE, null, -1, (int) q[0], q[1], q[2]);
+            }
+        } finally {
+            service.quarantineLock().unlock();
+        }
+        for (int i = 0; i < candidates.size(); i++) {
+            confirm(candidates.get(i), found.get(i));
+        }
+    }
+
+    private void collect(List<PageCheck.PageRun> candidates, long[][] candidatePages, List<List<Found>> found, String kind, String scopedKey,
+                         int shard, int bucket, long first, long pages) {
+        if (candidatePages[bucket] == null || !PageWords.anySet(candidatePages[bucket], first, pages)) {
+            return;
+        }
+        for (int i = 0; i < candidates.size(); i++) {
+            PageCheck.PageRun run = candidates.get(i);
+            if (run.bucket() == bucket && first < run.firstPage() + run.pages() && first + pages > run.firstPage()) {
+                found.get(i).add(new Found(claimant(kind, scopedKey), scopedKey, shard, bucket, first, pages));
+            }
+        }
+    }
+
+    /** Reads every claimant of a candidate again with all their locks held; an overlap when two still share pages. */
+    private void confirm(PageCheck.PageRun candidate, List<Found> claimants) {
+        if (claimants.size() < 2) {
+            return;
+        }
+        TreeSet<Integer> shardIndexes = new TreeSet<>();
+        boolean quarantine = false;
+        for (Found f : claimants) {
+            if (f.shard() >= 0) {
+                shardIndexes.add(f.shard());
+            } else {
+                quarantine = true;
+            }
+        }
+        PageService.Shard[] shards = service.shards();
+        List<PageService.Shard> locked = new ArrayList<>();
+        try {
+            for (int s : shardIndexes) {
+                shards[s].lock.lock();
+                locked.add(shards[s]);
+            }
+            if (quarantine) {
+                service.quarantineLock().lock();
+            }
+            long held = System.nanoTime();
+            try {
+                List<Found> still = new ArrayList<>();
+                List<long[]> quarantined = quarantine ? service.quarantinedRanges() : List.of();
+                for (Found f : claimants) {
+                    if (stillClaims(f, shards, quarantined)) {
+                        still.add(f);
+                    }
+                }
+                long[] shared = sharedPages(candidate, still);
+                if (shared != null) {
+                    overlapPages += shared[1];
+                    if (overlaps.size() < maxRanges) {
+                        overlaps.add(new PageCheck.PageRun(candidate.bucket(), shared[0], shared[1],
+                                still.stream().limit(MAX_CLAIMANTS_NAMED).map(Found::claimant).toList(), false));
+                    }
+                }
+            } finally {
+                hold(held);
+                if (quarantine) {
+                    service.quarantineLock().unlock();
+                }
+            }
+        } finally {
+            for (int i = locked.size() - 1; i >= 0; i--) {
+                locked.get(i).lock.unlock();
+            }
+        }
+    }
+
+    private boolean stillClaims(Found f, PageService.Shard[] shards, List<long[]> quarantined) {
+        long pageSize = layout.pageSize();
+        if (f.shard() < 0) {
+            for (long[] q : quarantined) {
+                if (q[0] == f.bucket() && q[1] == f.firstPage() && q[2] == f.pages()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        PageService.ObjectEntry entry = shards[f.shard()].entries.get(f.scopedKey());
+        if (entry == null) {
+            return false;
+        }
+        if (f.claimant().kind().equals(PageCheck.Claimant.MAPPING)) {
+            return entry.hasCommitted() && entry.bucket == f.bucket() && entry.offset / pageSize == f.firstPage()
+                    && layout.pagesFor(entry.size) == f.pages();
+        }
+        Placement p = entry.pending == null ? null : entry.pending.placement;
+        return p != null && p.bucket() == f.bucket() && p.offset() / pageSize == f.firstPage() && layout.pagesFor(p.size()) == f.pages();
+    }
+
+    /** The pages of the candidate claimed by two or more of {@code claimants}, as {first, count} of the span, or null. */
+    private static long[] sharedPages(PageCheck.PageRun candidate, List<Found> claimants) {
+        long lo = Long.MAX_VALUE;
+        long hi = Long.MIN_VALUE;
+        for (int i = 0; i < claimants.size(); i++) {
+            for (int j = i + 1; j < claimants.size(); j++) {
+                Found a = claimants.get(i);
+                Found b = claimants.get(j);
+                long start = Math.max(Math.max(a.firstPage(), b.firstPage()), candidate.firstPage());
+                long end = Math.min(Math.min(a.firstPage() + a.pages(), b.firstPage() + b.pages()), candidate.firstPage() + candidate.pages());
+                if (start < end) {
+                    lo = Math.min(lo, start);
+                    hi = Math.max(hi, end);
+                }
+            }
+        }
+        return lo < hi ? new long[] {lo, hi - lo} : null;
+    }
+}
