@@ -7,8 +7,10 @@ import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.proto.v1.CreateSnapshotResponse;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
@@ -35,10 +37,13 @@ import picocli.CommandLine.Spec;
 
 /** {@code mcctl bench restart}: what durability costs: restart time, snapshot cost, WAL vs snapshot throughput. */
 @Command(name = "restart", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Builds a master state of --mappings mappings (then a snapshot, then --wal-records more log records),",
-                "and measures: snapshot write time and size, lookup p99 while the snapshot is written against idle p99,",
-                "time from starting a new master process to serving, and offload-cycle throughput with WAL durability",
-                "against snapshot durability. Uses temporary roots (256 x 4GiB sparse buckets, 64KiB pages)."})
+        description = {"Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, "
+                + "64KiB pages). Fills a master (write-ahead log on) with --mappings mappings over gRPC (8 callers, batch 64), "
+                + "asks it for a snapshot while one caller keeps looking keys up, adds --wal-records more log records, kills it "
+                + "(kill -9) and measures: snapshot write time and size, lookup p99 during the snapshot against idle p99, and "
+                + "the time from starting a new master process to serving. Then offload-cycle throughput (8 callers, batch 64, "
+                + "--keys keys) on fresh masters with --durability wal and with --durability snapshot, alternating, --rounds "
+                + "times each; the medians are compared."})
 public final class BenchRestartCommand implements Callable<Integer> {
 
     @Spec
@@ -58,63 +63,98 @@ public final class BenchRestartCommand implements Callable<Integer> {
             description = "Keys per durability mode in the throughput comparison (default: ${DEFAULT-VALUE}).")
     int keys;
 
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "3",
+            description = "Throughput runs per durability mode, alternating (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    static final int CALLERS = 8;
+    static final int BATCH = 64;
+    static final long OBJECT_SIZE = 64 << 10;
+
     @Override
     public Integer call() throws Exception {
-        if (mappings < 1000 || walRecords < 2 || keys < 8 * 640) {
-            throw new CliException(ExitCodes.USAGE, "invalid sizes: allowed are --mappings >= 1000, --wal-records >= 2, --keys >= 5120");
+        if (mappings < 1000 || walRecords < 2 || keys < CALLERS * 640 || rounds < 1 || rounds > 20) {
+            throw new CliException(ExitCodes.USAGE, "invalid sizes: allowed are --mappings >= 1000, --wal-records >= 2, --keys >= 5120, "
+                    + "--rounds 1..20");
         }
         Map<String, Object> report = new LinkedHashMap<>();
         report.put("benchmark", "restart");
         report.put("machine", MachineInfo.describe());
         Path root = Files.createTempDirectory("mcctl-bench-restart");
         try {
-            BucketLayout layout = new BucketLayout(root, 256, 64 << 10, 4L << 30);
-            MasterServer.Options options = new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofMinutes(10),
-                    Duration.ofSeconds(5), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of());
-            try (MasterServer master = MasterServer.start(options)) {
-                fill(master.pages(), "base-", mappings);
-                master.wal().whenDurable().get();
-                LatencyRecorder idle = lookups(master, Duration.ofSeconds(2), null);
+            try (MasterProcess master = startMaster(root, MasterSettings.Durability.wal);
+                 MasterClient client = new MasterClient(master.address(), Duration.ofMinutes(10))) {
+                List<List<String>> written = new ArrayList<>();
+                new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "base").offload(BATCH, perCaller(mappings), written);
+                List<String> probe = written.get(0).subList(0, Math.min(1000, written.get(0).size()));
+                LatencyRecorder idle = lookups(client, probe, Duration.ofSeconds(2), null);
                 AtomicBoolean snapshotDone = new AtomicBoolean();
-                Snapshotter.Taken[] taken = new Snapshotter.Taken[1];
+                CreateSnapshotResponse[] taken = new CreateSnapshotResponse[1];
                 Thread snapshotThread = new Thread(() -> {
                     try {
-                        taken[0] = master.snapshot();
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
+                        taken[0] = client.createSnapshot();
                     } finally {
                         snapshotDone.set(true);
                     }
                 });
-                LatencyRecorder during = lookups(master, null, () -> {
+                LatencyRecorder during = lookups(client, probe, null, () -> {
                     snapshotThread.start();
                     return snapshotDone;
                 });
                 snapshotThread.join();
-                report.put("snapshot_mappings", taken[0].mappings());
-                report.put("snapshot_millis", taken[0].millis());
-                report.put("snapshot_bytes", taken[0].bytes());
+                if (taken[0] == null) {
+                    throw new CliException(ExitCodes.FAILED, "the snapshot failed; see the master's log");
+                }
+                report.put("snapshot_mappings", taken[0].getMappings());
+                report.put("snapshot_millis", taken[0].getMillis());
+                report.put("snapshot_bytes", taken[0].getBytes());
                 report.put("lookup_p99_idle_us", round(idle.percentileMicros(0.99)));
                 report.put("lookup_p99_during_snapshot_us", round(during.percentileMicros(0.99)));
                 report.put("lookup_p99_ratio", round(during.percentileMicros(0.99) / idle.percentileMicros(0.99)));
-                fill(master.pages(), "tail-", walRecords / 2);
-                master.wal().whenDurable().get();
+                // Each offload cycle logs two records (allocated, committed).
+                new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "tail").offload(BATCH, perCaller(walRecords / 2), new ArrayList<>());
+                report.put("restart_mappings", taken[0].getMappings() + (long) CALLERS * perCaller(walRecords / 2));
+                report.put("restart_wal_records_replayed", 2L * CALLERS * perCaller(walRecords / 2));
+                master.kill(); // every acknowledged notify is durable; nothing more to flush
             }
-            report.put("restart_mappings", mappings + walRecords / 2);
-            report.put("restart_wal_records_replayed", (walRecords / 2) * 2);
-            report.put("restart_millis_to_serving", restartMillis(root));
+            try (MasterProcess restarted = startMaster(root, MasterSettings.Durability.wal)) {
+                report.put("restart_millis_to_serving", restarted.startToServing().toMillis());
+            }
         } finally {
             BenchMasterCommand.deleteTree(root);
         }
-        Map<String, Double> throughput = new LinkedHashMap<>();
-        for (MasterSettings.Durability durability : MasterSettings.Durability.values()) {
-            throughput.put(durability.name(), offloadThroughput(durability));
+        Map<MasterSettings.Durability, List<Double>> throughput = new LinkedHashMap<>();
+        offloadThroughput(MasterSettings.Durability.snapshot); // warms this JVM's client code, so the first measured round is not the slowest
+        for (int round = 0; round < rounds; round++) {
+            for (MasterSettings.Durability durability : List.of(MasterSettings.Durability.wal, MasterSettings.Durability.snapshot)) {
+                throughput.computeIfAbsent(durability, d -> new ArrayList<>()).add(offloadThroughput(durability));
+            }
         }
-        report.put("offload_keys_per_s_wal", Math.round(throughput.get("wal")));
-        report.put("offload_keys_per_s_snapshot", Math.round(throughput.get("snapshot")));
-        report.put("wal_cost", round(1 - throughput.get("wal") / throughput.get("snapshot")));
+        double wal = median(throughput.get(MasterSettings.Durability.wal));
+        double snapshot = median(throughput.get(MasterSettings.Durability.snapshot));
+        report.put("offload_keys_per_s_wal", Math.round(wal));
+        report.put("offload_keys_per_s_snapshot", Math.round(snapshot));
+        report.put("offload_keys_per_s_wal_runs", throughput.get(MasterSettings.Durability.wal).stream().map(Math::round).toList());
+        report.put("offload_keys_per_s_snapshot_runs", throughput.get(MasterSettings.Durability.snapshot).stream().map(Math::round).toList());
+        report.put("wal_cost", round(1 - wal / snapshot));
         print(report);
         return ExitCodes.OK;
+    }
+
+    private static long perCaller(long total) {
+        return Math.max(BATCH, total / CALLERS / BATCH * BATCH);
+    }
+
+    static double median(List<Double> values) {
+        List<Double> sorted = new ArrayList<>(values);
+        sorted.sort(null);
+        return sorted.get(sorted.size() / 2);
+    }
+
+    private static MasterProcess startMaster(Path root, MasterSettings.Durability durability) throws Exception {
+        return MasterProcess.start(List.of(), Duration.ofMinutes(5), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
+                "--root", root.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
+                "--allocation-deadline", "10m", "--durability", durability.name());
     }
 
     /** Commits {@code count} one-page mappings straight through the page service (and so through its log). */
@@ -128,66 +168,40 @@ public final class BenchRestartCommand implements Callable<Integer> {
         }
     }
 
-    /** Single-key lookups of base-0..base-999 from one caller, for a fixed time or until {@code until} says stop. */
-    static LatencyRecorder lookups(MasterServer master, Duration time, java.util.function.Supplier<AtomicBoolean> until)
-            throws Exception {
-        LatencyRecorder latencies = new LatencyRecorder();
+    /** Single-key lookups of base-0..base-999 (tenant bench) of an embedded master; see {@link #lookups(MasterClient, List, Duration, java.util.function.Supplier)}. */
+    static LatencyRecorder lookups(MasterServer master, Duration time, java.util.function.Supplier<AtomicBoolean> until) throws Exception {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+            keys.add("base-" + i);
+        }
         try (MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30))) {
-            for (int i = 0; i < 2000; i++) {
-                client.getMapping("bench", "base-" + (i % 1000)); // warm-up, on the keys measured below (every state has 1000)
-            }
-            AtomicBoolean stop = until == null ? null : until.get();
-            long end = time == null ? Long.MAX_VALUE : System.nanoTime() + time.toNanos();
-            int i = 0;
-            while (System.nanoTime() < end && (stop == null || !stop.get())) {
-                long start = System.nanoTime();
-                client.getMapping("bench", "base-" + (i++ % 1000));
-                latencies.record(System.nanoTime() - start);
-            }
+            return lookups(client, keys, time, until);
+        }
+    }
+
+    /** Single-key lookups of {@code keys} (tenant bench) from one caller, for a fixed time or until {@code until} says stop. */
+    static LatencyRecorder lookups(MasterClient client, List<String> keys, Duration time, java.util.function.Supplier<AtomicBoolean> until) {
+        LatencyRecorder latencies = new LatencyRecorder();
+        for (int i = 0; i < 2000; i++) {
+            client.getMapping("bench", keys.get(i % keys.size())); // warm-up, on the keys measured below
+        }
+        AtomicBoolean stop = until == null ? null : until.get();
+        long end = time == null ? Long.MAX_VALUE : System.nanoTime() + time.toNanos();
+        int i = 0;
+        while (System.nanoTime() < end && (stop == null || !stop.get())) {
+            long start = System.nanoTime();
+            client.getMapping("bench", keys.get(i++ % keys.size()));
+            latencies.record(System.nanoTime() - start);
         }
         return latencies;
     }
 
-    /** Starts `mcctl master start` in a new JVM on the state and times it until it prints that it serves. */
-    private long restartMillis(Path root) throws Exception {
-        Path out = Files.createTempFile("mcctl-bench-restart", ".out");
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), Main.class.getName(), "master", "start", "--root", root.toString(),
-                "--bind", "127.0.0.1", "--port", "0", "--metrics-port", "0", "--allocation-deadline", "10m"));
-        long start = System.nanoTime();
-        Process process = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        try {
-            while (true) {
-                if (Files.readString(out).contains("serving gRPC")) {
-                    return (System.nanoTime() - start) / 1_000_000;
-                }
-                if (!process.isAlive()) {
-                    throw new CliException(ExitCodes.FAILED, "the restarted master exited with " + process.exitValue());
-                }
-                if (System.nanoTime() - start > TimeUnit.MINUTES.toNanos(5)) {
-                    throw new CliException(ExitCodes.FAILED, "the restarted master did not serve within 5 minutes");
-                }
-                Thread.sleep(5);
-            }
-        } finally {
-            process.destroy();
-            process.waitFor(30, TimeUnit.SECONDS);
-            Files.deleteIfExists(out);
-        }
-    }
-
     private double offloadThroughput(MasterSettings.Durability durability) throws Exception {
         Path root = Files.createTempDirectory("mcctl-bench-durability");
-        try {
-            BucketLayout layout = new BucketLayout(root, 256, 64 << 10, 4L << 30);
-            try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0,
-                    Duration.ofMinutes(10), Duration.ofSeconds(5), durability, null, null, 2, 64L << 20, Map.of()));
-                 MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30))) {
-                MasterBenchmark warm = new MasterBenchmark(client, 8, 64 << 10, "warm");
-                warm.offload(64, keys / 8 / 4 / 64 * 64, new ArrayList<>());
-                MasterBenchmark bench = new MasterBenchmark(client, 8, 64 << 10, "run");
-                return bench.offload(64, keys / 8 / 64 * 64, new ArrayList<>()).keysPerSecond();
-            }
+        try (MasterProcess master = startMaster(root, durability);
+             MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(30))) {
+            new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "warm").offload(BATCH, perCaller(keys / 4), new ArrayList<>());
+            return new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "run").offload(BATCH, perCaller(keys), new ArrayList<>()).keysPerSecond();
         } finally {
             BenchMasterCommand.deleteTree(root);
         }

@@ -230,6 +230,16 @@ public final class SnapshotFile {
         void visit(T record) throws IOException;
     }
 
+    /** Sections up to this size are mapped and decoded from memory; larger ones are streamed. */
+    static final long MAX_MAPPED_SECTION = 1L << 30;
+    /** A parallel read gives each thread at least this many records. */
+    static final long PARALLEL_MIN_RECORDS = 50_000;
+
+    /** Takes the bytes of one record of a section, undecoded: {@code length} bytes of {@code bytes} from {@code offset}. */
+    public interface RawRecordVisitor {
+        void record(ByteBuffer bytes, int offset, int length) throws com.google.protobuf.InvalidProtocolBufferException;
+    }
+
     /** An opened snapshot: its index and meta record, checked; sections are read on demand. */
     public static final class Reader {
         private final Path path;
@@ -256,43 +266,219 @@ public final class SnapshotFile {
             return index.stream().filter(i -> i.section() == section).findFirst().orElse(null);
         }
 
-        /** Reads one section's records, checking its checksum and record count as it goes. */
+        /** Reads one section's records in order, then checks its checksum and record count. */
         public <T extends MessageLite> void read(Section section, Parser<T> parser, RecordVisitor<T> visitor) throws IOException {
+            SectionInfo info = require(section);
+            if (info.length() > MAX_MAPPED_SECTION) {
+                readStreaming(info, parser, visitor);
+                return;
+            }
+            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+                ByteBuffer bytes = channel.map(FileChannel.MapMode.READ_ONLY, info.offset(), info.length());
+                long records = decode(info, CodedInputStream.newInstance(bytes), parser, visitor);
+                checkSection(info, bytes, records);
+            }
+        }
+
+        /**
+         * Reads one section on up to {@code threads} threads, each walking a contiguous share of its records and handing
+         * each record's bytes, undecoded, to its own visitor from {@code newVisitor} (given the share's number); returns
+         * the visitors in file order. Then checks the section's checksum and record count, as {@link #read} does; of
+         * several records that do not decode, the first in the file is reported.
+         */
+        public <V extends RawRecordVisitor> List<V> readShares(Section section, int threads, java.util.function.IntFunction<V> newVisitor)
+                throws IOException {
+            SectionInfo info = require(section);
+            if (info.length() > MAX_MAPPED_SECTION) {
+                throw new CorruptStateException(path, info.offset(), section + " section of " + info.length() + " bytes is larger than "
+                        + MAX_MAPPED_SECTION + " bytes, the most this mcctl maps");
+            }
+            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+                ByteBuffer bytes = channel.map(FileChannel.MapMode.READ_ONLY, info.offset(), info.length());
+                int shares = (int) Math.max(1, Math.min(threads, info.records() / PARALLEL_MIN_RECORDS));
+                int[] starts = shareStarts(info, bytes, shares);
+                List<V> visitors = new ArrayList<>();
+                for (int i = 0; i < shares; i++) {
+                    visitors.add(newVisitor.apply(i));
+                }
+                IOException[] failures = new IOException[shares];
+                RuntimeException[] crashes = new RuntimeException[shares];
+                long[] counts = new long[shares];
+                Thread[] workers = new Thread[shares];
+                for (int i = shares - 1; i >= 0; i--) {
+                    int share = i;
+                    Runnable work = () -> {
+                        int end = share + 1 < shares ? starts[share + 1] : bytes.limit();
+                        try {
+                            counts[share] = walk(info, bytes.duplicate(), starts[share], end, share == 0 ? 0 : -1, visitors.get(share));
+                        } catch (IOException e) {
+                            failures[share] = e;
+                        } catch (RuntimeException e) {
+                            crashes[share] = e;
+                        }
+                    };
+                    if (share == 0) {
+                        work.run(); // on this thread, while the others run
+                    } else {
+                        workers[share] = new Thread(work, "mcctl-snapshot-read-" + share);
+                        workers[share].start();
+                    }
+                }
+                for (int i = 1; i < shares; i++) {
+                    try {
+                        workers[i].join();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new java.io.InterruptedIOException("interrupted reading " + path);
+                    }
+                }
+                for (int i = 0; i < shares; i++) {
+                    if (failures[i] != null) {
+                        throw failures[i];
+                    }
+                    if (crashes[i] != null) {
+                        throw crashes[i];
+                    }
+                }
+                checkSection(info, bytes, java.util.Arrays.stream(counts).sum());
+                return visitors;
+            }
+        }
+
+        /**
+         * Steps through the length-prefixed records of bytes [from, to) of a mapped section.
+         *
+         * @param firstRecord the index of the first record, for messages, or -1 when not known (a later share)
+         * @return how many records there were
+         */
+        private long walk(SectionInfo info, ByteBuffer bytes, int from, int to, long firstRecord, RawRecordVisitor visitor) throws IOException {
+            long records = 0;
+            int at = from;
+            while (at < to) {
+                int recordStart = at;
+                long length = 0;
+                int shift = 0;
+                byte b;
+                do {
+                    if (at >= to || shift > 28) {
+                        throw undecodable(info, recordStart, firstRecord, records, "malformed length");
+                    }
+                    b = bytes.get(at++);
+                    length |= (long) (b & 0x7f) << shift;
+                    shift += 7;
+                } while (b < 0);
+                if (length > to - at) {
+                    throw undecodable(info, recordStart, firstRecord, records, "record of " + length + " bytes runs past the end of the section");
+                }
+                try {
+                    visitor.record(bytes, at, (int) length);
+                } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                    throw undecodable(info, recordStart, firstRecord, records, e.getMessage());
+                }
+                at += (int) length;
+                records++;
+            }
+            return records;
+        }
+
+        private CorruptStateException undecodable(SectionInfo info, int at, long firstRecord, long records, String why) {
+            return new CorruptStateException(path, info.offset() + at, info.section() + " record "
+                    + (firstRecord >= 0 ? String.valueOf(firstRecord + records) : "at section byte " + at) + " does not decode: " + why);
+        }
+
+        private SectionInfo require(Section section) throws CorruptStateException {
             SectionInfo info = info(section);
             if (info == null) {
                 throw new CorruptStateException(path, 0, "no " + section + " section");
             }
+            return info;
+        }
+
+        /**
+         * Where each of {@code shares} runs of about equal record counts starts, found by stepping over the length
+         * prefixes (no record is decoded).
+         */
+        private int[] shareStarts(SectionInfo info, ByteBuffer bytes, int shares) throws CorruptStateException {
+            int[] starts = new int[shares];
+            long perShare = info.records() / shares;
+            int at = 0;
+            long record = 0;
+            for (int share = 1; share < shares; share++) {
+                while (record < perShare * share) {
+                    if (at >= bytes.limit()) {
+                        throw new CorruptStateException(path, info.offset() + at, info.section() + " section ends after " + record
+                                + " records, index says " + info.records());
+                    }
+                    long length = 0;
+                    int shift = 0;
+                    byte b;
+                    do {
+                        if (at >= bytes.limit() || shift > 28) {
+                            throw new CorruptStateException(path, info.offset() + at, info.section() + " record " + record
+                                    + " has a malformed length");
+                        }
+                        b = bytes.get(at++);
+                        length |= (long) (b & 0x7f) << shift;
+                        shift += 7;
+                    } while (b < 0);
+                    at += (int) Math.min(length, bytes.limit() + 1L - at);
+                    record++;
+                }
+                starts[share] = Math.min(at, bytes.limit());
+            }
+            return starts;
+        }
+
+        /** Decodes every record of a section from {@code coded}; returns how many there were. */
+        private <T extends MessageLite> long decode(SectionInfo info, CodedInputStream coded, Parser<T> parser, RecordVisitor<T> visitor)
+                throws IOException {
+            coded.setSizeLimit(Integer.MAX_VALUE);
+            long records = 0;
+            long retired = 0; // bytes read before the last resetSizeCounter, which restarts getTotalBytesRead at 0
+            while (!coded.isAtEnd()) {
+                long at = info.offset() + retired + coded.getTotalBytesRead();
+                T record;
+                try {
+                    int length = coded.readRawVarint32();
+                    int limit = coded.pushLimit(length);
+                    record = parser.parseFrom(coded);
+                    coded.popLimit(limit);
+                } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                    throw new CorruptStateException(path, at, info.section() + " record " + records + " does not decode: " + e.getMessage());
+                }
+                records++;
+                visitor.visit(record);
+                if (records % 65536 == 0) {
+                    retired += coded.getTotalBytesRead();
+                    coded.resetSizeCounter();
+                }
+            }
+            return records;
+        }
+
+        private void checkSection(SectionInfo info, ByteBuffer bytes, long records) throws CorruptStateException {
+            CRC32C crc = new CRC32C();
+            crc.update(bytes.duplicate().clear());
+            if ((int) crc.getValue() != info.crc32c()) {
+                throw new CorruptStateException(path, info.offset(), info.section() + " section fails its CRC32C");
+            }
+            if (records != info.records()) {
+                throw new CorruptStateException(path, info.offset(), info.section() + " section has " + records + " records, index says " + info.records());
+            }
+        }
+
+        /** {@link #read} for a section too large to map in one piece. */
+        private <T extends MessageLite> void readStreaming(SectionInfo info, Parser<T> parser, RecordVisitor<T> visitor) throws IOException {
             CRC32C crc = new CRC32C();
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
                 channel.position(info.offset());
                 InputStream limited = new BoundedStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16), info.length());
-                CodedInputStream coded = CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16);
-                coded.setSizeLimit(Integer.MAX_VALUE);
-                long records = 0;
-                long retired = 0; // bytes read before the last resetSizeCounter, which restarts getTotalBytesRead at 0
-                while (!coded.isAtEnd()) {
-                    long at = info.offset() + retired + coded.getTotalBytesRead();
-                    T record;
-                    try {
-                        int length = coded.readRawVarint32();
-                        int limit = coded.pushLimit(length);
-                        record = parser.parseFrom(coded);
-                        coded.popLimit(limit);
-                    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-                        throw new CorruptStateException(path, at, section + " record " + records + " does not decode: " + e.getMessage());
-                    }
-                    records++;
-                    visitor.visit(record);
-                    if (records % 65536 == 0) {
-                        retired += coded.getTotalBytesRead();
-                        coded.resetSizeCounter();
-                    }
-                }
+                long records = decode(info, CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16), parser, visitor);
                 if ((int) crc.getValue() != info.crc32c()) {
-                    throw new CorruptStateException(path, info.offset(), section + " section fails its CRC32C");
+                    throw new CorruptStateException(path, info.offset(), info.section() + " section fails its CRC32C");
                 }
                 if (records != info.records()) {
-                    throw new CorruptStateException(path, info.offset(), section + " section has " + records + " records, index says " + info.records());
+                    throw new CorruptStateException(path, info.offset(), info.section() + " section has " + records + " records, index says " + info.records());
                 }
             }
         }

@@ -29,6 +29,7 @@ public final class StateRecovery {
 
     /** What recovery found. */
     public static final class Recovered {
+        /** The committed mappings, when recovered into records (the tools' recovery); empty otherwise. */
         public Map<String, MappingRecord> mappings = new HashMap<>();
         public final Map<String, PendingRecord> pending = new HashMap<>();
         public final Map<Long, QuarantineRecord> quarantine = new HashMap<>();
@@ -42,15 +43,20 @@ public final class StateRecovery {
         public long replayMillis;
         public final List<String> warnings = new ArrayList<>();
         final long pageSize;
+        /** Where the committed mappings went. */
+        public final MappingTable table;
 
-        Recovered(long pageSize) {
+        Recovered(long pageSize, MappingTable table) {
             this.pageSize = pageSize;
+            this.table = table;
+            if (table instanceof MappingTable.Records records) {
+                this.mappings = records.mappings();
+            }
         }
 
-        void presize(int expectedMappings) {
-            if (mappings.isEmpty()) {
-                mappings = new HashMap<>(expectedMappings * 4 / 3 + 16);
-            }
+        /** Committed mappings recovered. */
+        public long mappingCount() {
+            return table.size();
         }
     }
 
@@ -61,7 +67,16 @@ public final class StateRecovery {
      * @param replayWal false under snapshot durability: the state is the newest snapshot's
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, true);
+        return recover(stateDir, layout, replayWal, true, MappingTable.Records::new);
+    }
+
+    /**
+     * Recovery as {@link #recover(Path, BucketLayout, boolean)}, with the committed mappings put into a table from
+     * {@code tables} (a fresh one for each snapshot tried): a starting master passes its page service's.
+     */
+    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, java.util.function.Supplier<MappingTable> tables)
+            throws IOException {
+        return recover(stateDir, layout, replayWal, true, tables);
     }
 
     /**
@@ -69,15 +84,16 @@ public final class StateRecovery {
      * state directory of a master that may still be running.
      */
     public static Recovered recoverReadOnly(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, false);
+        return recover(stateDir, layout, replayWal, false, MappingTable.Records::new);
     }
 
-    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair) throws IOException {
-        Recovered state = new Recovered(layout.pageSize());
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair,
+                                     java.util.function.Supplier<MappingTable> tables) throws IOException {
+        Recovered state = new Recovered(layout.pageSize(), tables.get());
         long begin = System.nanoTime();
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
-                Recovered attempt = new Recovered(layout.pageSize());
+                Recovered attempt = new Recovered(layout.pageSize(), tables.get());
                 loadSnapshot(listed.path(), layout, attempt);
                 attempt.warnings.addAll(state.warnings);
                 state = attempt;
@@ -121,12 +137,10 @@ public final class StateRecovery {
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
         }
-        // Sized once from the index: a million mappings would otherwise rehash the map twenty times.
-        SnapshotFile.SectionInfo mappingSection = reader.info(SnapshotFile.Section.MAPPINGS);
-        if (mappingSection != null && mappingSection.records() > 0 && mappingSection.records() < Integer.MAX_VALUE / 2) {
-            state.presize((int) mappingSection.records());
+        state.table.load(reader);
+        if (state.table instanceof MappingTable.Records records) {
+            state.mappings = records.mappings(); // loading may have replaced the map with a presized one
         }
-        reader.read(SnapshotFile.Section.MAPPINGS, MappingRecord.parser(), m -> state.mappings.put(scoped(m.getTenantId(), m.getKey()), m));
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> state.pending.put(scoped(p.getTenantId(), p.getKey()), p));
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> state.quarantine.put(rangeKey(q.getBucket(), q.getFirstPage()), q));
         state.snapshot = path;
@@ -150,15 +164,14 @@ public final class StateRecovery {
                 if (pending != null && sameRange(pending.getPlacement(), c.getPlacement())) {
                     state.pending.remove(key);
                 }
-                MappingRecord current = state.mappings.get(key);
-                if (current != null && current.getPlacement().equals(c.getPlacement())) {
+                PlacementRecord current = state.table.get(key);
+                if (current != null && current.equals(c.getPlacement())) {
                     return;
                 }
-                if (c.hasReplaced() && current != null && sameRange(current.getPlacement(), c.getReplaced())) {
+                if (c.hasReplaced() && current != null && sameRange(current, c.getReplaced())) {
                     quarantine(state, c.getReplaced(), c.getReplacedReleaseMs(), record.getTimeMs());
                 }
-                state.mappings.put(key, MappingRecord.newBuilder().setTenantId(c.getTenantId()).setKey(c.getKey())
-                        .setPlacement(c.getPlacement()).build());
+                state.table.put(key, c.getTenantId(), c.getKey(), c.getPlacement());
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();
@@ -171,9 +184,9 @@ public final class StateRecovery {
             case REMOVED -> {
                 Removed r = record.getRemoved();
                 String key = scoped(r.getTenantId(), r.getKey());
-                MappingRecord current = state.mappings.get(key);
-                if (current != null && sameRange(current.getPlacement(), r.getPlacement())) {
-                    state.mappings.remove(key);
+                PlacementRecord current = state.table.get(key);
+                if (current != null && sameRange(current, r.getPlacement())) {
+                    state.table.remove(key);
                     quarantine(state, r.getPlacement(), r.getReleaseMs(), record.getTimeMs());
                 }
             }

@@ -10,6 +10,7 @@ import io.grpc.ServerInterceptors;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.mcctl.master.durability.CorruptStateException;
+import io.mcctl.master.durability.ServiceMappingTable;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.durability.StateRecovery;
 import io.mcctl.master.durability.WriteAheadLog;
@@ -91,19 +92,22 @@ public final class MasterServer implements AutoCloseable {
         Files.createDirectories(stateDir);
         boolean walMode = options.durability() == MasterSettings.Durability.wal;
         long started = System.nanoTime();
-        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode);
+        // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
+        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode,
+                () -> new ServiceMappingTable(new PageService(options.layout(), options.allocationDeadline(), options.readLease())));
         for (String warning : recovered.warnings) {
             LOG.warn("recovery: {}", warning);
         }
-        PageService pages = new PageService(options.layout(), options.allocationDeadline(), options.readLease());
+        ServiceMappingTable table = (ServiceMappingTable) recovered.table;
+        PageService pages = table.pages();
         try {
-            pages.restore(recovered.mappings, recovered.pending, recovered.quarantine.values());
+            table.restorer().finish(recovered.pending, recovered.quarantine.values());
         } catch (IllegalStateException e) {
             throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
         }
         LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                         + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
-                recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(),
+                pages.mappingCount(), pages.inFlightCount(), recovered.quarantine.size(),
                 recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
                 (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
                 (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);

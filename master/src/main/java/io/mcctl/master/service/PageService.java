@@ -700,67 +700,159 @@ public final class PageService {
     }
 
     /**
-     * Loads recovered state, keyed by scoped key (tenant, NUL, key) as recovery holds it, into an empty
-     * service, then rebuilds every bucket's bitmap from it. In-flight allocations keep their deadlines and
-     * quarantined ranges their release times (on the wall clock), so a writer still writing after a master
-     * restart keeps its pages; ones already past are reclaimed by the next {@link #reap}. Call before
-     * serving, from one thread; the shards are filled by two.
+     * Loads recovered state, keyed by scoped key (tenant, NUL, key) as recovery holds it, into an empty service,
+     * then rebuilds every bucket's bitmap from it: {@link Restorer} in one call.
      *
      * @throws IllegalStateException when two pieces of state claim the same page (names both)
      */
     public void restore(Map<String, MappingRecord> mappingsByKey, Map<String, PendingRecord> pendingByKey,
                         java.util.Collection<QuarantineRecord> quarantineRecords) {
+        Restorer restorer = restorer();
+        for (Map.Entry<String, MappingRecord> e : mappingsByKey.entrySet()) {
+            restorer.put(e.getKey(), placement(e.getValue().getPlacement()));
+        }
+        restorer.finish(pendingByKey, quarantineRecords);
+    }
+
+    /** Starts loading recovered state into this service, which must be empty and not yet serving. */
+    public Restorer restorer() {
         if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
             throw new IllegalStateException("restore needs an empty page service");
         }
-        long restoredLeaseUntil = nanoClock.getAsLong() + readLeaseNanos;
-        // Group by shard first, so each shard is filled by one thread without its lock and sized once.
-        @SuppressWarnings("unchecked")
-        List<Map.Entry<String, MappingRecord>>[] byShard = new List[SHARDS];
-        for (int i = 0; i < SHARDS; i++) {
-            byShard[i] = new ArrayList<>(mappingsByKey.size() / SHARDS + 16);
+        return new Restorer();
+    }
+
+    /**
+     * Fills an empty service before it serves, straight into its tables: committed mappings put, looked up and
+     * removed by scoped key (as recovery replays the log), or added in bulk from {@link Batch}es decoded on other
+     * threads; then {@link #finish} adds in-flight allocations and quarantine, claims every page and rebuilds the
+     * bitmaps. Not thread-safe: one thread calls it, except that separate batches may be filled on separate threads.
+     */
+    public final class Restorer {
+
+        private Restorer() {
         }
-        for (Map.Entry<String, MappingRecord> e : mappingsByKey.entrySet()) {
-            byShard[shardIndex(e.getKey())].add(e);
+
+        public void put(String scopedKey, Placement placement) {
+            shardOf(scopedKey).entries.computeIfAbsent(scopedKey, k -> new ObjectEntry()).commit(placement);
         }
-        java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
-            Shard shard = shards[i];
-            shard.entries = new HashMap<>(byShard[i].size() * 4 / 3 + 16);
-            HashMap<String, ObjectEntry> target = shard.entries;
-            for (Map.Entry<String, MappingRecord> e : byShard[i]) {
-                ObjectEntry entry = new ObjectEntry();
-                entry.commit(placement(e.getValue().getPlacement()));
-                // Leases granted before a restart are not logged: every mapping counts as read just now, so a
-                // reader that looked it up before the crash still has its pages for one lease period.
-                entry.leaseUntilNanos = restoredLeaseUntil;
-                target.put(e.getKey(), entry);
-                claim(entry, e.getKey());
+
+        /** The committed placement of a scoped key, or null. */
+        public Placement get(String scopedKey) {
+            ObjectEntry entry = shardOf(scopedKey).entries.get(scopedKey);
+            return entry == null ? null : entry.committed();
+        }
+
+        public void remove(String scopedKey) {
+            shardOf(scopedKey).entries.remove(scopedKey);
+        }
+
+        public long size() {
+            long size = 0;
+            for (Shard shard : shards) {
+                size += shard.entries.size();
             }
-        });
-        mappings.addAndGet(mappingsByKey.size());
-        List<Pending> restored = new ArrayList<>();
-        for (Map.Entry<String, PendingRecord> e : pendingByKey.entrySet()) {
-            PendingRecord p = e.getValue();
-            String scoped = e.getKey();
-            Shard shard = shardOf(scoped);
-            ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
-            Placement placement = placement(p.getPlacement());
-            claim(placement, () -> "in-flight allocation of " + describeKey(scoped));
-            entry.pending = new Pending(scoped, entry, placement, clockOf(p.getDeadlineMs()), p.getOverwrite());
-            restored.add(entry.pending);
-            inFlight.incrementAndGet();
+            return size;
         }
-        restored.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
-        for (Pending pending : restored) {
-            shardOf(pending.scopedKey).append(pending);
+
+        public Batch newBatch() {
+            return new Batch();
         }
-        for (QuarantineRecord q : quarantineRecords) {
-            Placement range = new Placement(q.getBucket(), q.getFirstPage() * layout.pageSize(), q.getPages() * layout.pageSize(), 0);
-            claim(range, () -> "quarantined range");
-            quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
-            quarantinedPages.addAndGet(q.getPages());
+
+        /** Adds the batches' mappings (later batches win for a key in several), each shard's table filled by one thread. */
+        public void putAll(List<Batch> batches) {
+            java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
+                int adding = 0;
+                for (Batch batch : batches) {
+                    adding += batch.keys[i] == null ? 0 : batch.keys[i].size();
+                }
+                if (shards[i].entries.isEmpty()) {
+                    shards[i].entries = new HashMap<>((adding + 16) * 4 / 3); // sized once: no rehash while filling
+                }
+                HashMap<String, ObjectEntry> target = shards[i].entries;
+                for (Batch batch : batches) {
+                    if (batch.keys[i] != null) {
+                        for (int j = 0; j < batch.keys[i].size(); j++) {
+                            target.put(batch.keys[i].get(j), batch.entries[i].get(j));
+                        }
+                    }
+                }
+            });
         }
-        java.util.Arrays.stream(allocators).parallel().forEach(BitmapPageAllocator::rebuildSummaries);
+
+        /**
+         * Adds the in-flight allocations (which keep their deadlines) and quarantined ranges (their release times), on
+         * the wall clock, so a writer still writing after a restart keeps its pages; ones already past are reclaimed by
+         * the next {@link #reap}. Then claims every page and rebuilds the bitmaps.
+         *
+         * @throws IllegalStateException when two pieces of state claim the same page (names both)
+         */
+        public void finish(Map<String, PendingRecord> pendingByKey, java.util.Collection<QuarantineRecord> quarantineRecords) {
+            long restoredLeaseUntil = nanoClock.getAsLong() + readLeaseNanos;
+            long[] committed = new long[SHARDS];
+            java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
+                for (Map.Entry<String, ObjectEntry> e : shards[i].entries.entrySet()) {
+                    // Leases granted before a restart are not logged: every mapping counts as read just now, so a
+                    // reader that looked it up before the crash still has its pages for one lease period.
+                    e.getValue().leaseUntilNanos = restoredLeaseUntil;
+                    claim(e.getValue(), e.getKey());
+                    committed[i]++;
+                }
+            });
+            mappings.addAndGet(java.util.Arrays.stream(committed).sum());
+            List<Pending> restored = new ArrayList<>();
+            for (Map.Entry<String, PendingRecord> e : pendingByKey.entrySet()) {
+                PendingRecord p = e.getValue();
+                String scoped = e.getKey();
+                Shard shard = shardOf(scoped);
+                ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
+                Placement placement = placement(p.getPlacement());
+                claim(placement, () -> "in-flight allocation of " + describeKey(scoped));
+                entry.pending = new Pending(scoped, entry, placement, clockOf(p.getDeadlineMs()), p.getOverwrite());
+                restored.add(entry.pending);
+                inFlight.incrementAndGet();
+            }
+            restored.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
+            for (Pending pending : restored) {
+                shardOf(pending.scopedKey).append(pending);
+            }
+            for (QuarantineRecord q : quarantineRecords) {
+                Placement range = new Placement(q.getBucket(), q.getFirstPage() * layout.pageSize(), q.getPages() * layout.pageSize(), 0);
+                claim(range, () -> "quarantined range");
+                quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
+                quarantinedPages.addAndGet(q.getPages());
+            }
+            java.util.Arrays.stream(allocators).parallel().forEach(BitmapPageAllocator::rebuildSummaries);
+        }
+    }
+
+    /**
+     * Mappings decoded by one thread for {@link Restorer#putAll}, already sorted by shard so that the shards can be
+     * filled in parallel. Not thread-safe: one per decoding thread.
+     */
+    public final class Batch {
+        @SuppressWarnings("unchecked")
+        private final ArrayList<String>[] keys = new ArrayList[SHARDS];
+        @SuppressWarnings("unchecked")
+        private final ArrayList<ObjectEntry>[] entries = new ArrayList[SHARDS];
+
+        private Batch() {
+        }
+
+        public void add(String scopedKey, int bucket, long offset, long size, int crc32c) {
+            int shard = shardIndex(scopedKey);
+            if (keys[shard] == null) {
+                keys[shard] = new ArrayList<>();
+                entries[shard] = new ArrayList<>();
+            }
+            ObjectEntry entry = new ObjectEntry();
+            entry.bucket = bucket;
+            entry.offset = offset;
+            entry.size = size;
+            entry.crc32c = crc32c;
+            keys[shard].add(scopedKey);
+            entries[shard].add(entry);
+        }
     }
 
     private void claim(ObjectEntry entry, String scoped) {

@@ -102,7 +102,7 @@ final class StateFixtures {
         return lines.size() + " " + some;
     }
 
-    /** What {@link io.mcctl.master.server.MasterServer#start} does before serving: recover, then restore into a new service. */
+    /** What {@link io.mcctl.master.server.MasterServer#start} does before serving: recover straight into a new service. */
     record Restored(StateRecovery.Recovered recovered, PageService pages) {
     }
 
@@ -111,10 +111,11 @@ final class StateFixtures {
     }
 
     static Restored recover(Path stateDir, BucketLayout layout, boolean wal, java.util.function.LongSupplier nanoClock) throws IOException {
-        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, wal);
-        PageService pages = new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), nanoClock);
-        pages.restore(recovered.mappings, recovered.pending, recovered.quarantine.values()); // as MasterServer.start does
-        return new Restored(recovered, pages);
+        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, wal,
+                () -> new ServiceMappingTable(new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), nanoClock)));
+        ServiceMappingTable table = (ServiceMappingTable) recovered.table;
+        table.restorer().finish(recovered.pending, recovered.quarantine.values());
+        return new Restored(recovered, table.pages());
     }
 
     /** Inverts every bit of the byte at {@code offset}. */

@@ -1,0 +1,130 @@
+package io.mcctl.cli.bench;
+
+import io.mcctl.cli.Main;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code mcctl master start} as a separate process on this JVM's classpath, as a master runs in production: its own
+ * heap, its own collector, no client threads beside it. Its address is read from the line it prints when serving.
+ *
+ * <p>Not thread-safe.
+ */
+public final class MasterProcess implements AutoCloseable {
+
+    private static final Pattern SERVING = Pattern.compile("serving gRPC on [^:]+:(\\d+)");
+
+    private final Process process;
+    private final int port;
+    private final Path out;
+    private final Path err;
+    private final long startedNanos;
+    private final long servingNanos;
+
+    private MasterProcess(Process process, int port, Path out, Path err, long startedNanos, long servingNanos) {
+        this.process = process;
+        this.port = port;
+        this.out = out;
+        this.err = err;
+        this.startedNanos = startedNanos;
+        this.servingNanos = servingNanos;
+    }
+
+    /** The command that runs mcctl with these JVM options and arguments. */
+    public static List<String> command(List<String> jvmOptions, List<String> args) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(jvmOptions);
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(Main.class.getName());
+        command.addAll(args);
+        return command;
+    }
+
+    /**
+     * Starts a master on 127.0.0.1, any free port, no metrics port, with {@code masterArgs} added, and waits until it
+     * serves.
+     *
+     * @param prepare adjusts the process (directory, environment) before it starts
+     * @throws IOException when it exits or does not serve within {@code timeout}; the message carries its stderr
+     */
+    public static MasterProcess start(List<String> jvmOptions, Duration timeout, java.util.function.Consumer<ProcessBuilder> prepare,
+                                      String... masterArgs) throws IOException, InterruptedException {
+        Path out = Files.createTempFile("mcctl-master-out", ".txt");
+        Path err = Files.createTempFile("mcctl-master-err", ".txt");
+        List<String> args = new ArrayList<>(List.of("master", "start", "--bind", "127.0.0.1", "--port", "0", "--metrics-port", "0"));
+        args.addAll(List.of(masterArgs));
+        ProcessBuilder builder = new ProcessBuilder(command(jvmOptions, args)).redirectOutput(out.toFile()).redirectError(err.toFile());
+        prepare.accept(builder);
+        long started = System.nanoTime();
+        Process process = builder.start();
+        long deadline = started + timeout.toNanos();
+        try {
+            while (System.nanoTime() < deadline) {
+                Matcher m = SERVING.matcher(Files.readString(out));
+                if (m.find()) {
+                    return new MasterProcess(process, Integer.parseInt(m.group(1)), out, err, started, System.nanoTime());
+                }
+                if (!process.isAlive()) {
+                    throw new IOException("the master exited with " + process.exitValue() + ": " + Files.readString(err).strip());
+                }
+                Thread.sleep(5);
+            }
+            throw new IOException("the master did not serve within " + timeout.toSeconds() + " s: " + Files.readString(err).strip());
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            throw e;
+        }
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public String address() {
+        return "127.0.0.1:" + port;
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** From launch to the line saying it serves, as this side saw it (polled every 5 ms). */
+    public Duration startToServing() {
+        return Duration.ofNanos(servingNanos - startedNanos);
+    }
+
+    /** What it wrote to stderr (its log). */
+    public String log() throws IOException {
+        return Files.readString(err);
+    }
+
+    /** kill -9: no shutdown hook runs, nothing is flushed that was not already. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /** SIGTERM, as an operator stops it; kill -9 after 20 s. */
+    @Override
+    public void close() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(20, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        try {
+            Files.deleteIfExists(out);
+            Files.deleteIfExists(err);
+        } catch (IOException e) {
+            // temp files: the system cleans them up
+        }
+    }
+}
