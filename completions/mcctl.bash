@@ -1332,7 +1332,7 @@ function _picocli_mcctl_bench_restart() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--mappings' '--wal-records' '--keys' '--rounds'"
+  local arg_opts="'-o' '--output' '--mappings' '--wal-records' '--keys' '--snapshots' '--rounds'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1350,6 +1350,9 @@ function _picocli_mcctl_bench_restart() {
       return
       ;;
     '--keys')
+      return
+      ;;
+    '--snapshots')
       return
       ;;
     '--rounds')

@@ -56,6 +56,19 @@ class BenchCommandsTest {
     }
 
     @Test
+    @Timeout(180)
+    void bench_restart_runs_real_master_processes_through_a_kill_and_a_restart() throws Exception {
+        CliRun run = CliRun.run("bench", "restart", "--mappings", "1000", "--wal-records", "1024", "--keys", "5120", "--rounds", "1",
+                "--snapshots", "1", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(512, report.get("snapshot_mappings").asLong(), run.out()); // 8 callers x one batch of 64
+        assertEquals(512 + 512, report.get("restart_mappings").asLong(), run.out());
+        assertTrue(report.get("restart_millis_to_serving").asLong() > 0, run.out());
+        assertTrue(report.get("offload_keys_per_s_wal").asLong() > 0, run.out());
+        assertTrue(report.get("offload_keys_per_s_snapshot").asLong() > 0, run.out());
+    }
+
+    @Test
     void bench_master_refuses_too_few_keys_and_changes_nothing() {
         CliRun run = CliRun.run("bench", "master", "--threads", "8", "--keys", "100").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("--keys 100"), run.err());

@@ -150,6 +150,51 @@ public final class SnapshotFile {
             openRecords++;
         }
 
+        /**
+         * Adds a {@code MappingRecord} from its fields, encoded as protobuf would encode the message (default values
+         * left out), without building it: a snapshot writes a million of these.
+         *
+         * @param scopedKey tenant, NUL, key
+         */
+        public void addMapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
+            byte[] utf8 = scopedKey.getBytes(StandardCharsets.UTF_8);
+            int split = 0;
+            while (split < utf8.length && utf8[split] != 0) {
+                split++;
+            }
+            int tenantLength = split;
+            int keyLength = Math.max(0, utf8.length - split - 1);
+            int placementSize = (bucket != 0 ? CodedOutputStream.computeInt32Size(1, bucket) : 0)
+                    + (offset != 0 ? CodedOutputStream.computeInt64Size(2, offset) : 0)
+                    + (size != 0 ? CodedOutputStream.computeInt64Size(3, size) : 0)
+                    + (crc32c != 0 ? CodedOutputStream.computeFixed32Size(4, crc32c) : 0);
+            int recordSize = (tenantLength > 0 ? CodedOutputStream.computeTagSize(1) + CodedOutputStream.computeUInt32SizeNoTag(tenantLength) + tenantLength : 0)
+                    + (keyLength > 0 ? CodedOutputStream.computeTagSize(2) + CodedOutputStream.computeUInt32SizeNoTag(keyLength) + keyLength : 0)
+                    + CodedOutputStream.computeTagSize(3) + CodedOutputStream.computeUInt32SizeNoTag(placementSize) + placementSize;
+            coded.writeUInt32NoTag(recordSize);
+            if (tenantLength > 0) {
+                coded.writeByteArray(1, utf8, 0, tenantLength);
+            }
+            if (keyLength > 0) {
+                coded.writeByteArray(2, utf8, split + 1, keyLength);
+            }
+            coded.writeTag(3, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
+            coded.writeUInt32NoTag(placementSize);
+            if (bucket != 0) {
+                coded.writeInt32(1, bucket);
+            }
+            if (offset != 0) {
+                coded.writeInt64(2, offset);
+            }
+            if (size != 0) {
+                coded.writeInt64(3, size);
+            }
+            if (crc32c != 0) {
+                coded.writeFixed32(4, crc32c);
+            }
+            openRecords++;
+        }
+
         private void endSection() throws IOException {
             if (open == null) {
                 return;

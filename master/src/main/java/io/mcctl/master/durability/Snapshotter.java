@@ -66,8 +66,8 @@ public final class Snapshotter {
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
             pages.exportState(new PageService.StateSink() {
                 @Override
-                public void mapping(io.mcctl.master.proto.v1.MappingRecord mapping) throws IOException {
-                    writer.add(mapping);
+                public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
+                    writer.addMapping(scopedKey, bucket, offset, size, crc32c);
                     counts[0]++;
                 }
 

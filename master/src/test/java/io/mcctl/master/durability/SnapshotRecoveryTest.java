@@ -212,7 +212,7 @@ class SnapshotRecoveryTest {
         List<Placement> found = new ArrayList<>();
         pages.exportState(new PageService.StateSink() {
             @Override
-            public void mapping(MappingRecord mapping) {
+            public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) {
             }
 
             @Override
@@ -411,8 +411,8 @@ class SnapshotRecoveryTest {
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
             pages.exportState(new PageService.StateSink() {
                 @Override
-                public void mapping(MappingRecord mapping) throws IOException {
-                    writer.add(mapping);
+                public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
+                    writer.addMapping(scopedKey, bucket, offset, size, crc32c);
                 }
 
                 @Override

@@ -52,8 +52,9 @@ final class StateFixtures {
         TreeSet<String> lines = new TreeSet<>();
         pages.exportState(new PageService.StateSink() {
             @Override
-            public void mapping(MappingRecord m) {
-                lines.add("mapping " + m.getTenantId() + "/" + m.getKey() + " " + text(m.getPlacement()));
+            public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) {
+                lines.add("mapping " + scopedKey.replace('\0', '/') + " " + text(PlacementRecord.newBuilder().setBucket(bucket).setOffset(offset)
+                        .setSize(size).setCrc32C(crc32c).build()));
             }
 
             @Override
