@@ -24,6 +24,16 @@ public final class FrameCodec {
         return (int) crc.getValue();
     }
 
+    /**
+     * Fills in the header of a frame whose payload, {@code payloadLength} bytes, follows the header's room at
+     * {@code frame} in {@code out} (a heap buffer).
+     */
+    public static void putHeader(ByteBuffer out, int frame, int payloadLength) {
+        out.order(ByteOrder.LITTLE_ENDIAN);
+        out.putInt(frame, payloadLength);
+        out.putInt(frame + 4, crc(out.array(), out.arrayOffset() + frame + HEADER_BYTES, payloadLength));
+    }
+
     /** Writes the frame header for {@code payload} into {@code out} at its position. */
     public static void putHeader(ByteBuffer out, byte[] payload) {
         out.order(ByteOrder.LITTLE_ENDIAN);

@@ -41,6 +41,11 @@ public final class WriteAheadLog implements AutoCloseable {
     private final Path dir;
     private final long segmentBytes;
     private final LongSupplier wallClock;
+    /** Buffered bytes at which the writer starts without waiting for a waiter. */
+    static final int EAGER_WRITE_BYTES = 1 << 20;
+    /** How long records nobody waits for may stay buffered. */
+    static final long IDLE_WRITE_NANOS = 10_000_000L;
+
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
     private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
@@ -75,28 +80,57 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** Frames {@code record} with the next sequence and the wall-clock time; returns its sequence. */
     public long append(WalRecord.Builder record) {
+        // Encoded before the lock is taken: the lock is shared by every writer, the encoding is not. Sequence and time
+        // (fields 1 and 2) are written under the lock in front of the rest, which gives the very bytes protobuf would
+        // give for the whole record.
+        byte[] body = record.clearSequence().clearTimeMs().build().toByteArray();
         lock.lock();
         try {
             if (failure != null) {
                 throw new IllegalStateException("the write-ahead log failed and takes no more records: " + failure.getMessage(), failure);
             }
             long sequence = lastAppended + 1;
-            byte[] payload = record.setSequence(sequence).setTimeMs(wallClock.getAsLong()).build().toByteArray();
-            if (buffer.remaining() < payload.length + FrameCodec.HEADER_BYTES) {
-                ByteBuffer bigger = ByteBuffer.allocate(Math.max(buffer.capacity() * 2, buffer.position() + payload.length + 64))
+            long timeMs = wallClock.getAsLong();
+            int payloadLength = 1 + varintSize(sequence) + 1 + varintSize(timeMs) + body.length;
+            if (buffer.remaining() < payloadLength + FrameCodec.HEADER_BYTES) {
+                ByteBuffer bigger = ByteBuffer.allocate(Math.max(buffer.capacity() * 2, buffer.position() + payloadLength + 64))
                         .order(ByteOrder.LITTLE_ENDIAN);
                 buffer.flip();
                 bigger.put(buffer);
                 buffer = bigger;
             }
-            FrameCodec.putHeader(buffer, payload);
-            buffer.put(payload);
+            int frame = buffer.position();
+            buffer.position(frame + FrameCodec.HEADER_BYTES);
+            buffer.put((byte) 0x08); // field 1, varint
+            putVarint(buffer, sequence);
+            buffer.put((byte) 0x10); // field 2, varint
+            putVarint(buffer, timeMs);
+            buffer.put(body);
+            FrameCodec.putHeader(buffer, frame, payloadLength);
             lastAppended = sequence;
-            work.signal();
+            if (frame == 0 || buffer.position() >= EAGER_WRITE_BYTES) {
+                // The writer is woken by whoever waits for these records (whenDurable), not by each append: a batch
+                // call appends all its records first and then shares one fsync, instead of the writer starting on its
+                // first record and the rest waiting for a second fsync. The first record of a batch starts the idle
+                // timer; a full buffer is written at once.
+                work.signal();
+            }
             return sequence;
         } finally {
             lock.unlock();
         }
+    }
+
+    private static int varintSize(long value) {
+        return value == 0 ? 1 : (63 - Long.numberOfLeadingZeros(value)) / 7 + 1;
+    }
+
+    private static void putVarint(ByteBuffer out, long value) {
+        while ((value & ~0x7FL) != 0) {
+            out.put((byte) ((value & 0x7F) | 0x80));
+            value >>>= 7;
+        }
+        out.put((byte) value);
     }
 
     /** Completes once every record appended before this call is on disk (or exceptionally if the log failed). */
@@ -111,6 +145,7 @@ public final class WriteAheadLog implements AutoCloseable {
             }
             CompletableFuture<Void> future = new CompletableFuture<>();
             waiters.add(new Waiter(lastAppended, future));
+            work.signal();
             return future;
         } finally {
             lock.unlock();
@@ -159,14 +194,29 @@ public final class WriteAheadLog implements AutoCloseable {
         DurableFiles.fsyncDirectory(dir);
     }
 
+    /** Caller holds the lock. Returns the nanoseconds left, as {@link Condition#awaitNanos} does. */
+    private long awaitNanosUninterruptibly(long nanos) {
+        try {
+            return work.awaitNanos(nanos);
+        } catch (InterruptedException e) {
+            return 0; // the writer is stopped through closing, never by interrupt: just write
+        }
+    }
+
     private void writeLoop() {
         while (true) {
             ByteBuffer batch;
             long upTo;
             lock.lock();
             try {
-                while (buffer.position() == 0 && !closing) {
-                    work.awaitUninterruptibly();
+                while (!closing) {
+                    if (buffer.position() == 0) {
+                        work.awaitUninterruptibly();
+                    } else if (!waiters.isEmpty() || buffer.position() >= EAGER_WRITE_BYTES) {
+                        break;
+                    } else if (awaitNanosUninterruptibly(IDLE_WRITE_NANOS) <= 0) {
+                        break; // records nobody waits for (the reaper's, say) are written within IDLE_WRITE_NANOS
+                    }
                 }
                 if (buffer.position() == 0) {
                     return; // closing, nothing left

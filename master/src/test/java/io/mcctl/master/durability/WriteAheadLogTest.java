@@ -69,6 +69,33 @@ class WriteAheadLogTest {
     }
 
     @Test
+    void a_frame_holds_exactly_the_bytes_protobuf_gives_for_the_whole_record() throws Exception {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, 41, BIG_SEGMENTS, () -> 1_700_000_000_123L)) {
+            wal.append(allocated("key-with-é"));
+            wal.whenDurable().get(10, TimeUnit.SECONDS);
+        }
+        byte[] file = Files.readAllBytes(onlySegment(dir));
+        byte[] expected = allocated("key-with-é").setSequence(42).setTimeMs(1_700_000_000_123L).build().toByteArray();
+        java.nio.ByteBuffer frame = java.nio.ByteBuffer.wrap(file).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        assertEquals(expected.length, frame.getInt(0));
+        assertEquals(FrameCodec.crc(expected, 0, expected.length), frame.getInt(4));
+        assertEquals(FrameCodec.HEADER_BYTES + expected.length, file.length);
+        assertEquals(java.util.Arrays.toString(expected), java.util.Arrays.toString(java.util.Arrays.copyOfRange(file, FrameCodec.HEADER_BYTES, file.length)));
+    }
+
+    @Test
+    void a_record_nobody_waits_for_still_reaches_the_disk() throws Exception {
+        try (WriteAheadLog wal = open(dir, 0, BIG_SEGMENTS)) {
+            wal.append(allocated("unwaited"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (wal.lastDurable() < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals(1, wal.lastDurable(), "written within the idle bound without any whenDurable");
+        }
+    }
+
+    @Test
     void records_appended_from_8_threads_come_back_in_sequence_order_with_no_gap() throws Exception {
         int threads = 8;
         int perThread = 400;
