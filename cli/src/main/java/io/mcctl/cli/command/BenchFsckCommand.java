@@ -80,8 +80,8 @@ public final class BenchFsckCommand implements Callable<Integer> {
                         throw new CliException(ExitCodes.FAILED, "the live fsck found errors in a clean state: " + live.errors());
                     }
                 }
-                report.put("live_fsck_millis", BenchRestartCommand.round(median(liveMillis)));
-                report.put("live_longest_lock_hold_millis", BenchRestartCommand.round(median(pauseMillis)));
+                report.put("live_fsck_millis", BenchRestartCommand.round(BenchRestartCommand.median(liveMillis)));
+                report.put("live_longest_lock_hold_millis", BenchRestartCommand.round(BenchRestartCommand.median(pauseMillis)));
 
                 LatencyRecorder idle = BenchRestartCommand.lookups(master, Duration.ofSeconds(3), null);
                 AtomicBoolean checksDone = new AtomicBoolean();
@@ -112,17 +112,11 @@ public final class BenchFsckCommand implements Callable<Integer> {
                     throw new CliException(ExitCodes.FAILED, "the offline fsck found errors in a clean state: " + offline.errors());
                 }
             }
-            report.put("offline_fsck_millis", BenchRestartCommand.round(median(offlineMillis)));
+            report.put("offline_fsck_millis", BenchRestartCommand.round(BenchRestartCommand.median(offlineMillis)));
         } finally {
             BenchMasterCommand.deleteTree(root);
         }
         BenchRestartCommand.print(spec, output, report);
         return ExitCodes.OK;
-    }
-
-    private static double median(List<Double> values) {
-        List<Double> sorted = new ArrayList<>(values);
-        sorted.sort(null);
-        return sorted.get(sorted.size() / 2);
     }
 }

@@ -119,7 +119,7 @@ public final class MasterClient implements AutoCloseable {
             try {
                 return call.get();
             } catch (StatusRuntimeException e) {
-                if (e.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt == READ_ATTEMPTS) {
+                if (!connectionLost(e) || attempt == READ_ATTEMPTS) {
                     throw translate(e);
                 }
                 try {
@@ -132,9 +132,29 @@ public final class MasterClient implements AutoCloseable {
         }
     }
 
-    private MasterException translate(StatusRuntimeException e) {
+    /**
+     * Whether the call failed because the connection did: UNAVAILABLE, or UNKNOWN caused by a closed channel, which is
+     * how gRPC's Netty transport reports a connection that closed under a call (a master killed mid-call, say).
+     */
+    static boolean connectionLost(StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
         if (code == Status.Code.UNAVAILABLE) {
+            return true;
+        }
+        if (code != Status.Code.UNKNOWN) {
+            return false;
+        }
+        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.nio.channels.ClosedChannelException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private MasterException translate(StatusRuntimeException e) {
+        Status.Code code = e.getStatus().getCode();
+        if (connectionLost(e)) {
             Throwable root = e;
             while (root.getCause() != null) {
                 root = root.getCause();

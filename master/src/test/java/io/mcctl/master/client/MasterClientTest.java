@@ -57,4 +57,15 @@ class MasterClientTest {
             assertEquals("localhost:50051", client.target());
         }
     }
+
+    @Test
+    void a_connection_closed_under_a_call_counts_as_lost_whatever_status_the_transport_chose() {
+        assertTrue(MasterClient.connectionLost(io.grpc.Status.UNAVAILABLE.asRuntimeException()));
+        // gRPC's Netty transport reports a channel closed under a started call as UNKNOWN "channel closed".
+        assertTrue(MasterClient.connectionLost(io.grpc.Status.UNKNOWN.withDescription("channel closed")
+                .withCause(new java.nio.channels.ClosedChannelException()).asRuntimeException()));
+        org.junit.jupiter.api.Assertions.assertFalse(MasterClient.connectionLost(io.grpc.Status.UNKNOWN.withDescription("boom").asRuntimeException()));
+        org.junit.jupiter.api.Assertions.assertFalse(MasterClient.connectionLost(io.grpc.Status.INTERNAL
+                .withCause(new java.nio.channels.ClosedChannelException()).asRuntimeException()));
+    }
 }
