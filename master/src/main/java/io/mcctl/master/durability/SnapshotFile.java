@@ -291,12 +291,19 @@ public final class SnapshotFile {
         private final int formatVersion;
         private final List<SectionInfo> index;
         private final SnapshotMeta meta;
+        private final long maxMapped;
 
-        private Reader(Path path, int formatVersion, List<SectionInfo> index, SnapshotMeta meta) {
+        private Reader(Path path, int formatVersion, List<SectionInfo> index, SnapshotMeta meta, long maxMapped) {
             this.path = path;
             this.formatVersion = formatVersion;
             this.index = index;
             this.meta = meta;
+            this.maxMapped = maxMapped;
+        }
+
+        /** This reader, streaming every section larger than {@code bytes} instead of mapping it (tests reach that path so). */
+        Reader mappingAtMost(long bytes) {
+            return new Reader(path, formatVersion, index, meta, bytes);
         }
 
         public Path path() { return path; }
@@ -314,8 +321,19 @@ public final class SnapshotFile {
         /** Reads one section's records in order, then checks its checksum and record count. */
         public <T extends MessageLite> void read(Section section, Parser<T> parser, RecordVisitor<T> visitor) throws IOException {
             SectionInfo info = require(section);
-            if (info.length() > MAX_MAPPED_SECTION) {
-                readStreaming(info, parser, visitor);
+            if (info.length() > maxMapped) {
+                try {
+                    readStreaming(info, (bytes, offset, length) -> {
+                        T record = parser.parseFrom(bytes.array(), offset, length);
+                        try {
+                            visitor.visit(record);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e); // through the raw visitor, which may only fail to decode
+                        }
+                    });
+                } catch (java.io.UncheckedIOException e) {
+                    throw e.getCause();
+                }
                 return;
             }
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
@@ -334,9 +352,10 @@ public final class SnapshotFile {
         public <V extends RawRecordVisitor> List<V> readShares(Section section, int threads, java.util.function.IntFunction<V> newVisitor)
                 throws IOException {
             SectionInfo info = require(section);
-            if (info.length() > MAX_MAPPED_SECTION) {
-                throw new CorruptStateException(path, info.offset(), section + " section of " + info.length() + " bytes is larger than "
-                        + MAX_MAPPED_SECTION + " bytes, the most this mcctl maps");
+            if (info.length() > maxMapped) {
+                V visitor = newVisitor.apply(0); // too large to map in one piece: streamed, on this thread
+                readStreaming(info, visitor);
+                return List.of(visitor);
             }
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
                 ByteBuffer bytes = channel.map(FileChannel.MapMode.READ_ONLY, info.offset(), info.length());
@@ -401,17 +420,12 @@ public final class SnapshotFile {
             int at = from;
             while (at < to) {
                 int recordStart = at;
-                long length = 0;
-                int shift = 0;
-                byte b;
-                do {
-                    if (at >= to || shift > 28) {
-                        throw undecodable(info, recordStart, firstRecord, records, "malformed length");
-                    }
-                    b = bytes.get(at++);
-                    length |= (long) (b & 0x7f) << shift;
-                    shift += 7;
-                } while (b < 0);
+                long prefix = lengthPrefix(bytes, at, to);
+                if (prefix < 0) {
+                    throw undecodable(info, recordStart, firstRecord, records, "malformed length");
+                }
+                long length = prefix >>> 3;
+                at += (int) (prefix & 7);
                 if (length > to - at) {
                     throw undecodable(info, recordStart, firstRecord, records, "record of " + length + " bytes runs past the end of the section");
                 }
@@ -426,7 +440,20 @@ public final class SnapshotFile {
             return records;
         }
 
-        private CorruptStateException undecodable(SectionInfo info, int at, long firstRecord, long records, String why) {
+        /** Length prefixes are at most five bytes, lengths at most 2^35: both fit one long, as {@code length << 3 | prefix bytes}. */
+        private static long lengthPrefix(ByteBuffer bytes, int at, int to) {
+            long length = 0;
+            for (int i = 0; i < 5 && at + i < to; i++) {
+                byte b = bytes.get(at + i);
+                length |= (long) (b & 0x7f) << (7 * i);
+                if (b >= 0) {
+                    return length << 3 | (i + 1);
+                }
+            }
+            return -1;
+        }
+
+        private CorruptStateException undecodable(SectionInfo info, long at, long firstRecord, long records, String why) {
             return new CorruptStateException(path, info.offset() + at, info.section() + " record "
                     + (firstRecord >= 0 ? String.valueOf(firstRecord + records) : "at section byte " + at) + " does not decode: " + why);
         }
@@ -454,19 +481,11 @@ public final class SnapshotFile {
                         throw new CorruptStateException(path, info.offset() + at, info.section() + " section ends after " + record
                                 + " records, index says " + info.records());
                     }
-                    long length = 0;
-                    int shift = 0;
-                    byte b;
-                    do {
-                        if (at >= bytes.limit() || shift > 28) {
-                            throw new CorruptStateException(path, info.offset() + at, info.section() + " record " + record
-                                    + " has a malformed length");
-                        }
-                        b = bytes.get(at++);
-                        length |= (long) (b & 0x7f) << shift;
-                        shift += 7;
-                    } while (b < 0);
-                    at += (int) Math.min(length, bytes.limit() + 1L - at);
+                    long prefix = lengthPrefix(bytes, at, bytes.limit());
+                    if (prefix < 0) {
+                        throw new CorruptStateException(path, info.offset() + at, info.section() + " record " + record + " has a malformed length");
+                    }
+                    at += (int) Math.min((prefix & 7) + (prefix >>> 3), bytes.limit() + 1L - at);
                     record++;
                 }
                 starts[share] = Math.min(at, bytes.limit());
@@ -512,13 +531,30 @@ public final class SnapshotFile {
             }
         }
 
-        /** {@link #read} for a section too large to map in one piece. */
-        private <T extends MessageLite> void readStreaming(SectionInfo info, Parser<T> parser, RecordVisitor<T> visitor) throws IOException {
+        /** The records of a section too large to map in one piece, streamed to {@code visitor}, then checked as mapped ones are. */
+        private void readStreaming(SectionInfo info, RawRecordVisitor visitor) throws IOException {
             CRC32C crc = new CRC32C();
             try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
                 channel.position(info.offset());
                 InputStream limited = new BoundedStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16), info.length());
-                long records = decode(info, CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16), parser, visitor);
+                CodedInputStream coded = CodedInputStream.newInstance(new CheckedInputStream(limited, crc), 1 << 16);
+                coded.setSizeLimit(Integer.MAX_VALUE);
+                long records = 0;
+                long retired = 0; // bytes read before the last resetSizeCounter, which restarts getTotalBytesRead at 0
+                while (!coded.isAtEnd()) {
+                    long at = retired + coded.getTotalBytesRead();
+                    try {
+                        byte[] record = coded.readRawBytes(coded.readRawVarint32());
+                        visitor.record(ByteBuffer.wrap(record), 0, record.length);
+                    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                        throw undecodable(info, at, 0, records, e.getMessage());
+                    }
+                    records++;
+                    if (records % 65536 == 0) {
+                        retired += coded.getTotalBytesRead();
+                        coded.resetSizeCounter();
+                    }
+                }
                 if ((int) crc.getValue() != info.crc32c()) {
                     throw new CorruptStateException(path, info.offset(), info.section() + " section fails its CRC32C");
                 }
@@ -584,13 +620,13 @@ public final class SnapshotFile {
                 }
                 index.add(new SectionInfo(section, offset, length, records, crc));
             }
-            Reader partial = new Reader(path, version, index, null);
+            Reader partial = new Reader(path, version, index, null, MAX_MAPPED_SECTION);
             SnapshotMeta[] meta = new SnapshotMeta[1];
             partial.read(Section.META, SnapshotMeta.parser(), m -> meta[0] = m);
             if (meta[0] == null) {
                 throw new CorruptStateException(path, 0, "META section is empty");
             }
-            return new Reader(path, version, index, meta[0]);
+            return new Reader(path, version, index, meta[0], MAX_MAPPED_SECTION);
         }
     }
 

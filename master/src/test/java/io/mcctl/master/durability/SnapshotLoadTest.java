@@ -186,6 +186,28 @@ class SnapshotLoadTest {
     }
 
     @Test
+    void a_section_too_large_to_map_is_streamed_into_the_same_state() throws Exception {
+        int count = 5_000;
+        Path file = snapshot(count, 7);
+        MappingTable.Records mapped = new MappingTable.Records();
+        mapped.load(SnapshotFile.open(file));
+        MappingTable.Records streamed = new MappingTable.Records();
+        streamed.load(SnapshotFile.open(file).mappingAtMost(0));
+        assertEquals(mapped.mappings(), streamed.mappings());
+        PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        ServiceMappingTable table = new ServiceMappingTable(pages);
+        table.load(SnapshotFile.open(file).mappingAtMost(0));
+        table.restorer().finish(Map.of(), java.util.List.of());
+        assertEquals(count, pages.mappingCount());
+        for (Map.Entry<String, MappingRecord> e : mapped.mappings().entrySet()) {
+            PlacementRecord want = e.getValue().getPlacement();
+            assertEquals(new Placement(want.getBucket(), want.getOffset(), want.getSize(), want.getCrc32C()), table.restorer().get(e.getKey()));
+        }
+        StateFixtures.flipByte(file, SnapshotFile.open(file).info(SnapshotFile.Section.MAPPINGS).offset() + 3);
+        assertThrows(CorruptStateException.class, () -> new MappingTable.Records().load(SnapshotFile.open(file).mappingAtMost(0)));
+    }
+
+    @Test
     void a_corrupt_record_in_a_later_share_is_reported_with_its_file_offset() throws Exception {
         int count = (int) (2 * SnapshotFile.PARALLEL_MIN_RECORDS + 10);
         Path file = snapshot(count, 6);
