@@ -163,6 +163,20 @@ public final class Fsck {
     record State(BucketLayout layout, Path stateDir, List<MappingRecord> mappings, List<PendingRecord> pending,
                          List<QuarantineRecord> quarantine, List<FsckProblem> warnings) {
 
+        /** Every mapping, in-flight allocation and quarantined range, as claims on pages. */
+        void claims(java.util.function.Consumer<PageClaims.Claim> sink) {
+            long pageSize = layout.pageSize();
+            for (MappingRecord m : mappings) {
+                sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), pageSize, null, -1));
+            }
+            for (PendingRecord p : pending) {
+                sink.accept(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), pageSize, null, -1));
+            }
+            for (QuarantineRecord q : quarantine) {
+                sink.accept(PageClaims.quarantine(q, pageSize, null, -1));
+            }
+        }
+
         /** The same state with claims in a fixed order: mappings and in-flight by tenant and key, quarantine by place. */
         State sorted() {
             return new State(layout, stateDir,
@@ -204,18 +218,7 @@ public final class Fsck {
     }
 
     private static PageClaims.Result checkClaims(State state) throws IOException {
-        BucketLayout layout = state.layout();
-        return PageClaims.check(layout, sink -> {
-            for (MappingRecord m : state.mappings()) {
-                sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
-            }
-            for (PendingRecord p : state.pending()) {
-                sink.accept(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
-            }
-            for (QuarantineRecord q : state.quarantine()) {
-                sink.accept(PageClaims.quarantine(q, layout.pageSize(), null, -1));
-            }
-        }, "");
+        return PageClaims.check(state.layout(), state::claims, "");
     }
 
     // ---- reading the state ----
@@ -349,32 +352,20 @@ public final class Fsck {
 
     /** Every valid claim must lie inside the real length of its bucket file (a missing file was reported once already). */
     private static void checkRanges(BucketLayout layout, State state, long[] lengths, List<FsckProblem> problems) {
-        List<PageClaims.Claim> claims = new ArrayList<>();
-        for (MappingRecord m : state.mappings()) {
-            claims.add(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
-        }
-        for (PendingRecord p : state.pending()) {
-            claims.add(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
-        }
-        for (QuarantineRecord q : state.quarantine()) {
-            claims.add(PageClaims.quarantine(q, layout.pageSize(), null, -1));
-        }
-        long past = 0;
-        for (PageClaims.Claim c : claims) {
+        long[] past = {0};
+        state.claims(c -> {
             if (PageClaims.invalid(c, layout) != null || lengths[c.bucket()] < 0) {
-                continue;
+                return;
             }
             long end = c.offset() + c.size();
-            if (end > lengths[c.bucket()]) {
-                if (past++ < MAX_NAMED) {
-                    Path file = layout.bucketPath(c.bucket());
-                    problems.add(new FsckProblem(Problem.error(file, c.offset(), c.describe() + " ends at byte " + end
-                            + ", past the end of the file (" + lengths[c.bucket()] + " bytes)"), "range", c.tenant(), c.key()));
-                }
+            if (end > lengths[c.bucket()] && past[0]++ < MAX_NAMED) {
+                Path file = layout.bucketPath(c.bucket());
+                problems.add(new FsckProblem(Problem.error(file, c.offset(), c.describe() + " ends at byte " + end
+                        + ", past the end of the file (" + lengths[c.bucket()] + " bytes)"), "range", c.tenant(), c.key()));
             }
-        }
-        if (past > MAX_NAMED) {
-            problems.add(FsckProblem.error("range", null, -1, past + " ranges end past their bucket file in all; only the first "
+        });
+        if (past[0] > MAX_NAMED) {
+            problems.add(FsckProblem.error("range", null, -1, past[0] + " ranges end past their bucket file in all; only the first "
                     + MAX_NAMED + " are named"));
         }
     }
