@@ -215,7 +215,7 @@ public final class StateRecovery {
     }
 
     static String scoped(String tenant, String key) {
-        return tenant + '\0' + key;
+        return io.mcctl.master.service.KeyRules.scopedKey(tenant, key);
     }
 
     static long rangeKey(int bucket, long firstPage) {

@@ -58,6 +58,16 @@ public final class KeyRules {
         return tenant + '\0' + key;
     }
 
+    /** The tenant id of a {@link #scopedKey}. */
+    public static String tenantOf(String scopedKey) {
+        return scopedKey.substring(0, scopedKey.indexOf('\0'));
+    }
+
+    /** The key of a {@link #scopedKey}. */
+    public static String keyOf(String scopedKey) {
+        return scopedKey.substring(scopedKey.indexOf('\0') + 1);
+    }
+
     private static String describe(char c) {
         return Character.isISOControl(c) ? String.format("U+%04X", (int) c) : "'" + c + "'";
     }

@@ -169,8 +169,7 @@ final class PageChecker {
         if (scopedKey == null) {
             return new PageCheck.Claimant(kind, "", "");
         }
-        int split = scopedKey.indexOf('\0');
-        return new PageCheck.Claimant(kind, scopedKey.substring(0, split), scopedKey.substring(split + 1));
+        return new PageCheck.Claimant(kind, KeyRules.tenantOf(scopedKey), KeyRules.keyOf(scopedKey));
     }
 
     // ---- leaks: only where nothing changed since the copy ----

@@ -565,9 +565,8 @@ public final class PageService {
 
     /** Frees an in-flight allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
     private void dropPending(Shard shard, Pending pending, PendingDropped.Reason reason) {
-        int split = pending.scopedKey.indexOf('\0');
         changeLog.record(WalRecord.newBuilder().setPendingDropped(PendingDropped.newBuilder()
-                .setTenantId(pending.scopedKey.substring(0, split)).setKey(pending.scopedKey.substring(split + 1))
+                .setTenantId(KeyRules.tenantOf(pending.scopedKey)).setKey(KeyRules.keyOf(pending.scopedKey))
                 .setPlacement(record(pending.placement)).setReason(reason)));
         long pages = layout.pagesFor(pending.placement.size());
         allocators[pending.placement.bucket()].free(pending.placement.offset() / layout.pageSize(), pages);
@@ -666,9 +665,8 @@ public final class PageService {
                     i++;
                     Pending pending = entry.pending;
                     if (pending != null) {
-                        int split = e.getKey().indexOf('\0');
-                        pendingCopies.add(PendingRecord.newBuilder().setTenantId(e.getKey().substring(0, split))
-                                .setKey(e.getKey().substring(split + 1)).setPlacement(record(pending.placement))
+                        pendingCopies.add(PendingRecord.newBuilder().setTenantId(KeyRules.tenantOf(e.getKey()))
+                                .setKey(KeyRules.keyOf(e.getKey())).setPlacement(record(pending.placement))
                                 .setDeadlineMs(wallMillis(pending.deadlineNanos)).setOverwrite(pending.overwrite).build());
                     }
                 }
@@ -935,8 +933,7 @@ public final class PageService {
     }
 
     private static String describeKey(String scoped) {
-        int split = scoped.indexOf('\0');
-        return "key '" + scoped.substring(split + 1) + "' of tenant '" + scoped.substring(0, split) + "'";
+        return "key '" + KeyRules.keyOf(scoped) + "' of tenant '" + KeyRules.tenantOf(scoped) + "'";
     }
 
     // ---- checking the pages (fsck) ----
@@ -1020,7 +1017,7 @@ public final class PageService {
             shard.lock.lock();
             try {
                 for (String scoped : shard.entries.keySet()) {
-                    tenants.add(scoped.substring(0, scoped.indexOf('\0')));
+                    tenants.add(KeyRules.tenantOf(scoped));
                 }
             } finally {
                 shard.lock.unlock();

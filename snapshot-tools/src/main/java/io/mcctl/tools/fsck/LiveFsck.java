@@ -12,6 +12,7 @@ import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PageClaimant;
 import io.mcctl.master.proto.v1.PageRun;
 import io.mcctl.master.proto.v1.PlacementRecord;
+import io.mcctl.master.service.KeyRules;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.tools.snapshot.Problem;
 import java.io.IOException;
@@ -162,13 +163,13 @@ public final class LiveFsck {
         java.util.Set<String> failed = new java.util.HashSet<>();
         for (FsckProblem problem : found) {
             if (problem.key() != null) {
-                failed.add(problem.tenant() + '\0' + problem.key());
+                failed.add(KeyRules.scopedKey(problem.tenant(), problem.key()));
             }
         }
         java.util.Map<String, MappingRecord> recordedOfFailed = new java.util.HashMap<>();
         if (!failed.isEmpty()) {
             for (MappingRecord m : mappings) {
-                String scoped = m.getTenantId() + '\0' + m.getKey();
+                String scoped = KeyRules.scopedKey(m.getTenantId(), m.getKey());
                 if (failed.contains(scoped)) {
                     recordedOfFailed.put(scoped, m);
                 }
@@ -179,7 +180,7 @@ public final class LiveFsck {
                 problems.add(problem);
                 continue;
             }
-            MappingRecord now = stillMapped(client, layout, recordedOfFailed.get(problem.tenant() + '\0' + problem.key()), problem);
+            MappingRecord now = stillMapped(client, layout, recordedOfFailed.get(KeyRules.scopedKey(problem.tenant(), problem.key())), problem);
             if (now == null) {
                 continue; // removed or moved since the snapshot: what was read is no longer that key's
             }
