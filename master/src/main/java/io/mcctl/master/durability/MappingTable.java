@@ -22,8 +22,6 @@ public interface MappingTable {
 
     void remove(String scopedKey);
 
-    long size();
-
     /** Mappings as records, in a map the caller may read: what the tools look at. */
     final class Records implements MappingTable {
         private Map<String, MappingRecord> mappings = new java.util.HashMap<>();
@@ -59,7 +57,6 @@ public interface MappingTable {
             mappings.remove(scopedKey);
         }
 
-        @Override
         public long size() {
             return mappings.size();
         }

@@ -60,9 +60,4 @@ public final class ServiceMappingTable implements MappingTable {
     public void remove(String scopedKey) {
         restorer.remove(scopedKey);
     }
-
-    @Override
-    public long size() {
-        return restorer.size();
-    }
 }

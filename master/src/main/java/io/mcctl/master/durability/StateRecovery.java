@@ -53,11 +53,6 @@ public final class StateRecovery {
                 this.mappings = records.mappings();
             }
         }
-
-        /** Committed mappings recovered. */
-        public long mappingCount() {
-            return table.size();
-        }
     }
 
     private StateRecovery() {

@@ -3,7 +3,6 @@ package io.mcctl.master.service;
 import io.mcctl.master.proto.v1.Allocated;
 import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.ErrorCode;
-import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PendingDropped;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
@@ -116,7 +115,7 @@ public final class PageService {
 
     static final class Shard {
         final ReentrantLock lock = new ReentrantLock();
-        /** Replaced only by {@link #restore}, before serving. */
+        /** Replaced only by {@link Restorer#putAll}, before serving. */
         HashMap<String, ObjectEntry> entries = new HashMap<>();
         /** Oldest in-flight allocation first. */
         Pending head;
@@ -725,21 +724,6 @@ public final class PageService {
         }
     }
 
-    /**
-     * Loads recovered state, keyed by scoped key (tenant, NUL, key) as recovery holds it, into an empty service,
-     * then rebuilds every bucket's bitmap from it: {@link Restorer} in one call.
-     *
-     * @throws IllegalStateException when two pieces of state claim the same page (names both)
-     */
-    public void restore(Map<String, MappingRecord> mappingsByKey, Map<String, PendingRecord> pendingByKey,
-                        java.util.Collection<QuarantineRecord> quarantineRecords) {
-        Restorer restorer = restorer();
-        for (Map.Entry<String, MappingRecord> e : mappingsByKey.entrySet()) {
-            restorer.put(e.getKey(), placement(e.getValue().getPlacement()));
-        }
-        restorer.finish(pendingByKey, quarantineRecords);
-    }
-
     /** Starts loading recovered state into this service, which must be empty and not yet serving. */
     public Restorer restorer() {
         if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
@@ -771,14 +755,6 @@ public final class PageService {
 
         public void remove(String scopedKey) {
             shardOf(scopedKey).entries.remove(scopedKey);
-        }
-
-        public long size() {
-            long size = 0;
-            for (Shard shard : shards) {
-                size += shard.entries.size();
-            }
-            return size;
         }
 
         public Batch newBatch() {

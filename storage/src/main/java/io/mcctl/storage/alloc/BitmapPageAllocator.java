@@ -228,17 +228,6 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         return new Copy(words.clone(), leafVersions.clone());
     }
 
-    /** Whether no page of [firstPage, firstPage + count) has changed state since {@code earlier} was copied. */
-    public synchronized boolean unchangedSince(Copy earlier, long firstPage, long count) {
-        PageRangeException.checkRange(firstPage, count, pageCount, "check");
-        for (int leaf = (int) (firstPage / PAGES_PER_LEAF); leaf <= (int) ((firstPage + count - 1) / PAGES_PER_LEAF); leaf++) {
-            if (leafVersions[leaf] != earlier.versions()[leaf]) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /** A copy of the bitmap words; bits past {@link #pageCount()} are set. */
     public synchronized long[] bitmapWords() {
         return words.clone();
