@@ -80,7 +80,7 @@ class FsckCommandTest {
     }
 
     List<MappingRecord> mappings() throws Exception {
-        return StateRecovery.recoverReadOnly(stateDir, layout, true).mappings.values().stream()
+        return StateRecovery.recoverReadOnly(stateDir, layout, true).mappings().values().stream()
                 .sorted(Comparator.comparing(MappingRecord::getKey)).toList();
     }
 

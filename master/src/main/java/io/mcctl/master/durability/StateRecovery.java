@@ -29,8 +29,6 @@ public final class StateRecovery {
 
     /** What recovery found. */
     public static final class Recovered {
-        /** The committed mappings, when recovered into records (the tools' recovery); empty otherwise. */
-        public Map<String, MappingRecord> mappings = new HashMap<>();
         public final Map<String, PendingRecord> pending = new HashMap<>();
         public final Map<Long, QuarantineRecord> quarantine = new HashMap<>();
         public Path snapshot;
@@ -49,9 +47,11 @@ public final class StateRecovery {
         Recovered(long pageSize, MappingTable table) {
             this.pageSize = pageSize;
             this.table = table;
-            if (table instanceof MappingTable.Records records) {
-                this.mappings = records.mappings();
-            }
+        }
+
+        /** The committed mappings, when recovered into records (the tools' recovery); empty otherwise. */
+        public Map<String, MappingRecord> mappings() {
+            return table instanceof MappingTable.Records records ? records.mappings() : Map.of();
         }
     }
 
@@ -133,9 +133,6 @@ public final class StateRecovery {
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
         }
         state.table.load(reader);
-        if (state.table instanceof MappingTable.Records records) {
-            state.mappings = records.mappings(); // loading may have replaced the map with a presized one
-        }
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> state.pending.put(scoped(p.getTenantId(), p.getKey()), p));
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> state.quarantine.put(rangeKey(q.getBucket(), q.getFirstPage()), q));
         state.snapshot = path;

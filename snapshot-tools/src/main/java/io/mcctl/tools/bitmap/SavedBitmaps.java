@@ -104,7 +104,7 @@ public final class SavedBitmaps {
             }
             SavedBitmaps out = new SavedBitmaps(dir, true, layout);
             // Sorted, so that which of two overlapping claims is counted does not depend on hash order.
-            for (MappingRecord m : recovered.mappings.values().stream()
+            for (MappingRecord m : recovered.mappings().values().stream()
                     .sorted(Comparator.comparing(MappingRecord::getTenantId).thenComparing(MappingRecord::getKey)).toList()) {
                 out.claim(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
             }

@@ -377,7 +377,7 @@ public final class SnapshotVerifier {
             return new RecoveryResult(null, null, 0, 0, 0, 0, 0, 0, false);
         }
         PageClaims.Result claims = PageClaims.check(layout, sink -> {
-            for (MappingRecord m : sorted(recovered.mappings.values())) {
+            for (MappingRecord m : sorted(recovered.mappings().values())) {
                 sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
             }
             for (PendingRecord p : sortedPending(recovered.pending.values())) {
@@ -393,7 +393,7 @@ public final class SnapshotVerifier {
             problems.add(new Problem(p.severity(), p.file() == null ? dir : p.file(), p.offset(), p.message()));
         }
         return new RecoveryResult(null, recovered.snapshot, recovered.snapshotSequence, recovered.replayed, recovered.lastSequence,
-                recovered.mappings.size(), recovered.pending.size(), recovered.quarantine.size(), claims.ok());
+                recovered.mappings().size(), recovered.pending.size(), recovered.quarantine.size(), claims.ok());
     }
 
     private static List<MappingRecord> sorted(java.util.Collection<MappingRecord> records) {
