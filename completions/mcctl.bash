@@ -1290,7 +1290,7 @@ function _picocli_mcctl_bench_io() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--total' '--rounds' '--root'"
+  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--root'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1305,6 +1305,9 @@ function _picocli_mcctl_bench_io() {
       return
       ;;
     '--rounds')
+      return
+      ;;
+    '--keys-per-lookup')
       return
       ;;
     '--root')

@@ -32,8 +32,10 @@ class BenchCommandsTest {
 
     @Test
     void bench_io_compares_the_tier_with_a_plain_read_of_the_same_bytes() throws Exception {
-        CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "-o", "json").expectOk();
-        JsonNode cases = new ObjectMapper().readTree(run.out()).get("cases");
+        CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "--keys-per-lookup", "100", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(100, report.get("keys_per_lookup").asInt());
+        JsonNode cases = report.get("cases");
         assertEquals(2, cases.size());
         assertEquals(65536, cases.get(0).get("object_size").asLong());
         assertEquals(128, cases.get(0).get("objects").asInt());
@@ -66,6 +68,12 @@ class BenchCommandsTest {
         assertTrue(report.get("restart_millis_to_serving").asLong() > 0, run.out());
         assertTrue(report.get("offload_keys_per_s_wal").asLong() > 0, run.out());
         assertTrue(report.get("offload_keys_per_s_snapshot").asLong() > 0, run.out());
+    }
+
+    @Test
+    void bench_io_refuses_keys_per_lookup_outside_what_the_master_takes() {
+        CliRun run = CliRun.run("bench", "io", "--keys-per-lookup", "0").expectExit(ExitCodes.USAGE);
+        assertTrue(run.err().contains("--keys-per-lookup 0") && run.err().contains("1 to 10000"), run.err());
     }
 
     @Test

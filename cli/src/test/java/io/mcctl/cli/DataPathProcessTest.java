@@ -103,7 +103,8 @@ class DataPathProcessTest {
             assertEquals(20, new ObjectMapper().readTree(offload.out()).get("offloaded").asInt());
 
             Path out = dir.resolve("out");
-            McctlProcess.Done get = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString());
+            McctlProcess.Done get = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString(),
+                    "--batch-size", "6");
             assertEquals(0, get.exitCode(), get.err());
             for (int i = 0; i < 20; i++) {
                 assertArrayEquals(Files.readAllBytes(in.resolve("block-" + i)), Files.readAllBytes(out.resolve("blk%2Fblock-" + i)));

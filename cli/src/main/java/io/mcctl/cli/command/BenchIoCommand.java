@@ -39,7 +39,7 @@ import picocli.CommandLine.Spec;
  * the same bucket file, both from the page cache, in one run; fio too where it is installed.
  */
 @Command(name = "io", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Batch get (mapping call, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential",
+        description = {"Batch get (mapping calls, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential",
                 "read of the same bucket file region, both warm in the page cache, with an embedded master on a",
                 "temporary root (or --root). All objects of a size go to one bucket so the plain read covers the same bytes."})
 public final class BenchIoCommand implements Callable<Integer> {
@@ -50,12 +50,16 @@ public final class BenchIoCommand implements Callable<Integer> {
     @Mixin
     OutputMixin output;
 
-    @Option(names = "--total", paramLabel = "SIZE", defaultValue = "256MiB",
+    @Option(names = "--total", paramLabel = "SIZE", defaultValue = "1GiB",
             description = "Bytes of objects per object size (default: ${DEFAULT-VALUE}).")
     String total;
 
     @Option(names = "--rounds", paramLabel = "N", defaultValue = "5", description = "Timed passes over the data (default: ${DEFAULT-VALUE}).")
     int rounds;
+
+    @Option(names = "--keys-per-lookup", paramLabel = "N", defaultValue = "" + TierReader.KEYS_PER_LOOKUP,
+            description = "Most keys per mapping call; reads go 64 objects at a time whatever this is (default: ${DEFAULT-VALUE}).")
+    int keysPerLookup;
 
     @Option(names = "--root", paramLabel = "DIR", description = "Directory for the bucket files (default: a temporary directory, removed after).")
     Path root;
@@ -77,6 +81,9 @@ public final class BenchIoCommand implements Callable<Integer> {
         }
         if (rounds < 1 || rounds > 100) {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 100");
+        }
+        if (keysPerLookup < 1 || keysPerLookup > 10_000) {
+            throw new CliException(ExitCodes.USAGE, "invalid --keys-per-lookup " + keysPerLookup + ": allowed is 1 to 10000");
         }
         boolean temporary = root == null;
         Path dir = temporary ? Files.createTempDirectory("mcctl-bench-io") : root;
@@ -129,13 +136,13 @@ public final class BenchIoCommand implements Callable<Integer> {
         // figures settle), then alternate timed passes and keep the best of each.
         long warmUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         while (System.nanoTime() < warmUntil) {
-            readTier(reader, keys, objectSize);
+            readTier(reader, keys, objectSize, keysPerLookup);
             readPlain(file, bytes, objectSize);
         }
         long tierNanos = Long.MAX_VALUE;
         long plainNanos = Long.MAX_VALUE;
         for (int round = 0; round < rounds; round++) {
-            tierNanos = Math.min(tierNanos, readTier(reader, keys, objectSize));
+            tierNanos = Math.min(tierNanos, readTier(reader, keys, objectSize, keysPerLookup));
             plainNanos = Math.min(plainNanos, readPlain(file, bytes, objectSize));
         }
         Double fio = fio(file, bytes);
@@ -155,15 +162,15 @@ public final class BenchIoCommand implements Callable<Integer> {
 
     /**
      * Batch gets of 64 keys into 64 reused direct buffers, as an engine reads into its own registered
-     * memory, with the next batch's mapping lookup overlapping this batch's preads.
+     * memory, with the next mapping call overlapping the preads of this one's batches.
      */
-    private static long readTier(TierReader reader, List<String> keys, long objectSize) throws java.io.IOException {
+    private static long readTier(TierReader reader, List<String> keys, long objectSize, int keysPerLookup) throws java.io.IOException {
         List<ByteBuffer> buffers = new ArrayList<>();
         for (int i = 0; i < 64; i++) {
             buffers.add(ByteBuffer.allocateDirect((int) objectSize));
         }
         long start = System.nanoTime();
-        reader.getPipelined("bench", keys, 64, new TierReader.BatchSink() {
+        reader.getPipelined("bench", keys, 64, keysPerLookup, new TierReader.BatchSink() {
             @Override
             public List<ByteBuffer> destinations(List<String> batch) {
                 for (ByteBuffer buffer : buffers) {
@@ -242,6 +249,7 @@ public final class BenchIoCommand implements Callable<Integer> {
             report.put("benchmark", "io");
             report.put("machine", MachineInfo.describe());
             report.put("rounds", rounds);
+            report.put("keys_per_lookup", keysPerLookup);
             List<Map<String, Object>> rows = new ArrayList<>();
             for (Case c : cases) {
                 Map<String, Object> row = new LinkedHashMap<>();
@@ -256,6 +264,7 @@ public final class BenchIoCommand implements Callable<Integer> {
             report.put("cases", rows);
             out.println(OutputMixin.toJson(report));
         } else {
+            out.printf("tier: reads of 64 objects, mapping calls of up to %d keys, best of %d passes%n", keysPerLookup, rounds);
             Table table = new Table("OBJECT", "OBJECTS", "TIER GiB/s", "PLAIN GiB/s", "TIER/PLAIN", "FIO GiB/s");
             for (Case c : cases) {
                 table.row(SizeParser.format(c.objectSize()), c.objects(), fmt(c.tierGiBps()), fmt(c.plainGiBps()),

@@ -34,7 +34,7 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl get}: read objects from the tier by direct pread. */
 @Command(name = "get", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Read KEY's object to stdout (or --out FILE), or with --batch every key listed in KEYS_FILE (one per",
-                "line) into --out DIR, one file per key (the key URL-encoded as the file name). One mapping call per batch,",
+                "line) into --out DIR, one file per key (the key URL-encoded as the file name). One mapping call per batch of keys,",
                 "then a pread of the shared bucket file and a CRC32C check: a mismatch is an error, never data."})
 public final class GetCommand implements Callable<Integer> {
 
@@ -53,8 +53,12 @@ public final class GetCommand implements Callable<Integer> {
     @Option(names = "--batch", paramLabel = "KEYS_FILE", description = "Read every key listed in this file, one per line.")
     Path keysFile;
 
-    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "64", description = "Keys per master call (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "" + TierReader.KEYS_PER_LOOKUP,
+            description = "Keys per mapping call (default: ${DEFAULT-VALUE}); objects are read and written " + READ_BATCH + " at a time.")
     int batchSize;
+
+    /** Objects held in memory at once. */
+    static final int READ_BATCH = 64;
 
     @Override
     public Integer call() throws IOException {
@@ -87,7 +91,7 @@ public final class GetCommand implements Callable<Integer> {
         try (MasterClient master = client.connect(spec);
              TierNode node = TierNode.connect(master, false, new ClientMetrics());
              Progress progress = new Progress("get", keys.size())) {
-            new TierReader(node).getPipelined(tenant, keys, batchSize, new TierReader.BatchSink() {
+            new TierReader(node).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
                 @Override
                 public List<ByteBuffer> destinations(List<String> batch) {
                     return null;

@@ -3,8 +3,8 @@ package io.mcctl.master.client;
 import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
-import io.mcctl.master.proto.v1.GetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.IOException;
@@ -64,66 +64,129 @@ public final class TierReader {
         void accept(List<Outcome> outcomes) throws IOException;
     }
 
-    /** Mapping lookups asked for ahead of the batch being read. */
-    static final int LOOKUPS_AHEAD = 2;
+    /**
+     * Most keys one mapping call of {@link #getPipelined} asks for by default. A call costs the master and
+     * the node far more than a key does (on a two-vCPU machine each call is a few thread hand-offs), so one
+     * call covers several read batches; its leases run while those batches are read, which is what
+     * {@link #shrinkLookups} keeps short of the lease.
+     */
+    public static final int KEYS_PER_LOOKUP = 512;
 
-    private record Lookahead(List<String> batch, long askedNanos, ListenableFuture<BatchGetDistributedPageMappingResponse> mappings) {
+    /** Mapping calls asked for ahead of the one being read. */
+    static final int LOOKUPS_AHEAD = 1;
+
+    private record Lookahead(List<String> keys, long askedNanos, ListenableFuture<BatchGetDistributedPageMappingResponse> mappings) {
     }
 
     /**
-     * Reads {@code keys} in batches of {@code batchSize}, keeping the mapping lookups of the next
-     * {@value #LOOKUPS_AHEAD} batches in flight while the current batch is read, so the round trips to
-     * the master overlap the preads.
+     * Reads {@code keys} in batches of {@code batchSize}, handing each batch to {@code sink} in key order.
+     * Mappings are asked for in calls of whole batches, with the next {@value #LOOKUPS_AHEAD} call in flight
+     * while the current one's batches are read, so the round trips to the master overlap the preads. The
+     * first call asks for one batch, so reading starts after one short round trip, and each later call for
+     * twice as many keys as the one before, up to {@code keysPerLookup} (rounded up to whole batches). When
+     * reading one call's keys takes more than a quarter of the read lease (a slow disk, a slow sink), the
+     * limit halves, down to one batch; a key whose lease runs short before its read is looked up again with
+     * the rest of its batch.
      */
-    public void getPipelined(String tenant, List<String> keys, int batchSize, BatchSink sink) throws IOException {
-        List<String> tenants = Collections.nCopies(batchSize, tenant);
+    public void getPipelined(String tenant, List<String> keys, int batchSize, int keysPerLookup, BatchSink sink) throws IOException {
+        if (batchSize < 1 || keysPerLookup < 1) {
+            throw new IllegalArgumentException("batch size " + batchSize + " and keys per lookup " + keysPerLookup + " must be at least 1");
+        }
+        int mostKeys = roundUpToBatches(keysPerLookup, batchSize);
+        int lookupKeys = batchSize;
         java.util.ArrayDeque<Lookahead> ahead = new java.util.ArrayDeque<>();
         int nextFrom = 0;
         while (nextFrom < keys.size() || !ahead.isEmpty()) {
             while (ahead.size() <= LOOKUPS_AHEAD && nextFrom < keys.size()) {
-                List<String> batch = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + batchSize));
-                ahead.add(new Lookahead(batch, System.nanoTime(), node.master().batchGetMappingAsync(batch, tenants.subList(0, batch.size()))));
-                nextFrom += batch.size();
+                List<String> lookup = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + lookupKeys));
+                ahead.add(new Lookahead(lookup, System.nanoTime(),
+                        node.master().batchGetMappingAsync(lookup, Collections.nCopies(lookup.size(), tenant))));
+                nextFrom += lookup.size();
+                lookupKeys = (int) Math.min(mostKeys, 2L * lookupKeys);
             }
             Lookahead current = ahead.poll();
             BatchGetDistributedPageMappingResponse mappings = node.master().await(current.mappings());
-            sink.accept(readBatch(tenant, current.batch(), sink.destinations(current.batch()), mappings, current.askedNanos()));
+            Lease lease = Lease.askedAt(current.askedNanos(), mappings.getLeaseMs());
+            for (int from = 0; from < current.keys().size(); from += batchSize) {
+                int to = Math.min(current.keys().size(), from + batchSize);
+                List<String> batch = current.keys().subList(from, to);
+                sink.accept(readBatch(tenant, batch, sink.destinations(batch), mappings.getResultsList().subList(from, to), lease));
+            }
+            mostKeys = shrinkLookups(mostKeys, batchSize, System.nanoTime() - current.askedNanos(), mappings.getLeaseMs());
+            lookupKeys = Math.min(lookupKeys, mostKeys);
+        }
+    }
+
+    /** {@link #getPipelined} with {@link #KEYS_PER_LOOKUP} keys per mapping call. */
+    public void getPipelined(String tenant, List<String> keys, int batchSize, BatchSink sink) throws IOException {
+        getPipelined(tenant, keys, batchSize, KEYS_PER_LOOKUP, sink);
+    }
+
+    /** The most keys per call for the next lookups, given how long the last call's keys took from asking to read. */
+    static int shrinkLookups(int lookupKeys, int batchSize, long tookNanos, long leaseMs) {
+        if (tookNanos > leaseMs * 1_000_000L / 4 && lookupKeys > batchSize) {
+            return roundUpToBatches(lookupKeys / 2, batchSize);
+        }
+        return lookupKeys;
+    }
+
+    /** {@code keys} rounded up to whole batches, and down again to whole batches under the master's batch limit. */
+    private static int roundUpToBatches(int keys, int batchSize) {
+        long rounded = ((long) keys + batchSize - 1) / batchSize * batchSize;
+        return (int) Math.min(rounded, Math.max(batchSize, MasterGrpcService.MAX_BATCH / batchSize * batchSize));
+    }
+
+    /**
+     * The read lease of mappings asked for at {@code startNanos}: the master counts it from no earlier, so
+     * counting from the ask is safe.
+     */
+    private record Lease(long startNanos, long nanos) {
+        static Lease askedAt(long startNanos, long leaseMs) {
+            return new Lease(startNanos, leaseMs * 1_000_000L);
+        }
+
+        /** Whether a read starting now still ends well inside the lease: a tenth of it is kept for the read. */
+        boolean safeNow() {
+            return System.nanoTime() - startNanos <= nanos - nanos / 10;
         }
     }
 
     private List<Outcome> get(String tenant, List<String> keys, List<ByteBuffer> destinations) {
-        long leaseStart = System.nanoTime();
+        long asked = System.nanoTime();
         BatchGetDistributedPageMappingResponse mappings = node.master().batchGetMapping(keys, Collections.nCopies(keys.size(), tenant));
-        return readBatch(tenant, keys, destinations, mappings, leaseStart);
+        return readBatch(tenant, keys, destinations, mappings.getResultsList(), Lease.askedAt(asked, mappings.getLeaseMs()));
     }
 
-    /** Reads one batch whose mappings arrived; {@code leaseStart} is when they were asked for (the lease runs from no earlier). */
-    private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations,
-                                    BatchGetDistributedPageMappingResponse mappings, long leaseStart) {
-        long leaseNanos = mappings.getLeaseMs() * 1_000_000L;
+    /**
+     * Reads one batch whose mappings arrived. A key whose lease has run short is looked up again, together
+     * with the rest of the batch, before it is read; the fresh lease covers only this batch's keys.
+     */
+    private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations, List<MappingResult> results, Lease lease) {
         List<Outcome> outcomes = new ArrayList<>(keys.size());
         for (int i = 0; i < keys.size(); i++) {
+            if (!lease.safeNow()) {
+                List<String> rest = keys.subList(i, keys.size());
+                long asked = System.nanoTime();
+                try {
+                    BatchGetDistributedPageMappingResponse fresh = node.master().batchGetMapping(rest, Collections.nCopies(rest.size(), tenant));
+                    List<MappingResult> refreshed = new ArrayList<>(results.subList(0, i));
+                    refreshed.addAll(fresh.getResultsList());
+                    results = refreshed;
+                    lease = Lease.askedAt(asked, fresh.getLeaseMs());
+                } catch (MasterException e) {
+                    for (String key : rest) {
+                        outcomes.add(new Outcome(key, statusOf(e.code()), e.getMessage(), null, null));
+                    }
+                    return outcomes;
+                }
+            }
             String key = keys.get(i);
-            MappingResult result = mappings.getResults(i);
+            MappingResult result = results.get(i);
             if (result.getStatus().getError() != ErrorCode.OK) {
                 outcomes.add(new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null));
                 continue;
             }
-            DistributedDiskDescriptor place = result.getDistributedDisk();
-            // Keep a safety margin of a tenth of the lease for the read itself.
-            if (System.nanoTime() - leaseStart > leaseNanos - leaseNanos / 10) {
-                try {
-                    long again = System.nanoTime();
-                    GetDistributedPageMappingResponse fresh = node.master().getMapping(tenant, key);
-                    place = fresh.getDistributedDisk();
-                    leaseStart = again;
-                    leaseNanos = fresh.getLeaseMs() * 1_000_000L;
-                } catch (MasterException e) {
-                    outcomes.add(new Outcome(key, statusOf(e.code()), e.getMessage(), null, null));
-                    continue;
-                }
-            }
-            outcomes.add(read(key, place, destinations == null ? null : destinations.get(i)));
+            outcomes.add(read(key, result.getDistributedDisk(), destinations == null ? null : destinations.get(i)));
         }
         return outcomes;
     }

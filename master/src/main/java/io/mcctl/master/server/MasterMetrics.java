@@ -58,11 +58,13 @@ public final class MasterMetrics {
                 .callback(cb -> cb.call(pages.inFlightCount())).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_quarantined_pages").help("Freed pages waiting for read leases to run out")
                 .callback(cb -> cb.call(pages.quarantinedPageCount())).register(registry);
-        rpcRequests = Counter.builder().name("mcctl_master_rpc_requests_total").help("RPCs received").labelNames("method").register(registry);
+        // No exemplars: without tracing they only sample the clock on every call of the hot path.
+        rpcRequests = Counter.builder().name("mcctl_master_rpc_requests_total").help("RPCs received").labelNames("method")
+                .withoutExemplars().register(registry);
         rpcFailures = Counter.builder().name("mcctl_master_rpc_failures_total").help("RPCs that ended with a non-OK status")
                 .labelNames("method", "code").register(registry);
         rpcLatency = Histogram.builder().name("mcctl_master_rpc_latency_seconds").help("Time from call start to close")
-                .labelNames("method").classicOnly().register(registry);
+                .labelNames("method").classicOnly().withoutExemplars().register(registry);
     }
 
     public PrometheusRegistry registry() {
