@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.service.PageService;
@@ -7,8 +8,15 @@ import io.mcctl.storage.layout.LayoutFile;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,6 +58,13 @@ public final class Snapshotter {
         return stateDir;
     }
 
+    /**
+     * Writes a snapshot. The calling thread copies the state, one shard (then the quarantine) at a time, each under
+     * its own lock and followed by a rest twice as long as the copy took; a writer thread of its own encodes the
+     * copies and writes the file, under {@link IdlePriority} where the system allows, so that the serving threads
+     * never wait for it. No lock is ever held by the writer. Where the idle policy cannot be had, the writer rests
+     * the same way between stretches of a few hundred mappings.
+     */
     public synchronized Taken take() throws IOException {
         long start = System.nanoTime();
         // Under WAL durability: every record up to here is in the export (each was appended under the lock
@@ -58,30 +73,116 @@ public final class Snapshotter {
         if (wal != null && sequence == lastSequence && !SnapshotFile.list(stateDir).isEmpty()) {
             sequence = lastSequence; // nothing changed: rewrite the same name
         }
-        long[] counts = new long[2];
-        Path written;
+        BlockingQueue<Object> copies = new ArrayBlockingQueue<>(COPIES_AHEAD);
+        long fileSequence = sequence;
+        FutureTask<Written> writing = new FutureTask<>(() -> write(fileSequence, copies));
+        Thread writer = new Thread(writing, "mcctl-snapshot-writer");
+        writer.setDaemon(true);
+        writer.start();
+        Written written;
+        try {
+            boolean handedOver = true;
+            for (int s = 0; s < pages.shardCount() && handedOver; s++) {
+                long began = System.nanoTime();
+                PageService.ShardCopy copy = pages.copyShard(s);
+                // The copy runs at normal priority (it holds the shard's lock): rest after each, as the writer does
+                // when it cannot run at idle priority.
+                rest(System.nanoTime() - began);
+                handedOver = handOver(copies, copy, writing);
+            }
+            if (handedOver) {
+                handOver(copies, new Rest(pages.exportQuarantine()), writing);
+            }
+            written = writing.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("snapshot interrupted");
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IOException("snapshot writer failed: " + e.getCause(), e.getCause());
+        } finally {
+            // On any way out before the writer finished (interrupt, a failed copy), stop it: its file is removed.
+            writing.cancel(true);
+        }
+        lastSequence = sequence;
+        Taken taken = new Taken(written.path(), sequence, written.mappings(), written.inFlight(), written.quarantined(),
+                Files.size(written.path()), (System.nanoTime() - start) / 1_000_000);
+        prune();
+        LOG.info("snapshot {}: {} mappings, {} in flight, {} quarantined ranges, {} bytes in {} ms{}", written.path().getFileName(),
+                taken.mappings(), taken.inFlight(), taken.quarantined(), taken.bytes(), taken.millis(),
+                written.idlePriority() ? "" : " (written at normal priority, resting between stretches: chrt --idle was not available)");
+        return taken;
+    }
+
+    /** Shard copies waiting for the writer: a bound on the memory a snapshot holds beyond the file itself. */
+    private static final int COPIES_AHEAD = 4;
+
+    /** Mappings written between rests when the writer runs at normal priority: some tens of microseconds of work. */
+    private static final int STRETCH = 256;
+
+    /** The last hand-over: everything after the shards. */
+    private record Rest(List<QuarantineRecord> quarantine) {
+    }
+
+    private record Written(Path path, long mappings, long inFlight, long quarantined, boolean idlePriority) {
+    }
+
+    /** Puts {@code item} on the queue; false if the writer ended first (its failure is what {@code get} reports). */
+    private static boolean handOver(BlockingQueue<Object> copies, Object item, FutureTask<Written> writing) throws InterruptedException {
+        while (!copies.offer(item, 20, TimeUnit.MILLISECONDS)) {
+            if (writing.isDone()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The writer thread: encodes the copies as they come and writes, fsyncs and renames the file. */
+    private Written write(long sequence, BlockingQueue<Object> copies) throws IOException, InterruptedException {
+        boolean idle = IdlePriority.lowerCurrentThread();
+        long[] mappings = new long[1];
         try (SnapshotFile.Writer writer = new SnapshotFile.Writer(stateDir, sequence)) {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
-            java.util.List<io.mcctl.master.proto.v1.PendingRecord> pending = new java.util.ArrayList<>();
+            List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            pages.exportState(new PageService.StateSink() {
+            PageService.StateSink sink = new PageService.StateSink() {
                 @Override
                 public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
                     writer.addMapping(scopedKey, bucket, offset, size, crc32c);
-                    counts[0]++;
+                    mappings[0]++;
                 }
 
                 @Override
-                public void pending(io.mcctl.master.proto.v1.PendingRecord record) {
+                public void pending(PendingRecord record) {
                     pending.add(record);
                 }
-            });
+            };
+            List<QuarantineRecord> quarantine;
+            while (true) {
+                Object next = copies.take();
+                if (next instanceof Rest rest) {
+                    quarantine = rest.quarantine();
+                    break;
+                }
+                PageService.ShardCopy copy = (PageService.ShardCopy) next;
+                for (int from = 0; from < copy.entries(); from += STRETCH) {
+                    long began = System.nanoTime();
+                    copy.emitMappings(from, Math.min(copy.entries(), from + STRETCH), sink);
+                    if (!idle) {
+                        rest(System.nanoTime() - began);
+                    }
+                }
+                pending.addAll(copy.pending());
+            }
             writer.beginSection(SnapshotFile.Section.PENDING);
-            for (io.mcctl.master.proto.v1.PendingRecord record : pending) {
+            for (PendingRecord record : pending) {
                 writer.add(record);
             }
-            counts[1] = pending.size();
-            List<QuarantineRecord> quarantine = pages.exportQuarantine();
             writer.beginSection(SnapshotFile.Section.QUARANTINE);
             for (QuarantineRecord record : quarantine) {
                 writer.add(record);
@@ -96,19 +197,29 @@ public final class Snapshotter {
                     .setBucketSize(pages.layout().bucketSize())
                     .setWalSequence(sequence)
                     .setCreatedMs(System.currentTimeMillis())
-                    .setMappings(counts[0])
-                    .setInFlight(counts[1])
+                    .setMappings(mappings[0])
+                    .setInFlight(pending.size())
                     .setQuarantinedRanges(quarantine.size())
                     .putAllSettings(settings)
                     .build());
-            written = writer.finish();
-            lastSequence = sequence;
-            Taken taken = new Taken(written, sequence, counts[0], counts[1], quarantine.size(), Files.size(written),
-                    (System.nanoTime() - start) / 1_000_000);
-            prune();
-            LOG.info("snapshot {}: {} mappings, {} in flight, {} quarantined ranges, {} bytes in {} ms", written.getFileName(),
-                    taken.mappings(), taken.inFlight(), taken.quarantined(), taken.bytes(), taken.millis());
-            return taken;
+            return new Written(writer.finish(), mappings[0], pending.size(), quarantine.size(), idle);
+        }
+    }
+
+    /**
+     * Rests twice as long as the last stretch of work took (at most 20 ms), for work at normal priority: it then uses
+     * at most a third of a core, in stretches shorter than a time slice.
+     */
+    private static void rest(long workedNanos) throws java.io.InterruptedIOException {
+        long nanos = Math.min(2 * workedNanos, 20_000_000L);
+        if (nanos < 10_000) {
+            return;
+        }
+        // parkNanos, not Thread.sleep: on Java 17 a sleep of a fraction of a millisecond lasts a whole one.
+        LockSupport.parkNanos(nanos);
+        if (Thread.interrupted()) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("snapshot interrupted");
         }
     }
 

@@ -51,7 +51,7 @@ import java.util.function.LongSupplier;
  */
 public final class PageService {
 
-    static final int SHARD_BITS = 8;
+    static final int SHARD_BITS = 11;
     static final int SHARDS = 1 << SHARD_BITS;
     static final int STAMP_REGION_PAGES = 512;
     public static final int MAX_LIST_PAGE = 10_000;
@@ -629,83 +629,98 @@ public final class PageService {
     }
 
     /**
-     * Streams every committed mapping and in-flight allocation to {@code sink}, one shard at a time: each shard is
-     * copied under its lock (a short hold, into flat arrays), then handed over without it, so serving goes on; after
-     * every few hundred mappings the export rests twice as long as they took, so that on a machine of few cores it never
-     * holds a core for long. The result is fuzzy across shards; replaying the log from a sequence read before the export makes it
-     * exact.
+     * One shard's committed mappings and in-flight allocations, copied under its lock into flat arrays (a short hold:
+     * no record object per mapping) and immutable after, so it can be handed to another thread.
      */
-    public void exportState(StateSink sink) throws IOException {
-        for (Shard shard : shards) {
-            long began = System.nanoTime();
-            int n;
-            String[] keys;
-            int[] buckets;
-            long[] offsets;
-            long[] sizes;
-            int[] crcs;
-            List<PendingRecord> pendingCopies = new ArrayList<>();
-            shard.lock.lock();
-            try {
-                n = shard.entries.size();
-                keys = new String[n];
-                buckets = new int[n];
-                offsets = new long[n];
-                sizes = new long[n];
-                crcs = new int[n];
-                int i = 0;
-                for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
-                    ObjectEntry entry = e.getValue();
-                    keys[i] = e.getKey();
-                    buckets[i] = entry.bucket;
-                    offsets[i] = entry.offset;
-                    sizes[i] = entry.size;
-                    crcs[i] = entry.crc32c;
-                    i++;
-                    Pending pending = entry.pending;
-                    if (pending != null) {
-                        pendingCopies.add(PendingRecord.newBuilder().setTenantId(KeyRules.tenantOf(e.getKey()))
-                                .setKey(KeyRules.keyOf(e.getKey())).setPlacement(record(pending.placement))
-                                .setDeadlineMs(wallMillis(pending.deadlineNanos)).setOverwrite(pending.overwrite).build());
-                    }
-                }
-            } finally {
-                shard.lock.unlock();
-            }
-            for (int i = 0; i < n; i++) {
+    public static final class ShardCopy {
+        private final int count;
+        private final String[] keys;
+        private final int[] buckets;
+        private final long[] offsets;
+        private final long[] sizes;
+        private final int[] crcs;
+        private final List<PendingRecord> pending;
+
+        private ShardCopy(int count, String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<PendingRecord> pending) {
+            this.count = count;
+            this.keys = keys;
+            this.buckets = buckets;
+            this.offsets = offsets;
+            this.sizes = sizes;
+            this.crcs = crcs;
+            this.pending = pending;
+        }
+
+        /** Entries copied (a key with only an in-flight allocation counts, but yields no mapping). */
+        public int entries() {
+            return count;
+        }
+
+        /** Hands entries {@code [from, to)} to {@code sink} as mappings. */
+        public void emitMappings(int from, int to, StateSink sink) throws IOException {
+            for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
                     sink.mapping(keys[i], buckets[i], offsets[i], sizes[i], crcs[i]);
                 }
-                if ((i & (EXPORT_CHUNK - 1)) == EXPORT_CHUNK - 1) {
-                    rest(System.nanoTime() - began);
-                    began = System.nanoTime();
-                }
             }
-            for (PendingRecord pending : pendingCopies) {
-                sink.pending(pending);
-            }
-            rest(System.nanoTime() - began);
+        }
+
+        public List<PendingRecord> pending() {
+            return pending;
         }
     }
 
-    /** Mappings handed over between rests: some tens of microseconds of work, less than a scheduler's time slice. */
-    private static final int EXPORT_CHUNK = 256;
+    /** Shards of the mapping table, for {@link #copyShard}. */
+    public int shardCount() {
+        return SHARDS;
+    }
+
+    /** Copies shard {@code index} under its lock; see {@link ShardCopy}. */
+    public ShardCopy copyShard(int index) {
+        Shard shard = shards[index];
+        List<PendingRecord> pendingCopies = new ArrayList<>();
+        shard.lock.lock();
+        try {
+            int n = shard.entries.size();
+            String[] keys = new String[n];
+            int[] buckets = new int[n];
+            long[] offsets = new long[n];
+            long[] sizes = new long[n];
+            int[] crcs = new int[n];
+            int i = 0;
+            for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
+                ObjectEntry entry = e.getValue();
+                keys[i] = e.getKey();
+                buckets[i] = entry.bucket;
+                offsets[i] = entry.offset;
+                sizes[i] = entry.size;
+                crcs[i] = entry.crc32c;
+                i++;
+                Pending pending = entry.pending;
+                if (pending != null) {
+                    pendingCopies.add(PendingRecord.newBuilder().setTenantId(KeyRules.tenantOf(e.getKey()))
+                            .setKey(KeyRules.keyOf(e.getKey())).setPlacement(record(pending.placement))
+                            .setDeadlineMs(wallMillis(pending.deadlineNanos)).setOverwrite(pending.overwrite).build());
+                }
+            }
+            return new ShardCopy(n, keys, buckets, offsets, sizes, crcs, pendingCopies);
+        } finally {
+            shard.lock.unlock();
+        }
+    }
 
     /**
-     * Rests twice as long as the last stretch of export work took (at most 20 ms): the export then uses at most a third
-     * of a core, in stretches shorter than a time slice, and on a machine of few cores the calls it shares the machine
-     * with keep their tail latency. A snapshot takes about three times as long; it is not on anyone's critical path.
+     * Streams every committed mapping and in-flight allocation to {@code sink}, one shard at a time: each shard is
+     * copied under its lock, then handed over without it, so serving goes on. The result is fuzzy across shards;
+     * replaying the log from a sequence read before the export makes it exact.
      */
-    private static void rest(long workedNanos) throws IOException {
-        long nanos = Math.min(2 * workedNanos, 20_000_000L);
-        if (nanos < 10_000) {
-            return;
-        }
-        // parkNanos, not Thread.sleep: on Java 17 a sleep of a fraction of a millisecond lasts a whole one.
-        java.util.concurrent.locks.LockSupport.parkNanos(nanos);
-        if (Thread.interrupted()) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("snapshot interrupted");
+    public void exportState(StateSink sink) throws IOException {
+        for (int s = 0; s < SHARDS; s++) {
+            ShardCopy copy = copyShard(s);
+            copy.emitMappings(0, copy.entries(), sink);
+            for (PendingRecord pending : copy.pending()) {
+                sink.pending(pending);
+            }
         }
     }
 

@@ -602,6 +602,23 @@ class SnapshotRecoveryTest {
     }
 
     @Test
+    void a_snapshot_whose_file_cannot_be_written_fails_with_the_reason_and_the_next_one_works() throws Exception {
+        PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10));
+        for (int i = 0; i < 1500; i++) {
+            commit(pages, "alpha", "k" + i, PAGE, false);
+        }
+        Path notADirectory = Files.writeString(stateDir().resolveSibling("not-a-directory"), "x");
+        Snapshotter broken = new Snapshotter(pages, null, notADirectory, layoutRecord(layout()), 2, Map.of(), 0);
+        IOException failed = assertThrows(IOException.class, broken::take);
+        assertTrue(failed.toString().contains("not-a-directory"), failed.toString());
+
+        Snapshotter.Taken taken = new Snapshotter(pages, null, stateDir(), layoutRecord(layout()), 2, Map.of(), 0).take();
+        assertEquals(1500, taken.mappings());
+        StateFixtures.Restored restored = recover(stateDir(), layout(), false);
+        assertSameState(dump(pages), dump(restored.pages()), "from the snapshot taken after the failed one");
+    }
+
+    @Test
     void retention_keeps_exactly_the_newest_n_snapshots() throws Exception {
         PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10));
         Snapshotter snapshotter = new Snapshotter(pages, null, stateDir(), layoutRecord(layout()), 3, Map.of(), 0);
