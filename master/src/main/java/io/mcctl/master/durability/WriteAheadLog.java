@@ -52,6 +52,8 @@ public final class WriteAheadLog implements AutoCloseable {
     private ByteBuffer buffer = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     private ByteBuffer spare = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     private long lastAppended;
+    /** The last sequence the writer took into a batch (under {@link #lock}). */
+    private long lastTaken;
     private volatile long lastDurable;
     private IOException failure;
     private boolean closing;
@@ -59,7 +61,11 @@ public final class WriteAheadLog implements AutoCloseable {
     private FileChannel segment;
     private long segmentSize;
     private final Thread writer;
+    // Written by the writer thread only; adders so that a scrape reads them without a lock.
     private final java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder bytesWritten = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder recordsWritten = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder syncNanos = new java.util.concurrent.atomic.LongAdder();
 
     /**
      * Opens the log for appending after {@code lastSequence} (the last record recovery saw), in a new
@@ -70,6 +76,7 @@ public final class WriteAheadLog implements AutoCloseable {
         this.segmentBytes = segmentBytes;
         this.wallClock = wallClock;
         this.lastAppended = lastSequence;
+        this.lastTaken = lastSequence;
         this.lastDurable = lastSequence;
         Files.createDirectories(dir);
         openSegment(lastSequence + 1);
@@ -170,6 +177,21 @@ public final class WriteAheadLog implements AutoCloseable {
         return syncs.sum();
     }
 
+    /** Bytes written to the log's segments since it opened. */
+    public long bytesWritten() {
+        return bytesWritten.sum();
+    }
+
+    /** Records written and made durable since the log opened. */
+    public long recordsWritten() {
+        return recordsWritten.sum();
+    }
+
+    /** Time spent writing and fsyncing, in seconds, since the log opened. */
+    public double syncSeconds() {
+        return syncNanos.sum() / 1e9;
+    }
+
     /** Deletes every segment whose records all have sequences at or below {@code coveredSequence}. */
     public void deleteSegmentsCoveredBy(long coveredSequence) throws IOException {
         List<WalSegments.Segment> segments = WalSegments.list(dir);
@@ -207,6 +229,7 @@ public final class WriteAheadLog implements AutoCloseable {
         while (true) {
             ByteBuffer batch;
             long upTo;
+            long records;
             lock.lock();
             try {
                 while (!closing) {
@@ -225,6 +248,8 @@ public final class WriteAheadLog implements AutoCloseable {
                 buffer = spare;
                 buffer.clear();
                 spare = batch;
+                records = lastAppended - lastTaken;
+                lastTaken = lastAppended;
                 upTo = lastAppended;
             } finally {
                 lock.unlock();
@@ -233,11 +258,16 @@ public final class WriteAheadLog implements AutoCloseable {
             List<Waiter> done = new ArrayList<>();
             IOException error = null;
             try {
+                long began = System.nanoTime();
+                int bytes = batch.remaining();
                 while (batch.hasRemaining()) {
                     segmentSize += segment.write(batch);
                 }
                 segment.force(false);
+                syncNanos.add(System.nanoTime() - began);
                 syncs.increment();
+                bytesWritten.add(bytes);
+                recordsWritten.add(records);
                 lastDurable = upTo;
                 if (segmentSize >= segmentBytes) {
                     segment.close();

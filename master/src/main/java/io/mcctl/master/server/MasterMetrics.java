@@ -6,6 +6,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import io.mcctl.master.durability.WriteAheadLog;
 import io.mcctl.master.service.PageService;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
@@ -25,6 +26,11 @@ public final class MasterMetrics {
     private final Histogram rpcLatency;
 
     public MasterMetrics(PageService pages) {
+        this(pages, null);
+    }
+
+    /** @param wal the write-ahead log, whose counters are exported too; null under snapshot durability */
+    public MasterMetrics(PageService pages, WriteAheadLog wal) {
         int buckets = pages.layout().bucketCount();
         long pagesPerBucket = pages.layout().pagesPerBucket();
         GaugeWithCallback.builder().name("mooncake_master_distributed_pages_allocated")
@@ -59,6 +65,17 @@ public final class MasterMetrics {
         GaugeWithCallback.builder().name("mcctl_master_quarantined_pages").help("Freed pages waiting for read leases to run out")
                 .callback(cb -> cb.call(pages.quarantinedPageCount())).register(registry);
         // No exemplars: without tracing they only sample the clock on every call of the hot path.
+        if (wal != null) {
+            CounterWithCallback.builder().name("mcctl_wal_syncs_total").help("Write-ahead log fsyncs: one per group of records committed together")
+                    .callback(cb -> cb.call(wal.syncCount())).register(registry);
+            CounterWithCallback.builder().name("mcctl_wal_records_total").help("Write-ahead log records made durable")
+                    .callback(cb -> cb.call(wal.recordsWritten())).register(registry);
+            CounterWithCallback.builder().name("mcctl_wal_bytes_total").help("Bytes written to write-ahead log segments")
+                    .callback(cb -> cb.call(wal.bytesWritten())).register(registry);
+            CounterWithCallback.builder().name("mcctl_wal_sync_seconds_total")
+                    .help("Time spent writing and fsyncing the write-ahead log; over syncs_total, the mean commit time")
+                    .callback(cb -> cb.call(wal.syncSeconds())).register(registry);
+        }
         rpcRequests = Counter.builder().name("mcctl_master_rpc_requests_total").help("RPCs received").labelNames("method")
                 .withoutExemplars().register(registry);
         rpcFailures = Counter.builder().name("mcctl_master_rpc_failures_total").help("RPCs that ended with a non-OK status")

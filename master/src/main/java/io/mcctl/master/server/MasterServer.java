@@ -118,7 +118,7 @@ public final class MasterServer implements AutoCloseable {
         }
         Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                 recovered.lastSequence);
-        MasterMetrics metrics = new MasterMetrics(pages);
+        MasterMetrics metrics = new MasterMetrics(pages, wal);
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                 wal == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : wal::whenDurable, snapshotter);
         // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.

@@ -76,6 +76,13 @@ class MasterMetricsTest {
         assertEquals(2, value(body, "mcctl_master_rpc_requests_total{method=\"GetStats\"}"));
         assertEquals(1, value(body, "mcctl_master_rpc_failures_total{code=\"NOT_FOUND\",method=\"GetDistributedPageMapping\"}"));
         assertTrue(body.contains("mcctl_master_rpc_latency_seconds_bucket{method=\"GetStats\""), "latency by method");
+
+        // Each allocation answered after its log record was durable: two records, in one or two fsyncs.
+        assertEquals(2, value(body, "mcctl_wal_records_total"));
+        double syncs = value(body, "mcctl_wal_syncs_total");
+        assertTrue(syncs >= 1 && syncs <= 2, "syncs " + syncs);
+        assertTrue(value(body, "mcctl_wal_bytes_total") > 0);
+        assertTrue(value(body, "mcctl_wal_sync_seconds_total") > 0);
     }
 
     @Test
