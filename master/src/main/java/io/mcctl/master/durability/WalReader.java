@@ -11,10 +11,12 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 
 /**
- * Reads the write-ahead log in order. A frame that runs past the end of the last segment, or fails its
- * checksum as the very last frame of it, is a torn write from a crash: it is reported (and cut off when
- * repairing) and reading stops there. Anything else that does not decode, and any gap in the sequence,
- * is corruption: reading stops with the exact file and offset.
+ * Reads the write-ahead log in order. The last segment may end in zeros written ahead of the records
+ * ({@link WriteAheadLog}): a frame header of zeros with only zeros after it is its end (cut off when
+ * repairing). A frame of the last segment that runs past the end of the file, or fails its checksum with
+ * no whole record after it, is a torn write from a crash: it is reported (and cut off when repairing) and
+ * reading stops there. Anything else that does not decode, and any gap in the sequence, is corruption:
+ * reading stops with the exact file and offset.
  */
 public final class WalReader {
 
@@ -30,6 +32,8 @@ public final class WalReader {
             return tornFile != null;
         }
     }
+
+    private static final String LAST_RECORD_CRC = "last record fails its CRC32C";
 
     private WalReader() {
     }
@@ -71,6 +75,13 @@ public final class WalReader {
                         int length = data.getInt((int) offset);
                         int crc = data.getInt((int) offset + 4);
                         // No record is empty (each has a sequence): a zero length is a zero-filled tail, not a frame.
+                        if (lastSegment && length == 0 && zerosFrom(data, offset)) {
+                            if (repair) {
+                                channel.truncate(offset);
+                                channel.force(true);
+                            }
+                            break; // the zeros written ahead of the records: the end of the log
+                        }
                         if (length <= 0 || length > FrameCodec.MAX_PAYLOAD) {
                             if (!lastSegment) {
                                 throw new CorruptStateException(segment.path(), offset, "frame length " + length + " is not a record");
@@ -84,10 +95,11 @@ public final class WalReader {
                             long end = offset + FrameCodec.HEADER_BYTES + length;
                             next = end;
                             if (FrameCodec.crc(bytes, 0, length) != crc) {
-                                if (!lastSegment || end != size) {
+                                if (!lastSegment) {
                                     throw new CorruptStateException(segment.path(), offset, "record fails its CRC32C");
                                 }
-                                torn = "last record fails its CRC32C";
+                                // The last record written before a crash; if a whole record follows, it is damage instead.
+                                torn = LAST_RECORD_CRC;
                             } else {
                                 long peeked = peekSequence(bytes);
                                 if (peeked > 0 && peeked <= afterSequence) {
@@ -112,7 +124,9 @@ public final class WalReader {
                         // frame is damage in the middle of acknowledged records, and cutting there would lose them.
                         long later = laterRecordAfter(channel, offset + 1, size, Math.max(expected, last + 1));
                         if (later >= 0) {
-                            throw new CorruptStateException(segment.path(), offset, torn + ", yet a whole record follows at byte " + later);
+                            throw new CorruptStateException(segment.path(), offset, torn.equals(LAST_RECORD_CRC)
+                                    ? "record fails its CRC32C (a whole record follows at byte " + later + ")"
+                                    : torn + ", yet a whole record follows at byte " + later);
                         }
                         if (repair) {
                             channel.truncate(offset);
@@ -139,6 +153,23 @@ public final class WalReader {
             }
         }
         return new Outcome(last, count, null, -1);
+    }
+
+    /** Whether every byte of {@code data} from {@code offset} to its end is zero. */
+    private static boolean zerosFrom(ByteBuffer data, long offset) {
+        int at = (int) offset;
+        int end = data.limit();
+        for (; at + Long.BYTES <= end; at += Long.BYTES) {
+            if (data.getLong(at) != 0) {
+                return false;
+            }
+        }
+        for (; at < end; at++) {
+            if (data.get(at) != 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The sequence (field 1, a varint, written first) at the start of a record's bytes, or -1 if it is not there. */

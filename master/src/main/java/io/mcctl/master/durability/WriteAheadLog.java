@@ -27,6 +27,14 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Segments roll at a size limit and are named by their first sequence ({@link WalSegments}).
  *
+ * <p>Ahead of the records, the writer keeps a few MiB of the segment written with zeros and made durable, so
+ * a commit overwrites blocks that exist and its fdatasync flushes data only. Appending instead makes every
+ * commit a journal commit of the file's new size and blocks (measured here: fdatasync of a 1.6 KB write
+ * 60 us mean, p99 85 us, over written blocks; 79-110 us mean, p99 150-480 us, appending). So the last
+ * segment ends in zeros; a rolled segment is cut to its last record before the next one is created, a
+ * cleanly closed one too, and recovery cuts the zeros off the last one, so only the last segment ever
+ * ends in zeros ({@link WalReader} reads them as its end).
+ *
  * <p>Locks: {@link #lock} guards the buffer, {@link #lastAppended}, the waiters and the failure; it is
  * held for a copy of one record, never across IO. The writer thread alone touches the segment channel.
  * {@link #lastDurable} is written by the writer thread only.
@@ -60,6 +68,10 @@ public final class WriteAheadLog implements AutoCloseable {
 
     private FileChannel segment;
     private long segmentSize;
+    /** The segment holds durable zeros from {@link #segmentSize} up to here (writer thread only). */
+    private long zeroedEnd;
+    /** Cleared when writing zeros ahead fails: records are then appended, which is slower but as safe. */
+    private boolean zeroAhead = true;
     private final Thread writer;
     // Written by the writer thread only; adders so that a scrape reads them without a lock.
     private final java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
@@ -205,15 +217,78 @@ public final class WriteAheadLog implements AutoCloseable {
 
     private void openSegment(long firstSequence) throws IOException {
         Path path = dir.resolve(WalSegments.fileName(firstSequence));
-        // A segment of this name can exist only empty: opened by a master that stopped before its first
-        // record reached the disk (recovery read every record of every non-empty segment).
-        segment = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-        if (segment.size() != 0) {
+        // A segment of this name can exist only without records: opened by a master that stopped before its
+        // first record reached the disk (recovery read every record of every segment, and cut its zeros).
+        segment = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        if (!onlyZeros(segment)) {
             segment.close();
             throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
         }
+        segment.position(0);
         segmentSize = 0;
+        zeroedEnd = segment.size();
+        writeZerosAhead();
         DurableFiles.fsyncDirectory(dir);
+    }
+
+    /** Zeros written ahead of the records at a time, and how few may be left before more are written. */
+    static final long ZERO_AHEAD_BYTES = 4 << 20;
+    static final long ZERO_AHEAD_LOW_BYTES = 1 << 20;
+    private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20);
+
+    /**
+     * Writes and syncs zeros ahead of the records when fewer than {@link #ZERO_AHEAD_LOW_BYTES} are left, up to
+     * {@link #ZERO_AHEAD_BYTES} ahead but not past the roll size. Writer thread only, never while a record waits
+     * in a batch it has taken. On failure (a full disk, say) it stops trying: appends work without it.
+     */
+    private void writeZerosAhead() {
+        if (!zeroAhead || zeroedEnd - segmentSize >= ZERO_AHEAD_LOW_BYTES) {
+            return;
+        }
+        long from = Math.max(zeroedEnd, segmentSize);
+        long to = Math.min(segmentSize + ZERO_AHEAD_BYTES, Math.max(segmentBytes, from));
+        if (to <= from) {
+            return;
+        }
+        try {
+            for (long at = from; at < to; ) {
+                ByteBuffer zeros = ZEROS.duplicate().limit((int) Math.min(ZEROS.capacity(), to - at));
+                at += segment.write(zeros, at);
+            }
+            segment.force(false);
+            zeroedEnd = to;
+        } catch (IOException e) {
+            zeroAhead = false;
+            LOG.warn("could not write zeros ahead in the write-ahead log ({}); appending from now on", e.toString());
+        }
+    }
+
+    /** Whether every byte of the file is zero (an empty file is). */
+    private static boolean onlyZeros(FileChannel channel) throws IOException {
+        ByteBuffer chunk = ByteBuffer.allocate(1 << 16);
+        long size = channel.size();
+        for (long at = 0; at < size; ) {
+            chunk.clear();
+            int n = channel.read(chunk, at);
+            if (n < 0) {
+                break;
+            }
+            for (int i = 0; i < n; i++) {
+                if (chunk.get(i) != 0) {
+                    return false;
+                }
+            }
+            at += n;
+        }
+        return true;
+    }
+
+    /** Cuts the zeros after the last record, so a segment that is not the last ends at its last record. */
+    private void trimZeros() throws IOException {
+        if (segment.size() > segmentSize) {
+            segment.truncate(segmentSize);
+        }
+        segment.force(true);
     }
 
     /** Caller holds the lock. Returns the nanoseconds left, as {@link Condition#awaitNanos} does. */
@@ -269,10 +344,6 @@ public final class WriteAheadLog implements AutoCloseable {
                 bytesWritten.add(bytes);
                 recordsWritten.add(records);
                 lastDurable = upTo;
-                if (segmentSize >= segmentBytes) {
-                    segment.close();
-                    openSegment(upTo + 1);
-                }
             } catch (IOException e) {
                 error = e;
                 LOG.error("write-ahead log failed; the master stops acknowledging changes", e);
@@ -301,6 +372,31 @@ public final class WriteAheadLog implements AutoCloseable {
             if (error != null) {
                 return;
             }
+            // Housekeeping after the waiters are answered: no commit waits for it, only the next batch does.
+            try {
+                if (segmentSize >= segmentBytes) {
+                    trimZeros();
+                    segment.close();
+                    openSegment(upTo + 1);
+                } else {
+                    writeZerosAhead();
+                }
+            } catch (IOException e) {
+                LOG.error("write-ahead log failed to start a new segment; the master stops acknowledging changes", e);
+                lock.lock();
+                try {
+                    failure = e;
+                    done.clear();
+                    done.addAll(waiters);
+                    waiters.clear();
+                } finally {
+                    lock.unlock();
+                }
+                for (Waiter waiter : done) {
+                    waiter.future().completeExceptionally(e);
+                }
+                return;
+            }
         }
     }
 
@@ -319,6 +415,12 @@ public final class WriteAheadLog implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        segment.close();
+        try {
+            if (!writer.isAlive() && segment.isOpen()) {
+                trimZeros();
+            }
+        } finally {
+            segment.close();
+        }
     }
 }

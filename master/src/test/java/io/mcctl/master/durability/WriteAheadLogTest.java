@@ -243,20 +243,23 @@ class WriteAheadLogTest {
     }
 
     @Test
-    void a_tail_of_zeros_after_the_last_record_is_torn_not_corrupt() throws Exception {
-        // A crash after the file grew but before its new blocks were written leaves zeros (XFS, ext4 without
-        // data=ordered): that is a torn tail like any other, not a reason to refuse to start.
+    void a_tail_of_zeros_after_the_last_record_is_the_end_of_the_log_and_repair_cuts_it() throws Exception {
+        // The writer keeps zeros written ahead of its records, and so does a crash after the file grew but before
+        // its new blocks were written (XFS, ext4 without data=ordered): the end of the log, not a reason to stop.
         try (WriteAheadLog wal = open(dir, 0, BIG_SEGMENTS)) {
             appendDurably(wal, "k", 5);
         }
         Path segment = onlySegment(dir);
         long whole = Files.size(segment);
         Files.write(segment, new byte[4096], StandardOpenOption.APPEND);
+        WalReader.Outcome readOnly = WalReader.read(dir, 0, false, (r, f, o) -> { });
+        assertFalse(readOnly.torn(), "zeros after the last record are its end");
+        assertEquals(5, readOnly.lastSequence());
+        assertEquals(whole + 4096, Files.size(segment), "reading without repair changes nothing");
         WalReader.Outcome outcome = WalReader.read(dir, 0, true, (r, f, o) -> { });
-        assertTrue(outcome.torn(), "zeros after the last record are a torn tail");
-        assertEquals(whole, outcome.tornOffset());
+        assertFalse(outcome.torn());
         assertEquals(5, outcome.lastSequence());
-        assertEquals(whole, Files.size(segment));
+        assertEquals(whole, Files.size(segment), "repair cuts the zeros");
         try (WriteAheadLog wal = open(dir, outcome.lastSequence(), BIG_SEGMENTS)) {
             appendDurably(wal, "after", 1);
         }
@@ -265,13 +268,12 @@ class WriteAheadLogTest {
 
     @Test
     void a_segment_holding_only_zeros_is_cut_to_empty_and_the_log_opens_over_it() throws Exception {
-        // The very first write of a fresh log torn the same way: recovery must leave a segment the log can reopen.
+        // A log stopped before its first record: recovery must leave a segment the log can reopen.
         Files.createDirectories(dir);
         Path segment = dir.resolve(WalSegments.fileName(1));
         Files.write(segment, new byte[4096]);
         WalReader.Outcome outcome = WalReader.read(dir, 0, true, (r, f, o) -> { });
-        assertTrue(outcome.torn());
-        assertEquals(0, outcome.tornOffset());
+        assertFalse(outcome.torn());
         assertEquals(0, outcome.lastSequence());
         assertEquals(0, Files.size(segment));
         try (WriteAheadLog wal = open(dir, outcome.lastSequence(), BIG_SEGMENTS)) {
@@ -357,7 +359,9 @@ class WriteAheadLogTest {
     @Test
     void deleting_segments_covered_by_a_sequence_keeps_every_segment_an_older_snapshot_still_needs() throws Exception {
         try (WriteAheadLog wal = open(dir, 0, 1 << 20)) {
-            appendDurably(wal, "x".repeat(200_000) + "-", 24);
+            // Six records fill a segment; the 25th starts the fifth, the one the log is writing (and no roll is
+            // pending after it, which the writer does after answering).
+            appendDurably(wal, "x".repeat(200_000) + "-", 25);
             List<WalSegments.Segment> segments = WalSegments.list(dir);
             assertTrue(segments.size() >= 5, segments.toString());
             long third = segments.get(2).firstSequence();
@@ -371,7 +375,7 @@ class WriteAheadLogTest {
             assertEquals(segments.subList(2, segments.size()), WalSegments.list(dir));
             List<Read> fromThird = readAll(dir, third);
             assertEquals(third + 1, fromThird.get(0).sequence());
-            assertEquals(24, fromThird.get(fromThird.size() - 1).sequence());
+            assertEquals(25, fromThird.get(fromThird.size() - 1).sequence());
 
             // Even a snapshot of everything keeps the segment the log is writing.
             wal.deleteSegmentsCoveredBy(wal.lastAppended());
@@ -380,8 +384,73 @@ class WriteAheadLogTest {
             assertEquals(segments.get(segments.size() - 1), left.get(0));
             appendDurably(wal, "later", 1);
         }
-        List<Read> tail = readAll(dir, 24);
-        assertEquals(List.of(25L), tail.stream().map(Read::sequence).toList());
+        List<Read> tail = readAll(dir, 25);
+        assertEquals(List.of(26L), tail.stream().map(Read::sequence).toList());
+    }
+
+    @Test
+    void records_overwrite_zeros_written_ahead_and_only_the_segment_being_written_ends_in_zeros() throws Exception {
+        try (WriteAheadLog wal = open(dir, 0, 1 << 20)) {
+            appendDurably(wal, "x".repeat(200_000) + "-", 8); // six fill the first segment, two go to the second
+            List<WalSegments.Segment> segments = WalSegments.list(dir);
+            assertEquals(2, segments.size(), segments.toString());
+            List<Read> records = readAll(dir, 0);
+            assertEquals(8, records.size());
+            Read lastOfFirst = records.get(5);
+            long firstEnds = lastOfFirst.offset() + FrameCodec.HEADER_BYTES + frameLength(lastOfFirst);
+            assertEquals(firstEnds, Files.size(segments.get(0).path()), "a rolled segment ends at its last record");
+            Read last = records.get(7);
+            long lastEnds = last.offset() + FrameCodec.HEADER_BYTES + frameLength(last);
+            long size = Files.size(segments.get(1).path());
+            assertTrue(size > lastEnds, "zeros written ahead (up to the roll size): " + size + " bytes for " + lastEnds);
+            byte[] tail = Files.readAllBytes(segments.get(1).path());
+            for (long i = lastEnds; i < size; i++) {
+                assertEquals(0, tail[(int) i], "byte " + i);
+            }
+            assertFalse(WalReader.read(dir, 0, false, (r, f, o) -> { }).torn());
+        }
+        List<WalSegments.Segment> closed = WalSegments.list(dir);
+        List<Read> records = readAll(dir, 0);
+        Read last = records.get(records.size() - 1);
+        assertEquals(last.offset() + FrameCodec.HEADER_BYTES + frameLength(last), Files.size(closed.get(1).path()),
+                "a clean close cuts the zeros");
+    }
+
+    @Test
+    void a_record_torn_over_zeros_written_ahead_is_cut_off_and_a_later_whole_record_makes_it_corruption() throws Exception {
+        try (WriteAheadLog wal = open(dir, 0, BIG_SEGMENTS)) {
+            appendDurably(wal, "k", 5);
+        }
+        Path segment = onlySegment(dir);
+        Read fifth = readAll(dir, 0).get(4);
+        long end = fifth.offset() + FrameCodec.HEADER_BYTES + frameLength(fifth);
+        byte[] bytes = Files.readAllBytes(segment);
+        byte[] lastFrame = java.util.Arrays.copyOfRange(bytes, (int) fifth.offset(), (int) end);
+        // The crash left the fifth record half written over the zeros ahead of it.
+        byte[] torn = java.util.Arrays.copyOf(bytes, (int) end + 65536);
+        java.util.Arrays.fill(torn, (int) (fifth.offset() + lastFrame.length / 2), (int) end, (byte) 0);
+        Files.write(segment, torn);
+        WalReader.Outcome outcome = WalReader.read(dir, 0, true, (r, f, o) -> { });
+        assertTrue(outcome.torn());
+        assertEquals(fifth.offset(), outcome.tornOffset());
+        assertEquals(4, outcome.lastSequence());
+        assertEquals(fifth.offset(), Files.size(segment));
+
+        // The same damage with a whole record after the zeros (here the fifth again) is not a crash's tear: refused.
+        byte[] damaged = java.util.Arrays.copyOf(torn, (int) end + 65536 + lastFrame.length);
+        System.arraycopy(lastFrame, 0, damaged, (int) end + 65536, lastFrame.length);
+        Files.write(segment, damaged);
+        CorruptStateException refused = assertThrows(CorruptStateException.class, () -> WalReader.read(dir, 0, false, (r, f, o) -> { }));
+        assertTrue(refused.getMessage().contains("follows"), refused.getMessage());
+    }
+
+    /** The payload length of the frame at {@code read}'s offset. */
+    private static int frameLength(Read read) throws IOException {
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(read.file())) {
+            java.nio.ByteBuffer header = java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            channel.read(header, read.offset());
+            return header.getInt(0);
+        }
     }
 
     @Test

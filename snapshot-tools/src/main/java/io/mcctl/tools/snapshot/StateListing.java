@@ -102,37 +102,42 @@ public final class StateListing {
         if (segments.isEmpty()) {
             return out;
         }
-        Map<Path, long[]> counts = new HashMap<>(); // records, last sequence
+        Map<Path, long[]> counts = new HashMap<>(); // records, last sequence, end of the last record
         WalReader.Outcome outcome = null;
         CorruptStateException corruption = null;
         try {
             outcome = WalReader.read(dir, segments.get(0).firstSequence() - 1, false, (record, file, offset) -> {
-                long[] c = counts.computeIfAbsent(file, f -> new long[2]);
+                long[] c = counts.computeIfAbsent(file, f -> new long[3]);
                 c[0]++;
                 c[1] = record.getSequence();
+                c[2] = offset + io.mcctl.master.durability.FrameCodec.HEADER_BYTES + record.getSerializedSize();
             });
         } catch (CorruptStateException e) {
             corruption = e;
         }
         boolean afterCorruption = false;
         for (WalSegments.Segment segment : segments) {
-            long[] c = counts.getOrDefault(segment.path(), new long[2]);
-            long bytes = Files.size(segment.path());
+            long[] c = counts.getOrDefault(segment.path(), new long[3]);
+            // The records' bytes: the segment being written also holds zeros written ahead of its records.
+            long bytes = c[2];
             SegmentStatus status = SegmentStatus.OK;
             long problemOffset = -1;
             String problem = null;
             if (afterCorruption) {
                 status = SegmentStatus.UNREAD;
                 problem = "not read: an earlier segment is corrupt";
+                bytes = Files.size(segment.path());
             } else if (corruption != null && corruption.file().equals(segment.path())) {
                 status = SegmentStatus.CORRUPT;
                 problemOffset = corruption.offset();
                 problem = Problem.what(corruption);
                 afterCorruption = true;
+                bytes = Files.size(segment.path());
             } else if (outcome != null && outcome.torn() && outcome.tornFile().equals(segment.path())) {
                 status = SegmentStatus.TORN;
                 problemOffset = outcome.tornOffset();
                 problem = "torn tail: a record cut short by a crash (the master cuts it off when it next starts)";
+                bytes = Files.size(segment.path());
             }
             out.add(new SegmentEntry(segment.path(), segment.firstSequence(), bytes, c[0], c[1], status, problemOffset, problem));
         }
