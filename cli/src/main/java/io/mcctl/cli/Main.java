@@ -35,6 +35,49 @@ public final class Main {
         System.exit(code);
     }
 
+    /**
+     * Joins each command's description lines into paragraphs, so help wraps them at the terminal's width
+     * instead of breaking wherever the source line ended. A line that starts with a space (an example), the
+     * line after it, and the line after one ending in ':' start a new paragraph; the first sentence is a line
+     * of its own, the summary that command lists show.
+     */
+    private static final java.util.regex.Pattern FIRST_SENTENCE = java.util.regex.Pattern.compile("\\. (?=[A-Z0-9])");
+
+    static void reflowDescriptions(CommandLine commandLine) {
+        CommandLine.Model.CommandSpec spec = commandLine.getCommandSpec();
+        CommandLine.Model.UsageMessageSpec usage = spec.usageMessage();
+        // The lines as written: interpolated now, ${...} escaped as $${...} would be read as a variable later.
+        Boolean interpolates = spec.interpolateVariables();
+        spec.interpolateVariables(false);
+        String[] written = usage.description();
+        spec.interpolateVariables(interpolates);
+        java.util.List<String> paragraphs = new java.util.ArrayList<>();
+        String previous = null;
+        for (String line : written) {
+            boolean breaks = previous == null || line.startsWith(" ") || previous.startsWith(" ") || previous.endsWith(":");
+            if (breaks) {
+                paragraphs.add(line);
+            } else {
+                paragraphs.set(paragraphs.size() - 1, paragraphs.get(paragraphs.size() - 1) + " " + line);
+            }
+            previous = line;
+        }
+        // Command lists show a command's first description line: let that be its whole first sentence.
+        if (!paragraphs.isEmpty()) {
+            java.util.regex.Matcher sentence = FIRST_SENTENCE.matcher(paragraphs.get(0));
+            if (sentence.find()) {
+                paragraphs.add(1, paragraphs.get(0).substring(sentence.end()));
+                paragraphs.set(0, paragraphs.get(0).substring(0, sentence.start() + 1));
+            }
+        }
+        usage.description(paragraphs.toArray(String[]::new));
+        for (CommandLine sub : commandLine.getSubcommands().values()) {
+            if (sub.getParent() == commandLine) { // aliases map to the same command: reflow it once
+                reflowDescriptions(sub);
+            }
+        }
+    }
+
     /** Runs one command line and returns its exit code; what it prints goes to {@code out} and {@code err}. */
     public static int run(String[] args, Map<String, String> environment, PrintWriter out, PrintWriter err) {
         return commandLine(environment, out, err).execute(args);
@@ -45,6 +88,7 @@ public final class Main {
         McctlCommand root = new McctlCommand(environment);
         CommandLine commandLine = new CommandLine(root);
         SettingsOptions.install(commandLine);
+        reflowDescriptions(commandLine);
         commandLine.setOut(out);
         commandLine.setErr(err);
         commandLine.setCaseInsensitiveEnumValuesAllowed(true);

@@ -34,6 +34,18 @@ class McctlCommandTest {
     }
 
     @Test
+    void help_wraps_descriptions_as_paragraphs_and_keeps_example_lines_as_written() {
+        String get = CliRun.run("get", "--help").expectOk().out();
+        assertTrue(get.replace("\n", " ").contains("listed in KEYS_FILE (one per line) into --out DIR"), get);
+        for (String line : get.lines().toList()) {
+            assertTrue(line.length() <= 80, "wrapped at the width: '" + line + "'");
+        }
+        String completion = CliRun.run("completion", "--help").expectOk().out();
+        assertTrue(completion.contains("\n  ./mcctl completion bash > /etc/bash_completion.d/mcctl\n"), completion);
+        assertTrue(completion.contains("\n  ./mcctl completion zsh > \"${fpath[1]}/_mcctl\"\n"), completion);
+    }
+
+    @Test
     void version_names_mcctl_and_java() {
         CliRun run = CliRun.run("--version").expectOk();
         assertTrue(run.out().startsWith("mcctl "), run.out());

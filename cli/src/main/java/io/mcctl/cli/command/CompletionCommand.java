@@ -12,7 +12,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "completion", mixinStandardHelpOptions = true,
         description = {"Print the completion script for SHELL. Install it with, for example:",
                 "  ./mcctl completion bash > /etc/bash_completion.d/mcctl",
-                "  ./mcctl completion zsh > \"${fpath[1]}/_mcctl\"",
+                "  ./mcctl completion zsh > \"$${fpath[1]}/_mcctl\"",
                 "or source it from your shell's start-up file. The same scripts are in completions/."})
 public final class CompletionCommand implements Callable<Integer> {
 
