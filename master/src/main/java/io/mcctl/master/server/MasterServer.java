@@ -43,6 +43,9 @@ public final class MasterServer implements AutoCloseable {
      * What a master needs to start. Port 0 picks a free port. {@code stateDir} null means
      * {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
      */
+    /** The largest request the master reads: room for a full batch of the longest keys. */
+    public static final int MAX_REQUEST_BYTES = 64 << 20;
+
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
                           Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
                           Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
@@ -124,6 +127,9 @@ public final class MasterServer implements AutoCloseable {
         // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
                 .directExecutor()
+                // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
+                // handler, which answers per key, instead of failing whole as RESOURCE_EXHAUSTED at the default 4 MiB.
+                .maxInboundMessageSize(MAX_REQUEST_BYTES)
                 .addService(ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()))
                 .build();
         try {

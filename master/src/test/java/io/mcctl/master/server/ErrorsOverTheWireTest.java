@@ -130,6 +130,21 @@ class ErrorsOverTheWireTest {
     class Batch_calls_answer_per_key {
 
         @Test
+        void a_full_batch_of_the_longest_keys_is_answered_per_key_not_refused_for_its_size() {
+            // 10,000 keys of the longest allowed length: a request of about 41 MiB.
+            List<String> keys = new java.util.ArrayList<>();
+            for (int i = 0; i < MasterGrpcService.MAX_BATCH; i++) {
+                String n = Integer.toString(i);
+                keys.add(n + "k".repeat(io.mcctl.master.service.KeyRules.MAX_KEY_BYTES - n.length()));
+            }
+            keys.set(0, "present");
+            var response = client.batchGetMapping(keys, java.util.Collections.nCopies(keys.size(), "t"));
+            assertEquals(keys.size(), response.getResultsCount());
+            assertEquals(ErrorCode.OK, response.getResults(0).getStatus().getError(), "the committed key");
+            assertEquals(ErrorCode.OBJECT_NOT_FOUND, response.getResults(keys.size() - 1).getStatus().getError());
+        }
+
+        @Test
         void one_bad_key_in_a_batch_of_three_fails_only_that_key() {
             List<AllocationResult> results = client.batchAllocate(List.of("b1", "", "b3"), List.of("t", "t", "t"),
                     List.of(100L, 100L, 100L), false).getResultsList();
