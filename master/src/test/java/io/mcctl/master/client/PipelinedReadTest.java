@@ -121,6 +121,42 @@ class PipelinedReadTest {
     }
 
     @Test
+    void any_batch_size_and_lookup_size_deliver_every_key_once_in_order_in_batches_of_that_size() throws Exception {
+        cluster = TierCluster.start(root, 8, 2);
+        List<String> stored = offload(cluster.node(0), "r-", 240);
+        TierCluster.Node reader = cluster.node(1);
+        java.util.SplittableRandom random = new java.util.SplittableRandom(20261129);
+        for (int round = 0; round < 40; round++) {
+            int batchSize = 1 + random.nextInt(40);
+            int keysPerLookup = 1 + random.nextInt(300);
+            List<String> keys = new ArrayList<>();
+            int count = random.nextInt(260);
+            for (int i = 0; i < count; i++) {
+                // Mostly stored keys, repeats allowed, now and then one that was never offloaded.
+                keys.add(random.nextInt(10) == 0 ? "missing-" + i : stored.get(random.nextInt(stored.size())));
+            }
+            Collected sink = new Collected();
+            reader.reader().getPipelined(TENANT, keys, batchSize, keysPerLookup, sink);
+            String what = "round " + round + ": " + count + " keys, batches of " + batchSize + ", lookups of up to " + keysPerLookup;
+            assertEquals(keys.size(), sink.all.size(), what);
+            for (int b = 0; b < sink.batches.size(); b++) {
+                int expected = b < sink.batches.size() - 1 ? batchSize : keys.size() - b * batchSize;
+                assertEquals(expected, sink.batches.get(b).size(), what + ", batch " + b);
+            }
+            for (int i = 0; i < keys.size(); i++) {
+                TierReader.Outcome outcome = sink.all.get(i);
+                assertEquals(keys.get(i), outcome.key(), what);
+                if (keys.get(i).startsWith("missing-")) {
+                    assertEquals(TierReader.Status.NOT_FOUND, outcome.status(), what);
+                } else {
+                    assertEquals(TierReader.Status.OK, outcome.status(), what + ": " + outcome);
+                    assertArrayEquals(content(keys.get(i), sizeOf(keys.get(i))), bytesOf(outcome.data()), what + ": " + keys.get(i));
+                }
+            }
+        }
+    }
+
+    @Test
     void a_key_whose_lease_ran_short_is_looked_up_again_and_read_where_it_lives_now() throws Exception {
         // A short lease, so the sink can outlast it; the allocation deadline stays long.
         cluster = TierCluster.start(TierCluster.smallLayout(root, 8), Duration.ofSeconds(60), Duration.ofMillis(400), 2);
