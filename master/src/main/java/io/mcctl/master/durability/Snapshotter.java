@@ -150,17 +150,9 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.StateSink sink = new PageService.StateSink() {
-                @Override
-                public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
-                    writer.addMapping(scopedKey, bucket, offset, size, crc32c);
-                    mappings[0]++;
-                }
-
-                @Override
-                public void pending(PendingRecord record) {
-                    pending.add(record);
-                }
+            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c) -> {
+                writer.addMapping(scopedKey, bucket, offset, size, crc32c);
+                mappings[0]++;
             };
             List<QuarantineRecord> quarantine;
             while (true) {

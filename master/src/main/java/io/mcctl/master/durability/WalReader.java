@@ -156,7 +156,7 @@ public final class WalReader {
     }
 
     /** Whether every byte of {@code data} from {@code offset} to its end is zero. */
-    private static boolean zerosFrom(ByteBuffer data, long offset) {
+    static boolean zerosFrom(ByteBuffer data, long offset) {
         int at = (int) offset;
         int end = data.limit();
         for (; at + Long.BYTES <= end; at += Long.BYTES) {

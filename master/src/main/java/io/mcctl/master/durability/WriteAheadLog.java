@@ -60,8 +60,6 @@ public final class WriteAheadLog implements AutoCloseable {
     private ByteBuffer buffer = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     private ByteBuffer spare = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     private long lastAppended;
-    /** The last sequence the writer took into a batch (under {@link #lock}). */
-    private long lastTaken;
     private volatile long lastDurable;
     private IOException failure;
     private boolean closing;
@@ -88,7 +86,6 @@ public final class WriteAheadLog implements AutoCloseable {
         this.segmentBytes = segmentBytes;
         this.wallClock = wallClock;
         this.lastAppended = lastSequence;
-        this.lastTaken = lastSequence;
         this.lastDurable = lastSequence;
         Files.createDirectories(dir);
         openSegment(lastSequence + 1);
@@ -265,22 +262,7 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** Whether every byte of the file is zero (an empty file is). */
     private static boolean onlyZeros(FileChannel channel) throws IOException {
-        ByteBuffer chunk = ByteBuffer.allocate(1 << 16);
-        long size = channel.size();
-        for (long at = 0; at < size; ) {
-            chunk.clear();
-            int n = channel.read(chunk, at);
-            if (n < 0) {
-                break;
-            }
-            for (int i = 0; i < n; i++) {
-                if (chunk.get(i) != 0) {
-                    return false;
-                }
-            }
-            at += n;
-        }
-        return true;
+        return WalReader.zerosFrom(channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size()), 0);
     }
 
     /** Cuts the zeros after the last record, so a segment that is not the last ends at its last record. */
@@ -323,15 +305,12 @@ public final class WriteAheadLog implements AutoCloseable {
                 buffer = spare;
                 buffer.clear();
                 spare = batch;
-                records = lastAppended - lastTaken;
-                lastTaken = lastAppended;
+                records = lastAppended - lastDurable; // the writer made everything up to lastDurable durable, and no more
                 upTo = lastAppended;
             } finally {
                 lock.unlock();
             }
             batch.flip();
-            List<Waiter> done = new ArrayList<>();
-            IOException error = null;
             try {
                 long began = System.nanoTime();
                 int bytes = batch.remaining();
@@ -345,32 +324,20 @@ public final class WriteAheadLog implements AutoCloseable {
                 recordsWritten.add(records);
                 lastDurable = upTo;
             } catch (IOException e) {
-                error = e;
-                LOG.error("write-ahead log failed; the master stops acknowledging changes", e);
+                fail("write-ahead log failed; the master stops acknowledging changes", e);
+                return;
             }
+            List<Waiter> done = new ArrayList<>();
             lock.lock();
             try {
-                if (error != null) {
-                    failure = error;
-                    done.addAll(waiters);
-                    waiters.clear();
-                } else {
-                    while (!waiters.isEmpty() && waiters.peek().sequence() <= upTo) {
-                        done.add(waiters.poll());
-                    }
+                while (!waiters.isEmpty() && waiters.peek().sequence() <= upTo) {
+                    done.add(waiters.poll());
                 }
             } finally {
                 lock.unlock();
             }
             for (Waiter waiter : done) {
-                if (error != null) {
-                    waiter.future().completeExceptionally(error);
-                } else {
-                    waiter.future().complete(null);
-                }
-            }
-            if (error != null) {
-                return;
+                waiter.future().complete(null);
             }
             // Housekeeping after the waiters are answered: no commit waits for it, only the next batch does.
             try {
@@ -382,21 +349,26 @@ public final class WriteAheadLog implements AutoCloseable {
                     writeZerosAhead();
                 }
             } catch (IOException e) {
-                LOG.error("write-ahead log failed to start a new segment; the master stops acknowledging changes", e);
-                lock.lock();
-                try {
-                    failure = e;
-                    done.clear();
-                    done.addAll(waiters);
-                    waiters.clear();
-                } finally {
-                    lock.unlock();
-                }
-                for (Waiter waiter : done) {
-                    waiter.future().completeExceptionally(e);
-                }
+                fail("write-ahead log failed to start a new segment; the master stops acknowledging changes", e);
                 return;
             }
+        }
+    }
+
+    /** The log is broken: every waiter and every later append or wait gets {@code error}. Writer thread only. */
+    private void fail(String what, IOException error) {
+        LOG.error(what, error);
+        List<Waiter> failed;
+        lock.lock();
+        try {
+            failure = error;
+            failed = new ArrayList<>(waiters);
+            waiters.clear();
+        } finally {
+            lock.unlock();
+        }
+        for (Waiter waiter : failed) {
+            waiter.future().completeExceptionally(error);
         }
     }
 

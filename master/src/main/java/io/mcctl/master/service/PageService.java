@@ -620,11 +620,15 @@ public final class PageService {
 
     // ---- snapshot and restore ----
 
-    /** Receives the state for a snapshot. */
-    public interface StateSink {
+    /** Receives committed mappings. */
+    @FunctionalInterface
+    public interface MappingSink {
         /** One committed mapping; {@code scopedKey} is tenant, NUL, key. Primitive arguments: a million calls, no objects. */
         void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException;
+    }
 
+    /** Receives the state for a snapshot. */
+    public interface StateSink extends MappingSink {
         void pending(PendingRecord pending) throws IOException;
     }
 
@@ -633,7 +637,6 @@ public final class PageService {
      * no record object per mapping) and immutable after, so it can be handed to another thread.
      */
     public static final class ShardCopy {
-        private final int count;
         private final String[] keys;
         private final int[] buckets;
         private final long[] offsets;
@@ -641,8 +644,7 @@ public final class PageService {
         private final int[] crcs;
         private final List<PendingRecord> pending;
 
-        private ShardCopy(int count, String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<PendingRecord> pending) {
-            this.count = count;
+        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<PendingRecord> pending) {
             this.keys = keys;
             this.buckets = buckets;
             this.offsets = offsets;
@@ -653,11 +655,11 @@ public final class PageService {
 
         /** Entries copied (a key with only an in-flight allocation counts, but yields no mapping). */
         public int entries() {
-            return count;
+            return keys.length;
         }
 
         /** Hands entries {@code [from, to)} to {@code sink} as mappings. */
-        public void emitMappings(int from, int to, StateSink sink) throws IOException {
+        public void emitMappings(int from, int to, MappingSink sink) throws IOException {
             for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
                     sink.mapping(keys[i], buckets[i], offsets[i], sizes[i], crcs[i]);
@@ -703,7 +705,7 @@ public final class PageService {
                             .setDeadlineMs(wallMillis(pending.deadlineNanos)).setOverwrite(pending.overwrite).build());
                 }
             }
-            return new ShardCopy(n, keys, buckets, offsets, sizes, crcs, pendingCopies);
+            return new ShardCopy(keys, buckets, offsets, sizes, crcs, pendingCopies);
         } finally {
             shard.lock.unlock();
         }
