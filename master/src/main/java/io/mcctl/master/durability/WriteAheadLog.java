@@ -1,6 +1,8 @@
 package io.mcctl.master.durability;
 
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.ChangeLog;
+import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.DurableFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -15,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -100,6 +103,46 @@ public final class WriteAheadLog implements AutoCloseable {
         // (fields 1 and 2) are written under the lock in front of the rest, which gives the very bytes protobuf would
         // give for the whole record.
         byte[] body = record.clearSequence().clearTimeMs().build().toByteArray();
+        return appendFrame(body.length, out -> out.put(body));
+    }
+
+    /** Appends an {@code Allocated} record, encoded from its fields (see {@link WalRecordEncoder}). */
+    public long appendAllocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
+        return appendFrame(WalRecordEncoder.allocatedSize(tenant, key, placement, deadlineMs, overwrite),
+                out -> WalRecordEncoder.putAllocated(out, tenant, key, placement, deadlineMs, overwrite));
+    }
+
+    /** Appends a {@code Committed} record, encoded from its fields; {@code replaced} null when none was. */
+    public long appendCommitted(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
+        return appendFrame(WalRecordEncoder.committedSize(tenant, key, placement, replaced, replacedReleaseMs),
+                out -> WalRecordEncoder.putCommitted(out, tenant, key, placement, replaced, replacedReleaseMs));
+    }
+
+    /** This log as the page service's change log: allocations and commits encoded from their fields. */
+    public ChangeLog changeLog() {
+        return new ChangeLog() {
+            @Override
+            public void record(WalRecord.Builder change) {
+                append(change);
+            }
+
+            @Override
+            public void allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
+                appendAllocated(tenant, key, placement, deadlineMs, overwrite);
+            }
+
+            @Override
+            public void committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
+                appendCommitted(tenant, key, placement, replaced, replacedReleaseMs);
+            }
+        };
+    }
+
+    /**
+     * Frames a record whose change (fields 3 and up) {@code putBody} puts in exactly {@code bodyLength} bytes, behind
+     * its sequence and time, under the lock; returns its sequence.
+     */
+    private long appendFrame(int bodyLength, Consumer<ByteBuffer> putBody) {
         lock.lock();
         try {
             if (failure != null) {
@@ -107,7 +150,7 @@ public final class WriteAheadLog implements AutoCloseable {
             }
             long sequence = lastAppended + 1;
             long timeMs = wallClock.getAsLong();
-            int payloadLength = 1 + varintSize(sequence) + 1 + varintSize(timeMs) + body.length;
+            int payloadLength = 1 + WalRecordEncoder.varintSize(sequence) + 1 + WalRecordEncoder.varintSize(timeMs) + bodyLength;
             if (buffer.remaining() < payloadLength + FrameCodec.HEADER_BYTES) {
                 ByteBuffer bigger = ByteBuffer.allocate(Math.max(buffer.capacity() * 2, buffer.position() + payloadLength + 64))
                         .order(ByteOrder.LITTLE_ENDIAN);
@@ -118,10 +161,16 @@ public final class WriteAheadLog implements AutoCloseable {
             int frame = buffer.position();
             buffer.position(frame + FrameCodec.HEADER_BYTES);
             buffer.put((byte) 0x08); // field 1, varint
-            putVarint(buffer, sequence);
+            WalRecordEncoder.putVarint(buffer, sequence);
             buffer.put((byte) 0x10); // field 2, varint
-            putVarint(buffer, timeMs);
-            buffer.put(body);
+            WalRecordEncoder.putVarint(buffer, timeMs);
+            putBody.accept(buffer);
+            int written = buffer.position() - frame - FrameCodec.HEADER_BYTES;
+            if (written != payloadLength) {
+                // An encoder wrote other than it sized: the frame would not read back. Dropped, not logged.
+                buffer.position(frame);
+                throw new IllegalStateException("a log record was encoded to " + written + " bytes but sized " + payloadLength);
+            }
             FrameCodec.putHeader(buffer, frame, payloadLength);
             lastAppended = sequence;
             if (frame == 0 || buffer.position() >= EAGER_WRITE_BYTES) {
@@ -135,18 +184,6 @@ public final class WriteAheadLog implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-    }
-
-    private static int varintSize(long value) {
-        return value == 0 ? 1 : (63 - Long.numberOfLeadingZeros(value)) / 7 + 1;
-    }
-
-    private static void putVarint(ByteBuffer out, long value) {
-        while ((value & ~0x7FL) != 0) {
-            out.put((byte) ((value & 0x7F) | 0x80));
-            value >>>= 7;
-        }
-        out.put((byte) value);
     }
 
     /** Completes once every record appended before this call is on disk (or exceptionally if the log failed). */

@@ -117,7 +117,7 @@ public final class MasterServer implements AutoCloseable {
         WriteAheadLog wal = walMode
                 ? new WriteAheadLog(stateDir, recovered.lastSequence, options.walSegmentBytes(), System::currentTimeMillis) : null;
         if (wal != null) {
-            pages.setChangeLog(wal::append);
+            pages.setChangeLog(wal.changeLog());
         }
         Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                 recovered.lastSequence);

@@ -1,7 +1,5 @@
 package io.mcctl.master.service;
 
-import io.mcctl.master.proto.v1.Allocated;
-import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.PendingDropped;
 import io.mcctl.master.proto.v1.PendingRecord;
@@ -302,8 +300,7 @@ public final class PageService {
                     Placement placement = new Placement(bucket, first * layout.pageSize(), size, 0);
                     entry.pending = new Pending(scoped, entry, placement, now + allocationDeadlineNanos, overwrite);
                     shard.append(entry.pending);
-                    changeLog.record(WalRecord.newBuilder().setAllocated(Allocated.newBuilder().setTenantId(tenant).setKey(key)
-                            .setPlacement(record(placement)).setDeadlineMs(wallMillis(entry.pending.deadlineNanos)).setOverwrite(overwrite)));
+                    changeLog.allocated(tenant, key, placement, wallMillis(entry.pending.deadlineNanos), overwrite);
                     inFlight.incrementAndGet();
                     return Result.ok(placement);
                 }
@@ -371,11 +368,11 @@ public final class PageService {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
-            Committed.Builder change = Committed.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(committed));
             if (entry.hasCommitted()) {
-                change.setReplaced(record(entry.committed())).setReplacedReleaseMs(releaseMillis(entry, now));
+                changeLog.committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now));
+            } else {
+                changeLog.committed(tenant, key, committed, null, 0);
             }
-            changeLog.record(WalRecord.newBuilder().setCommitted(change));
             if (entry.hasCommitted()) {
                 releaseCommitted(entry, now);
             } else {
