@@ -35,14 +35,14 @@ public final class Main {
         System.exit(code);
     }
 
+    private static final java.util.regex.Pattern FIRST_SENTENCE = java.util.regex.Pattern.compile("\\. (?=[A-Z0-9])");
+
     /**
      * Joins each command's description lines into paragraphs, so help wraps them at the terminal's width
      * instead of breaking wherever the source line ended. A line that starts with a space (an example), the
      * line after it, and the line after one ending in ':' start a new paragraph; the first sentence is a line
      * of its own, the summary that command lists show.
      */
-    private static final java.util.regex.Pattern FIRST_SENTENCE = java.util.regex.Pattern.compile("\\. (?=[A-Z0-9])");
-
     static void reflowDescriptions(CommandLine commandLine) {
         CommandLine.Model.CommandSpec spec = commandLine.getCommandSpec();
         CommandLine.Model.UsageMessageSpec usage = spec.usageMessage();

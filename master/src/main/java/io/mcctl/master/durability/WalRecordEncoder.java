@@ -1,6 +1,7 @@
 package io.mcctl.master.durability;
 
 import io.mcctl.master.service.Placement;
+import com.google.protobuf.CodedOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
@@ -160,7 +161,7 @@ final class WalRecordEncoder {
     }
 
     static int varintSize(long value) {
-        return value == 0 ? 1 : (63 - Long.numberOfLeadingZeros(value)) / 7 + 1;
+        return CodedOutputStream.computeUInt64SizeNoTag(value);
     }
 
     static void putVarint(ByteBuffer out, long value) {

@@ -15,6 +15,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -39,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * ends in zeros ({@link WalReader} reads them as its end).
  *
  * <p>Locks: {@link #lock} guards the buffer, {@link #lastAppended}, the waiters and the failure; it is
- * held for a copy of one record, never across IO. The writer thread alone touches the segment channel.
+ * held to frame one record (a copy, or an encoding from fields), never across IO. The writer thread alone touches the segment channel.
  * {@link #lastDurable} is written by the writer thread only.
  */
 public final class WriteAheadLog implements AutoCloseable {
@@ -75,10 +76,10 @@ public final class WriteAheadLog implements AutoCloseable {
     private boolean zeroAhead = true;
     private final Thread writer;
     // Written by the writer thread only; adders so that a scrape reads them without a lock.
-    private final java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder bytesWritten = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder recordsWritten = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder syncNanos = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder syncs = new LongAdder();
+    private final LongAdder bytesWritten = new LongAdder();
+    private final LongAdder recordsWritten = new LongAdder();
+    private final LongAdder syncNanos = new LongAdder();
 
     /**
      * Opens the log for appending after {@code lastSequence} (the last record recovery saw), in a new

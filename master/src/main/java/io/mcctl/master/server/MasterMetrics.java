@@ -25,10 +25,6 @@ public final class MasterMetrics {
     private final Counter rpcFailures;
     private final Histogram rpcLatency;
 
-    public MasterMetrics(PageService pages) {
-        this(pages, null);
-    }
-
     /** @param wal the write-ahead log, whose counters are exported too; null under snapshot durability */
     public MasterMetrics(PageService pages, WriteAheadLog wal) {
         int buckets = pages.layout().bucketCount();

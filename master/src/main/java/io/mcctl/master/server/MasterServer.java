@@ -39,13 +39,13 @@ public final class MasterServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     private static final long REAP_INTERVAL_MILLIS = 50;
 
+    /** The largest request the master reads: room for a full batch of the longest keys. */
+    public static final int MAX_REQUEST_BYTES = 64 << 20;
+
     /**
      * What a master needs to start. Port 0 picks a free port. {@code stateDir} null means
      * {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
      */
-    /** The largest request the master reads: room for a full batch of the longest keys. */
-    public static final int MAX_REQUEST_BYTES = 64 << 20;
-
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
                           Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
                           Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {

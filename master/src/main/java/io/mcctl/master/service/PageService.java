@@ -370,12 +370,9 @@ public final class PageService {
             Placement committed = pending.placement.withCrc(written.crc32c());
             if (entry.hasCommitted()) {
                 changeLog.committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now));
-            } else {
-                changeLog.committed(tenant, key, committed, null, 0);
-            }
-            if (entry.hasCommitted()) {
                 releaseCommitted(entry, now);
             } else {
+                changeLog.committed(tenant, key, committed, null, 0);
                 mappings.incrementAndGet();
             }
             entry.commit(committed);
