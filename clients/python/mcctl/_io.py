@@ -1,0 +1,184 @@
+"""Bucket-file IO: buffers as byte views, the fd pool, gather writes and scatter reads in place, CRC32C.
+
+No byte passes through a Python ``bytes`` object here: writes hand the caller's memory to ``os.pwritev``,
+reads fill it with ``os.preadv``, and the CRC32C runs over the same memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import threading
+import time
+from typing import Any, List, Optional, Sequence
+
+import crc32c as _crc32c
+
+from .errors import InvalidParams
+
+# Most buffers one pwritev/preadv call takes; the rest go in the next call.
+IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+
+
+class WriteFenced(Exception):
+    """The allocation's deadline (less the client's margin) passed before a write could start."""
+
+
+def _pointer_view(address: int, size: int, what: str) -> memoryview:
+    if not isinstance(address, int) or not isinstance(size, int) or isinstance(address, bool):
+        raise InvalidParams(f"{what}: a (pointer, size) pair must hold two integers, got ({address!r}, {size!r})")
+    if size < 0:
+        raise InvalidParams(f"{what}: size {size} is negative")
+    if size == 0:
+        return memoryview(bytearray(0))
+    if address <= 0:
+        raise InvalidParams(f"{what}: pointer {address:#x} is not a valid address")
+    return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+
+
+def _tensor_view(tensor: Any, what: str) -> memoryview:
+    device = getattr(tensor, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise InvalidParams(f"{what}: tensor is on {device}; only CPU memory can be read or written in place")
+    if not tensor.is_contiguous():
+        raise InvalidParams(f"{what}: tensor is not contiguous; pass tensor.contiguous() or a contiguous slice")
+    return _pointer_view(tensor.data_ptr(), tensor.numel() * tensor.element_size(), what) if tensor.numel() else memoryview(bytearray(0))
+
+
+def _one_view(buffer: Any, what: str) -> memoryview:
+    if isinstance(buffer, tuple) and len(buffer) == 2 and all(isinstance(x, int) for x in buffer):
+        return _pointer_view(buffer[0], buffer[1], what)
+    if hasattr(buffer, "data_ptr") and hasattr(buffer, "element_size"):
+        return _tensor_view(buffer, what)
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise InvalidParams(f"{what}: {type(buffer).__name__} is not a buffer: pass bytes, bytearray, memoryview, "
+                            f"a numpy array, a CPU torch tensor or a (pointer, size) pair") from None
+    if not view.contiguous:
+        raise InvalidParams(f"{what}: buffer is not contiguous")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def views_of(buffer: Any, what: str, writable: bool) -> List[memoryview]:
+    """The byte views of one object's memory: one buffer, a (pointer, size) pair, or a list of them (gather)."""
+    parts = buffer if isinstance(buffer, list) else [buffer]
+    views = [_one_view(part, what) for part in parts]
+    if writable:
+        for view in views:
+            if view.readonly:
+                raise InvalidParams(f"{what}: buffer is read-only; reads need writable memory (bytearray, a numpy array, ...)")
+    return views
+
+
+def total_size(views: Sequence[memoryview]) -> int:
+    return sum(view.nbytes for view in views)
+
+
+def crc32c(views: Sequence[memoryview]) -> int:
+    value = 0
+    for view in views:
+        value = _crc32c.crc32c(view, value)
+    return value
+
+
+def first_bytes(views: Sequence[memoryview], size: int) -> List[memoryview]:
+    """The views cut to their first ``size`` bytes in total."""
+    cut = []
+    for view in views:
+        if size <= 0:
+            break
+        cut.append(view[:size] if view.nbytes > size else view)
+        size -= cut[-1].nbytes
+    return cut
+
+
+def _advance(views: List[memoryview], done: int) -> List[memoryview]:
+    """The views left after ``done`` bytes of them were transferred."""
+    while views and done >= views[0].nbytes:
+        done -= views[0].nbytes
+        views = views[1:]
+    if views and done:
+        views = [views[0][done:]] + views[1:]
+    return views
+
+
+def pwrite_all(fd: int, views: Sequence[memoryview], offset: int, fence: Optional[float]) -> None:
+    """Writes every view, in order, from ``offset``; short writes are continued (EINTR is retried by Python).
+
+    ``fence``: a time.monotonic() value after which no write may start (the allocation may be reclaimed).
+    """
+    left = [view for view in views if view.nbytes]
+    while left:
+        if fence is not None and time.monotonic() >= fence:
+            raise WriteFenced()
+        written = os.pwritev(fd, left[:IOV_MAX], offset)
+        offset += written
+        left = _advance(left, written)
+
+
+def pread_all(fd: int, views: Sequence[memoryview], offset: int, path: str) -> None:
+    """Fills every view from ``offset``; short reads are continued, the end of the file first is an error."""
+    left = [view for view in views if view.nbytes]
+    while left:
+        n = os.preadv(fd, left[:IOV_MAX], offset)
+        if n == 0:
+            raise EOFError(f"{path} ends at {os.fstat(fd).st_size} bytes, before the object at offset {offset} does")
+        offset += n
+        left = _advance(left, n)
+
+
+class BucketFiles:
+    """The fd pool: at most one open fd per bucket file, shared by every thread (positional IO needs no
+    shared position). Files are never created or truncated here; a missing one is FileNotFoundError.
+
+    Paths in descriptors are the master's; ``root`` is where this node mounts that root, so a path is
+    rebased from ``master_root`` onto ``root``.
+
+    ``_lock`` guards ``_fds`` and ``_closed``; it is held only to look up or open an fd, never for IO.
+    """
+
+    def __init__(self, root: str, master_root: str, bucket_size: int):
+        self.root = os.path.abspath(root)
+        self.master_root = os.path.normpath(master_root)
+        self.bucket_size = bucket_size
+        self._lock = threading.Lock()
+        self._fds: dict = {}
+        self._closed = False
+
+    def local_path(self, master_path: str) -> str:
+        relative = os.path.relpath(os.path.normpath(master_path), self.master_root)
+        if relative.startswith(os.pardir) or os.path.isabs(relative):
+            raise OSError(f"bucket file {master_path} is outside the master's root {self.master_root}")
+        return os.path.join(self.root, relative)
+
+    def check_range(self, path: str, offset: int, size: int) -> None:
+        if offset < 0 or size < 0 or offset > self.bucket_size - size:
+            raise OSError(f"object at {path} offset {offset} size {size} does not fit in a bucket of {self.bucket_size} bytes")
+
+    def fd(self, path: str) -> int:
+        with self._lock:
+            if self._closed:
+                raise OSError("the client is closed")
+            fd = self._fds.get(path)
+            if fd is None:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                except OSError as e:
+                    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                        raise
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a read-only mount still serves reads
+                self._fds[path] = fd
+            return fd
+
+    def open_count(self) -> int:
+        with self._lock:
+            return len(self._fds)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            fds, self._fds = list(self._fds.values()), {}
+        for fd in fds:
+            os.close(fd)

@@ -1,0 +1,451 @@
+"""mcctl.Client: the master's gRPC contract plus in-place reads and writes of the shared bucket files.
+
+Offload: BatchAllocateDistributedPage -> pwritev of each object at the offset the master gave -> fdatasync of
+each file written -> NotifyDistributedDiskSuccess with each object's CRC32C; a key whose write fails has its
+pages freed at once (BatchFreeDistributedPage). Get: BatchGetDistributedPageMapping (which grants a read
+lease) -> preadv into the caller's memory -> CRC32C check (a mismatch is a miss, never data).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import grpc
+
+from . import _io, errors
+from ._proto import master_pb2 as pb
+from ._proto import master_pb2_grpc as pb_grpc
+from .errors import (InvalidParams, MasterUnavailable, McctlError)
+
+MAX_BATCH = 10_000  # keys per call the master accepts (MasterGrpcService.MAX_BATCH)
+MAX_KEY_BYTES = 4096  # KeyRules.MAX_KEY_BYTES
+MAX_TENANT_LENGTH = 64  # KeyRules.MAX_TENANT_LENGTH
+MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one message
+LAYOUT_FILE = "mooncake.layout.json"
+_READ_ATTEMPTS = 3
+_LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
+
+
+def check_master(master: str) -> str:
+    host, sep, port = (master or "").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise InvalidParams(f"invalid master address {master!r}: allowed is host:port, e.g. localhost:50051")
+    return master
+
+
+def check_tenant(tenant: str) -> str:
+    if not isinstance(tenant, str) or not tenant:
+        raise InvalidParams("tenant id is empty")
+    if len(tenant) > MAX_TENANT_LENGTH:
+        raise InvalidParams(f"tenant id of {len(tenant)} characters is longer than {MAX_TENANT_LENGTH}")
+    for c in tenant:
+        if not (c.isascii() and (c.isalnum() or c in "._-")):
+            raise InvalidParams(f"tenant id {tenant!r} has character {c!r}; allowed are letters, digits, '.', '_' and '-'")
+    return tenant
+
+
+def check_key(key: Any, index: Optional[int] = None) -> str:
+    where = "" if index is None else f" (index {index})"
+    if not isinstance(key, str):
+        raise InvalidParams(f"key{where} is a {type(key).__name__}, not a str")
+    if not key:
+        raise InvalidParams(f"key{where} is empty")
+    size = len(key.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidParams(f"key{where} of {size} bytes is longer than {MAX_KEY_BYTES}")
+    return key
+
+
+def _check_keys(keys: Sequence[str]) -> List[str]:
+    if isinstance(keys, (str, bytes)):
+        raise InvalidParams("keys must be a list of str, not a single key")
+    return [check_key(key, i) for i, key in enumerate(keys)]
+
+
+def _chunks(n: int, size: int = MAX_BATCH):
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+class Client:
+    """A client of one master, thread-safe: share one instance between an engine's threads.
+
+    ``root`` is where this node mounts the shared root (default: the master's root_dir, from GetLayout).
+    ``write_margin`` is how many seconds before an allocation's deadline this client stops starting writes
+    (default: 5 s, at most half the deadline), so a slow writer never writes pages the master may reclaim.
+    """
+
+    def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
+                 root: Optional[str] = None, write_margin: Optional[float] = None):
+        self.master = check_master(master)
+        self.tenant = check_tenant(tenant)
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise InvalidParams(f"timeout {timeout!r} must be a positive number of seconds")
+        if write_margin is not None and (not isinstance(write_margin, (int, float)) or write_margin < 0):
+            raise InvalidParams(f"write_margin {write_margin!r} must be zero or a positive number of seconds")
+        self.timeout = float(timeout)
+        self.write_margin = write_margin
+        # _stats_lock guards _calls and _counters; it nests inside no other lock and is held only to count.
+        self._stats_lock = threading.Lock()
+        self._calls: Counter = Counter()
+        self._counters: Counter = Counter()
+        self._channel = grpc.insecure_channel(self.master, options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ])
+        self._stub = pb_grpc.MasterServiceStub(self._channel)
+        try:
+            self.layout = self._read("GetLayout", pb.GetLayoutRequest())
+            self.root = os.path.abspath(root if root is not None else self.layout.root_dir)
+            self._check_mount()
+        except BaseException:
+            self._channel.close()
+            raise
+        self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size)
+
+    # ---- life cycle ----
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connection and the bucket files; no call may be running or start after it."""
+        self._files.close() if hasattr(self, "_files") else None
+        self._channel.close()
+
+    def _check_mount(self) -> None:
+        """Stops a node that mounted nothing, or another cluster's root, before it reads or writes a byte."""
+        if not os.path.isdir(self.root):
+            raise InvalidParams(f"the root {self.root} is not a directory on this node: mount the shared filesystem "
+                                f"there or pass root= where it is mounted")
+        path = os.path.join(self.root, LAYOUT_FILE)
+        try:
+            with open(path, "rb") as f:
+                record = json.loads(f.read())
+        except FileNotFoundError:
+            raise InvalidParams(f"no {LAYOUT_FILE} under {self.root}: the shared filesystem is not mounted there, "
+                                f"or another directory is (mcctl mount validate)") from None
+        except (OSError, ValueError) as e:
+            raise InvalidParams(f"{path} cannot be read as a layout record: {e}") from None
+        if record.get("cluster_id") != self.layout.cluster_id:
+            raise InvalidParams(f"{path} belongs to cluster {record.get('cluster_id')} but the master serves cluster "
+                                f"{self.layout.cluster_id}: this node mounted another cluster's root")
+        for field in ("bucket_count", "page_size", "bucket_size"):
+            if record.get(field) != getattr(self.layout, field):
+                raise InvalidParams(f"{path} has {field} {record.get(field)} but the master has {getattr(self.layout, field)}")
+
+    # ---- master calls ----
+
+    def _call(self, method: str, request: Any, read_only: bool) -> Any:
+        attempts = _READ_ATTEMPTS if read_only else 1  # a retried allocate or notify could act twice
+        for attempt in range(1, attempts + 1):
+            with self._stats_lock:
+                self._calls[method] += 1
+            try:
+                return getattr(self._stub, method)(request, timeout=self.timeout)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts:
+                    raise errors.from_rpc_error(e, self.master, self.timeout) from None
+                time.sleep(0.1 * attempt)
+
+    def _read(self, method: str, request: Any) -> Any:
+        return self._call(method, request, True)
+
+    def _mutate(self, method: str, request: Any) -> Any:
+        return self._call(method, request, False)
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if n:
+            with self._stats_lock:
+                self._counters[name] += n
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters since the client started: master calls per RPC, and what reads and writes met."""
+        with self._stats_lock:
+            return {"calls": dict(self._calls), **dict(self._counters)}
+
+    def open_files(self) -> int:
+        return self._files.open_count()
+
+    # ---- offload ----
+
+    def _margin(self, deadline_s: float) -> float:
+        return self.write_margin if self.write_margin is not None else min(5.0, deadline_s / 2)
+
+    def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool) -> List[Tuple[int, str]]:
+        """Offloads one batch of at most MAX_BATCH keys; a (code, message) per key."""
+        n = len(keys)
+        tenants = [self.tenant] * n
+        sizes = [_io.total_size(v) for v in views]
+        started = time.monotonic()  # before the request goes out, so the deadline is never overestimated
+        try:
+            allocated = self._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
+                keys=keys, tenant_ids=tenants, sizes=sizes, overwrite=overwrite))
+        except McctlError as e:
+            return [(e.result, str(e))] * n
+        deadline_s = allocated.deadline_ms / 1000.0
+        fence = started + deadline_s - self._margin(deadline_s)
+        outcomes: List[Optional[Tuple[int, str]]] = [None] * n
+        written: List[Tuple[int, Any]] = []  # (index, descriptor with crc)
+        failed: List[Tuple[int, Any]] = []  # (index, descriptor as allocated)
+        synced: Dict[int, str] = {}  # fd -> path of files written
+        for i, result in enumerate(allocated.results):
+            name = pb.ErrorCode.Name(result.status.error)
+            if name != "OK":
+                outcomes[i] = (errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}")
+                continue
+            place = result.distributed_disk
+            try:
+                if place.object_size != sizes[i]:
+                    raise OSError(f"the master allocated {place.object_size} bytes for an object of {sizes[i]}")
+                path = self._files.local_path(place.file_path)
+                self._files.check_range(path, place.offset, sizes[i])
+                fd = self._files.fd(path)
+                _io.pwrite_all(fd, views[i], place.offset, fence)
+                synced[fd] = path
+                crc = _io.crc32c(views[i])
+                written.append((i, pb.DistributedDiskDescriptor(file_path=place.file_path, offset=place.offset,
+                                                                object_size=place.object_size, crc32c=crc)))
+            except _io.WriteFenced:
+                self._count("writes_fenced")
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: the allocation's deadline of {allocated.deadline_ms} ms "
+                               f"was within the write margin before the write could start; not written")
+                failed.append((i, place))
+            except OSError as e:
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {place.file_path} failed: {e}")
+                failed.append((i, place))
+        for fd, path in synced.items():
+            try:
+                os.fdatasync(fd)
+            except OSError as e:
+                for k in [k for k, (i, d) in enumerate(written) if self._files.local_path(d.file_path) == path]:
+                    i, d = written[k]
+                    outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: fdatasync of {path} failed: {e}")
+                    failed.append((i, allocated.results[i].distributed_disk))
+                written = [(i, d) for i, d in written if outcomes[i] is None]
+        if failed:
+            self._free(keys, failed, outcomes)
+        if written:
+            try:
+                notified = self._mutate("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
+                    keys=[keys[i] for i, _ in written], tenant_ids=[self.tenant] * len(written),
+                    descriptors=[d for _, d in written]))
+                for (i, _), status in zip(written, notified.results):
+                    name = pb.ErrorCode.Name(status.error)
+                    outcomes[i] = (0, "") if name == "OK" else (
+                        errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {status.message}")
+            except McctlError as e:
+                for i, _ in written:
+                    outcomes[i] = (e.result, f"{e} (written but not committed; the master reclaims the pages at the deadline)")
+        return outcomes  # type: ignore[return-value]
+
+    def _free(self, keys: List[str], failed: List[Tuple[int, Any]], outcomes: list) -> None:
+        try:
+            freed = self._mutate("BatchFreeDistributedPage", pb.BatchFreeDistributedPageRequest(
+                keys=[keys[i] for i, _ in failed], tenant_ids=[self.tenant] * len(failed),
+                descriptors=[d for _, d in failed]))
+            self._count("page_leaks_prevented", sum(1 for s in freed.results if s.error == pb.OK))
+        except McctlError as e:
+            for i, _ in failed:
+                code, message = outcomes[i]
+                outcomes[i] = (code, f"{message}; freeing its pages failed too ({e}), the master reclaims them at the deadline")
+
+    def _put_all(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool) -> List[Tuple[int, str]]:
+        keys = _check_keys(keys)
+        if len(buffers) != len(keys):
+            raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
+        views = []
+        for i, buffer in enumerate(buffers):
+            v = _io.views_of(buffer, f"buffer for key {keys[i]!r} (index {i})", writable=False)
+            size = _io.total_size(v)
+            if size < 1:
+                raise InvalidParams(f"buffer for key {keys[i]!r} (index {i}) is empty: an object has at least 1 byte")
+            if size > self.layout.bucket_size:
+                raise InvalidParams(f"buffer for key {keys[i]!r} (index {i}) of {size} bytes is larger than a bucket "
+                                    f"({self.layout.bucket_size} bytes)")
+            views.append(v)
+        outcomes: List[Tuple[int, str]] = []
+        for start, end in _chunks(len(keys)):
+            outcomes.extend(self._put(keys[start:end], views[start:end], overwrite))
+        return outcomes
+
+    def batch_put_from(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool = False) -> List[int]:
+        """Writes key i from buffers[i] in place; 0 or a negative code (mcctl.errors) per key.
+
+        A buffer is anything with the buffer protocol (bytes, bytearray, memoryview, numpy array), a CPU
+        torch tensor, a (pointer, size) pair, or a list of those written one after another as one object.
+        """
+        return [code for code, _ in self._put_all(keys, buffers, overwrite)]
+
+    def put(self, key: str, data: Any, overwrite: bool = False) -> None:
+        """Writes one object; raises the McctlError subclass of what went wrong."""
+        code, message = self._put_all([check_key(key)], [data], overwrite)[0]
+        if code:
+            raise _error_of(code, message)
+
+    # ---- get ----
+
+    def _lookup(self, keys: List[str]) -> Tuple[Any, float]:
+        asked = time.monotonic()  # the master counts the lease from no earlier than this
+        mappings = self._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
+            keys=keys, tenant_ids=[self.tenant] * len(keys)))
+        lease_s = mappings.lease_ms / 1000.0
+        return list(mappings.results), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
+
+    def _get(self, keys: List[str], destination: Callable[[int, int], Optional[List[memoryview]]]) -> List[Tuple[int, str]]:
+        """Reads one batch; ``destination(i, size)`` gives the views to fill, or None when they are too small."""
+        try:
+            results, safe_until = self._lookup(keys)
+        except McctlError as e:
+            return [(e.result, str(e))] * len(keys)
+        outcomes: List[Tuple[int, str]] = []
+        for i, key in enumerate(keys):
+            if time.monotonic() > safe_until:
+                # The lease would run out under the read: ask again for the rest of the batch.
+                try:
+                    fresh, safe_until = self._lookup(keys[i:])
+                except McctlError as e:
+                    return outcomes + [(e.result, str(e))] * (len(keys) - i)
+                results = results[:i] + fresh
+                self._count("lease_refreshes")
+            result = results[i]
+            name = pb.ErrorCode.Name(result.status.error)
+            if name != "OK":
+                outcomes.append((errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}"))
+                continue
+            outcomes.append(self._read_object(i, key, result.distributed_disk, destination))
+        return outcomes
+
+    def _read_object(self, i: int, key: str, place: Any, destination) -> Tuple[int, str]:
+        size = place.object_size
+        views = destination(i, size)
+        if views is None:
+            return errors.BUFFER_OVERFLOW, f"BUFFER_OVERFLOW: object {key!r} of {size} bytes does not fit its buffer"
+        views = _io.first_bytes(views, size)
+        try:
+            path = self._files.local_path(place.file_path)
+            self._files.check_range(path, place.offset, size)
+            _io.pread_all(self._files.fd(path), views, place.offset, path)
+        except (OSError, EOFError) as e:
+            self._count("read_errors")
+            return errors.INVALID_READ, f"INVALID_READ: read of {key!r} from {place.file_path} failed: {e}"
+        actual = _io.crc32c(views)
+        if actual != place.crc32c:
+            self._count("checksum_failures")
+            return errors.INVALID_READ, (f"INVALID_READ: object {key!r} at {place.file_path} offset {place.offset} has "
+                                         f"CRC32C {actual:#010x}, expected {place.crc32c:#010x}: a miss")
+        self._count("reads")
+        return size, ""
+
+    def _get_all(self, keys: List[str], destination) -> List[Tuple[int, str]]:
+        outcomes: List[Tuple[int, str]] = []
+        for start, end in _chunks(len(keys)):
+            outcomes.extend(self._get(keys[start:end], lambda i, size, s=start: destination(s + i, size)))
+        return outcomes
+
+    def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Any]) -> List[int]:
+        """Reads key i into buffers[i] in place; the bytes read, or a negative code (mcctl.errors), per key.
+
+        A buffer smaller than its object gets BUFFER_OVERFLOW and nothing is written to it. Buffers are as for
+        batch_put_from, but writable; a list of buffers is filled one after another.
+        """
+        keys = _check_keys(keys)
+        if len(buffers) != len(keys):
+            raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
+        views = [_io.views_of(b, f"buffer for key {keys[i]!r} (index {i})", writable=True) for i, b in enumerate(buffers)]
+        capacity = [_io.total_size(v) for v in views]
+        return [code for code, _ in self._get_all(keys, lambda i, size: views[i] if size <= capacity[i] else None)]
+
+    def get(self, key: str) -> Optional[bytes]:
+        """The object's bytes, or None when the key is missing or its bytes fail their checksum."""
+        key = check_key(key)
+        holder: List[bytearray] = []
+
+        def fresh(_i: int, size: int) -> List[memoryview]:
+            holder.append(bytearray(size))
+            return [memoryview(holder[-1])]
+
+        code, message = self._get_all([key], fresh)[0]
+        if code >= 0:
+            return bytes(holder[-1])
+        if code in (errors.OBJECT_NOT_FOUND, errors.INVALID_READ):
+            return None
+        raise _error_of(code, message)
+
+    # ---- look-ups and removal ----
+
+    def batch_is_exist(self, keys: Sequence[str]) -> List[bool]:
+        keys = _check_keys(keys)
+        found: List[bool] = []
+        for start, end in _chunks(len(keys)):
+            answer = self._read("BatchExistKey", pb.BatchExistKeyRequest(keys=keys[start:end],
+                                                                         tenant_ids=[self.tenant] * (end - start)))
+            for status in answer.results:
+                if status.error != pb.OK:
+                    raise errors.error_for(pb.ErrorCode.Name(status.error), status.message)
+            found.extend(answer.exists)
+        return found
+
+    def is_exist(self, key: str) -> bool:
+        return self.batch_is_exist([key])[0]
+
+    def batch_remove(self, keys: Sequence[str]) -> List[int]:
+        """Removes each key; 0 or a negative code (OBJECT_NOT_FOUND, ...) per key."""
+        keys = _check_keys(keys)
+        codes: List[int] = []
+        for start, end in _chunks(len(keys)):
+            try:
+                answer = self._mutate("BatchRemove", pb.BatchRemoveRequest(keys=keys[start:end],
+                                                                           tenant_ids=[self.tenant] * (end - start)))
+                codes.extend(errors.RESULT_BY_NAME.get(pb.ErrorCode.Name(s.error), errors.INTERNAL_ERROR) for s in answer.results)
+            except McctlError as e:
+                codes.extend([e.result] * (end - start))
+        return codes
+
+    def remove(self, key: str) -> None:
+        """Removes one key; ObjectNotFound when it is not there."""
+        self._mutate("Remove", pb.RemoveRequest(tenant_id=self.tenant, key=check_key(key)))
+
+    def get_size(self, key: str) -> int:
+        """The object's size in bytes; ObjectNotFound when it is not there."""
+        answer = self._read("GetDistributedPageMapping", pb.GetDistributedPageMappingRequest(
+            tenant_id=self.tenant, key=check_key(key)))
+        return answer.distributed_disk.object_size
+
+    def list_keys(self, prefix: str = "") -> List[str]:
+        """The tenant's keys starting with ``prefix``, in key order."""
+        if not isinstance(prefix, str):
+            raise InvalidParams(f"prefix is a {type(prefix).__name__}, not a str")
+        keys: List[str] = []
+        token = ""
+        while True:
+            page = self._read("ListKeys", pb.ListKeysRequest(tenant_id=self.tenant, prefix=prefix, page_size=1000,
+                                                             page_token=token))
+            keys.extend(info.key for info in page.keys)
+            token = page.next_page_token
+            if not token:
+                return keys
+
+
+_ERROR_BY_RESULT = {
+    errors.RPC_FAIL: MasterUnavailable,
+    errors.INVALID_PARAMS: errors.InvalidParams,
+    errors.OBJECT_NOT_FOUND: errors.ObjectNotFound,
+    errors.NO_AVAILABLE_HANDLE: errors.NoAvailableHandle,
+    errors.REPLICA_IS_NOT_READY: errors.ReplicaIsNotReady,
+    errors.OBJECT_ALREADY_EXISTS: errors.ObjectAlreadyExists,
+}
+
+
+def _error_of(code: int, message: str) -> McctlError:
+    cls = _ERROR_BY_RESULT.get(code, errors.InternalError)
+    name = cls.code + ": "
+    return cls(message[len(name):] if message.startswith(name) else message)

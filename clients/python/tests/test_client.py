@@ -1,0 +1,261 @@
+"""mcctl.Client against a real master over a real temp root: every byte checked."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import mcctl
+from mcctl import errors
+from mcctl._proto import master_pb2 as pb
+
+from conftest import Master, free_port
+
+
+def pattern(seed: int, size: int) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
+
+
+def test_put_get_round_trip_and_lookups(client):
+    data = pattern(1, 200_000)
+    client.put("a/1", data)
+    client.put("a/2", b"x")
+    client.put("b/1", pattern(2, 65536))
+    assert client.get("a/1") == data
+    assert client.get("a/2") == b"x"
+    assert client.get("missing") is None
+    assert client.is_exist("a/1") and not client.is_exist("missing")
+    assert client.batch_is_exist(["a/2", "missing", "b/1"]) == [True, False, True]
+    assert client.get_size("a/1") == 200_000
+    assert client.list_keys("a/") == ["a/1", "a/2"]
+    assert client.list_keys() == ["a/1", "a/2", "b/1"]
+    client.remove("a/2")
+    assert client.get("a/2") is None
+    with pytest.raises(mcctl.ObjectNotFound):
+        client.remove("a/2")
+    with pytest.raises(mcctl.ObjectNotFound):
+        client.get_size("a/2")
+    assert client.batch_remove(["a/1", "nope"]) == [0, errors.OBJECT_NOT_FOUND]
+
+
+def test_put_of_committed_key_needs_overwrite(client):
+    client.put("k", b"first")
+    with pytest.raises(mcctl.ObjectAlreadyExists) as raised:
+        client.put("k", b"second")
+    assert raised.value.code == "OBJECT_ALREADY_EXISTS"
+    assert client.batch_put_from(["k"], [b"second"]) == [errors.OBJECT_ALREADY_EXISTS]
+    assert client.get("k") == b"first"
+    client.put("k", b"second!", overwrite=True)
+    assert client.get("k") == b"second!"
+
+
+def test_batch_from_and_into_every_kind_of_buffer(client):
+    n = 6
+    sources = [pattern(10 + i, 4096 * (i + 1) + i) for i in range(n)]
+    tensor_src = torch.frombuffer(bytearray(sources[3]), dtype=torch.uint8)
+    ptr_src = ctypes.create_string_buffer(sources[4], len(sources[4]))
+    tail_src = ctypes.create_string_buffer(sources[5][100:], len(sources[5]) - 100)  # held: a pointer pair holds no reference
+    buffers = [
+        sources[0],                                            # bytes
+        bytearray(sources[1]),                                 # bytearray
+        np.frombuffer(sources[2], dtype=np.uint8),             # numpy
+        tensor_src,                                            # CPU torch tensor
+        (ctypes.addressof(ptr_src), len(sources[4])),          # (pointer, size)
+        [memoryview(sources[5])[:100], (ctypes.addressof(tail_src), len(sources[5]) - 100)],  # gather of two regions
+    ]
+    keys = [f"kind/{i}" for i in range(n)]
+    assert client.batch_put_from(keys, buffers) == [0] * n
+
+    pool = torch.zeros(sum(len(s) for s in sources) + 16, dtype=torch.uint8)
+    offsets = np.cumsum([0] + [len(s) for s in sources])
+    dest_np = np.zeros(len(sources[2]), dtype=np.uint8)
+    dest_ptr = ctypes.create_string_buffer(len(sources[4]))
+    split = 1000
+    dest_a, dest_b = bytearray(split), np.zeros(len(sources[5]) - split, dtype=np.uint8)
+    targets = [
+        bytearray(len(sources[0]) + 50),                       # larger than the object: fine
+        pool[offsets[1]:offsets[2]],                           # a slice of one tensor
+        dest_np,
+        memoryview(bytearray(len(sources[3]))),
+        (ctypes.addressof(dest_ptr), len(sources[4])),
+        [dest_a, dest_b],                                      # scatter into two regions
+    ]
+    sizes = client.batch_get_into(keys, targets)
+    assert sizes == [len(s) for s in sources]
+    assert bytes(targets[0][:len(sources[0])]) == sources[0] and bytes(targets[0][len(sources[0]):]) == bytes(50)
+    assert bytes(pool[offsets[1]:offsets[2]].numpy()) == sources[1]
+    assert bytes(pool[offsets[2]:].numpy()) == bytes(len(pool) - offsets[2])  # nothing beyond the slice
+    assert dest_np.tobytes() == sources[2]
+    assert bytes(targets[3]) == sources[3]
+    assert dest_ptr.raw == sources[4]
+    assert bytes(dest_a) + dest_b.tobytes() == sources[5]
+
+
+def test_buffer_smaller_than_object_gets_overflow_and_nothing_written(client):
+    client.put("big", pattern(3, 10_000))
+    backing = bytearray(b"\xee" * 20_000)
+    small = memoryview(backing)[:9_999]
+    assert client.batch_get_into(["big", "missing"], [small, bytearray(10)]) == [errors.BUFFER_OVERFLOW, errors.OBJECT_NOT_FOUND]
+    assert backing == bytearray(b"\xee" * 20_000)
+
+
+def test_bad_input_gets_one_line_errors_and_changes_nothing(client):
+    cases = [
+        (lambda: client.put("", b"x"), "key is empty"),
+        (lambda: client.put("k" * 4097, b"x"), "key of 4097 bytes is longer than 4096"),
+        (lambda: client.put("k", b""), "is empty: an object has at least 1 byte"),
+        (lambda: client.batch_put_from(["a", "b"], [b"x"]), "2 keys but 1 buffers"),
+        (lambda: client.batch_put_from(["a", ""], [b"x", b"y"]), "key (index 1) is empty"),
+        (lambda: client.batch_put_from(["a"], [12345]), "int is not a buffer"),
+        (lambda: client.batch_get_into(["a"], [b"read-only"]), "is read-only"),
+        (lambda: client.batch_put_from(["a"], [(0, 10)]), "is not a valid address"),
+        (lambda: client.batch_get_into(["a"], [torch.zeros(4, 4)[:, 1]]), "not contiguous"),
+        (lambda: client.get(42), "key is a int, not a str"),
+    ]
+    for call, text in cases:
+        with pytest.raises(mcctl.InvalidParams) as raised:
+            call()
+        message = str(raised.value)
+        assert text in message and "\n" not in message and message.startswith("INVALID_PARAMS: ")
+    assert client.list_keys() == []
+    for bad in ("", "a b", "x" * 65):
+        with pytest.raises(mcctl.InvalidParams):
+            mcctl.Client(master=client.master, tenant=bad)
+    with pytest.raises(mcctl.InvalidParams, match="invalid master address 'nowhere'"):
+        mcctl.Client(master="nowhere")
+
+
+def test_master_that_is_down_is_one_line(tmp_path):
+    with pytest.raises(mcctl.MasterUnavailable) as raised:
+        mcctl.Client(master=f"127.0.0.1:{free_port()}", timeout=2.0)
+    message = str(raised.value)
+    assert "cannot reach the master at 127.0.0.1:" in message and "\n" not in message
+
+
+def test_master_stopped_under_a_client_gives_rpc_fail(fresh_master):
+    c = mcctl.Client(master=fresh_master.address, timeout=3.0)
+    c.put("k", b"v")
+    fresh_master.close()
+    assert c.batch_put_from(["a"], [b"x"]) == [errors.RPC_FAIL]
+    assert c.batch_get_into(["k"], [bytearray(1)]) == [errors.RPC_FAIL]
+    with pytest.raises(mcctl.MasterUnavailable):
+        c.get("k")
+    c.close()
+
+
+def test_tenants_are_walls(master, tenant):
+    with mcctl.Client(master=master.address, tenant=tenant + "-a") as a, \
+            mcctl.Client(master=master.address, tenant=tenant + "-b") as b:
+        a.put("shared-name", b"from a")
+        assert b.get("shared-name") is None
+        assert not b.is_exist("shared-name")
+        assert b.list_keys() == []
+        assert b.batch_remove(["shared-name"]) == [errors.OBJECT_NOT_FOUND]
+        b.put("shared-name", b"from b")
+        assert a.get("shared-name") == b"from a"
+        assert b.get("shared-name") == b"from b"
+
+
+def descriptor_of(c: mcctl.Client, key: str):
+    return c._read("GetDistributedPageMapping", pb.GetDistributedPageMappingRequest(tenant_id=c.tenant, key=key)).distributed_disk
+
+
+def test_checksum_mismatch_is_a_miss_and_a_counter(client):
+    data = pattern(4, 70_000)
+    client.put("victim", data)
+    place = descriptor_of(client, "victim")
+    with open(place.file_path, "r+b") as f:
+        f.seek(place.offset + 12345)
+        f.write(bytes([data[12345] ^ 0xFF]))
+    assert client.get("victim") is None
+    dest = bytearray(70_000)
+    assert client.batch_get_into(["victim"], [dest]) == [errors.INVALID_READ]
+    assert client.stats()["checksum_failures"] == 2
+
+
+def test_write_that_would_pass_the_fence_is_never_written_and_is_freed(tmp_path):
+    m = Master(str(tmp_path / "root"), "--bucket-size", "1MiB", "--allocation-deadline", "60s")
+    try:
+        # A margin as long as the deadline: the fence has passed before any write could start.
+        with mcctl.Client(master=m.address, write_margin=60.0) as fenced:
+            assert fenced.batch_put_from(["f1", "f2"], [b"\x01" * 5000, b"\x02" * 70_000]) == [errors.WRITE_FAIL] * 2
+            assert fenced.stats()["writes_fenced"] == 2
+            assert fenced.stats()["page_leaks_prevented"] == 2
+            stats = fenced._read("GetStats", pb.GetStatsRequest())
+            assert stats.in_flight_allocations == 0 and stats.mappings == 0
+            assert not fenced.is_exist("f1")
+        buckets = [os.path.join(m.root, name) for name in os.listdir(m.root) if name.startswith("bucket")]
+        assert buckets
+        for path in buckets:
+            with open(path, "rb") as f:
+                assert f.read().count(0) == os.path.getsize(path)
+        with mcctl.Client(master=m.address, write_margin=1.0) as writer:
+            assert writer.batch_put_from(["f1"], [b"\x01" * 5000]) == [0]
+            assert writer.get("f1") == b"\x01" * 5000
+    finally:
+        m.close()
+
+
+def test_batches_over_the_master_limit_are_split(client):
+    n = 10_001 + 5
+    keys = [f"many/{i:05d}" for i in range(n)]
+    values = [i.to_bytes(4, "little") for i in range(n)]
+    before = client.stats()["calls"]
+    assert client.batch_put_from(keys, values) == [0] * n
+    calls = client.stats()["calls"]
+    assert calls["BatchAllocateDistributedPage"] - before.get("BatchAllocateDistributedPage", 0) == 2
+    assert calls["NotifyDistributedDiskSuccess"] - before.get("NotifyDistributedDiskSuccess", 0) == 2
+    dest = np.zeros((n, 4), dtype=np.uint8)
+    assert client.batch_get_into(keys, list(dest)) == [4] * n
+    assert client.stats()["calls"]["BatchGetDistributedPageMapping"] == 2
+    assert [int.from_bytes(row.tobytes(), "little") for row in dest] == list(range(n))
+    assert client.batch_is_exist(keys) == [True] * n
+    assert len(client.list_keys("many/")) == n
+
+
+def test_one_client_shared_by_threads(client):
+    import threading
+    failures = []
+
+    def work(t: int):
+        try:
+            for round_ in range(5):
+                keys = [f"thr/{t}/{round_}/{i}" for i in range(32)]
+                values = [pattern(t * 1000 + round_ * 100 + i, 3000 + i) for i in range(32)]
+                assert client.batch_put_from(keys, values) == [0] * 32
+                dest = [bytearray(4000) for _ in range(32)]
+                assert client.batch_get_into(keys, dest) == [3000 + i for i in range(32)]
+                assert all(bytes(d[:3000 + i]) == values[i] for i, d in enumerate(dest))
+        except BaseException as e:  # reported on the main thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert client.open_files() <= client.layout.bucket_count
+
+
+def test_short_read_lease_reads_right_bytes(tmp_path):
+    m = Master(str(tmp_path / "root"), "--read-lease", "1ms")
+    try:
+        with mcctl.Client(master=m.address) as c:
+            keys = [f"lease/{i}" for i in range(50)]
+            values = [pattern(100 + i, 20_000) for i in range(50)]
+            assert c.batch_put_from(keys, values) == [0] * 50
+            dest = [bytearray(20_000) for _ in keys]
+            assert c.batch_get_into(keys, dest) == [20_000] * 50
+            assert [bytes(d) for d in dest] == values
+    finally:
+        m.close()
+
+
+def test_root_that_is_not_the_masters_is_refused(master, tmp_path):
+    with pytest.raises(mcctl.InvalidParams, match="no mooncake.layout.json under"):
+        mcctl.Client(master=master.address, root=str(tmp_path))
