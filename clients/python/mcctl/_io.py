@@ -145,9 +145,16 @@ class BucketFiles:
         self.bucket_size = bucket_size
         self._lock = threading.Lock()
         self._fds: dict = {}
+        self._local: dict = {}  # master path -> local path; written without the lock, every writer stores the same value
         self._closed = False
 
     def local_path(self, master_path: str) -> str:
+        path = self._local.get(master_path)
+        if path is None:
+            path = self._local[master_path] = self._rebase(master_path)  # a racing thread stores the same value
+        return path
+
+    def _rebase(self, master_path: str) -> str:
         relative = os.path.relpath(os.path.normpath(master_path), self.master_root)
         if relative.startswith(os.pardir) or os.path.isabs(relative):
             raise OSError(f"bucket file {master_path} is outside the master's root {self.master_root}")

@@ -1,0 +1,151 @@
+"""python3 -m mcctl.bench --master HOST:PORT: the Python client's read path against a plain preadv, and its
+batch throughput from several threads.
+
+1. batch_get_into of 128 objects (64 KiB, then 2 MiB) into one torch tensor, against os.preadv of the same
+   bytes of the same bucket files into the same tensor, in the same run; with the files in the page cache
+   (warm), then dropped from it before each timed read (cold, posix_fadvise DONTNEED).
+2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
+3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+import uuid
+
+import crc32c
+
+from . import Client, McctlError
+from ._proto import master_pb2 as pb
+
+
+def crc_speed() -> float:
+    data = memoryview(bytearray(os.urandom(32 << 20)))
+    start = time.perf_counter()
+    crc32c.crc32c(data)
+    return 32 / 1024 / (time.perf_counter() - start)
+
+
+def _tensor(size: int):
+    import torch
+    return torch.empty(size, dtype=torch.uint8)
+
+
+def _drop_cache(fds) -> None:
+    for fd in fds:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def read_path(client: Client, object_size: int, count: int, rounds: int, cold: bool) -> dict:
+    keys = [f"bench/read/{object_size}/{i}" for i in range(count)]
+    sources = [os.urandom(object_size) for _ in range(count)]
+    codes = client.batch_put_from(keys, sources, overwrite=True)
+    if any(codes):
+        raise SystemExit(f"bench: offload of the read set failed: {codes[:4]}")
+    tensor = _tensor(object_size * count)
+    slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
+    mappings = client._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
+        keys=keys, tenant_ids=[client.tenant] * count)).results
+    places = [(client._files.local_path(m.distributed_disk.file_path), m.distributed_disk.offset) for m in mappings]
+    fds = {path: os.open(path, os.O_RDONLY) for path, _ in places}
+    views = [memoryview(s.numpy()) for s in slices]
+    try:
+        best_mcctl = best_plain = float("inf")
+        for _ in range(rounds):
+            if cold:
+                _drop_cache(fds.values())
+            start = time.perf_counter()
+            got = client.batch_get_into(keys, slices)
+            best_mcctl = min(best_mcctl, time.perf_counter() - start)
+            if got != [object_size] * count:
+                raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
+            if cold:
+                _drop_cache(fds.values())
+            start = time.perf_counter()
+            for (path, offset), view in zip(places, views):
+                os.preadv(fds[path], [view], offset)
+            best_plain = min(best_plain, time.perf_counter() - start)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    total = object_size * count
+    return {"object_size": object_size, "objects": count, "mcctl_gib_s": total / best_mcctl / 2**30,
+            "preadv_gib_s": total / best_plain / 2**30, "ratio": best_plain / best_mcctl}
+
+
+def throughput(client: Client, threads: int, batches: int, batch: int, object_size: int) -> dict:
+    run = uuid.uuid4().hex[:8]
+    before = client.stats()["calls"]
+    times = {"put": 0.0, "get": 0.0}
+    failures = []
+
+    def worker(t: int, phase: str, elapsed: list):
+        tensor = _tensor(batch * object_size)
+        slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(batch)]
+        start = time.perf_counter()
+        for b in range(batches):
+            keys = [f"bench/tp/{run}/{t}/{b}/{i}" for i in range(batch)]
+            codes = client.batch_put_from(keys, slices) if phase == "put" else client.batch_get_into(keys, slices)
+            expected = 0 if phase == "put" else object_size
+            if any(c != expected for c in codes):
+                failures.append((phase, codes[:4]))
+        elapsed.append(time.perf_counter() - start)
+
+    for phase in ("put", "get"):
+        elapsed: list = []
+        workers = [threading.Thread(target=worker, args=(t, phase, elapsed)) for t in range(threads)]
+        wall = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        times[phase] = time.perf_counter() - wall
+    if failures:
+        raise SystemExit(f"bench: {len(failures)} batches failed, e.g. {failures[0]}")
+    calls = client.stats()["calls"]
+    delta = {name: calls.get(name, 0) - before.get(name, 0) for name in calls}
+    n_batches = threads * batches
+    keys = n_batches * batch
+    return {"threads": threads, "batch": batch, "object_size": object_size, "keys": keys,
+            "put_keys_s": keys / times["put"], "get_keys_s": keys / times["get"],
+            "allocate_per_put_batch": delta.get("BatchAllocateDistributedPage", 0) / n_batches,
+            "notify_per_put_batch": delta.get("NotifyDistributedDiskSuccess", 0) / n_batches,
+            "lookup_per_get_batch": delta.get("BatchGetDistributedPageMapping", 0) / n_batches,
+            "free_calls": delta.get("BatchFreeDistributedPage", 0)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m mcctl.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--master", default=os.environ.get("MCCTL_MASTER", "localhost:50051"), help="host:port of the master")
+    parser.add_argument("--tenant", default="bench", help="tenant the benchmark's keys go to (default: bench)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds of each read, the best counts (default: 5)")
+    parser.add_argument("--batches", type=int, default=20, help="batches per thread in the throughput run (default: 20)")
+    parser.add_argument("--object-size", type=int, default=64 * 1024, help="bytes per object in the throughput run")
+    args = parser.parse_args(argv)
+    try:
+        with Client(master=args.master, tenant=args.tenant) as client:
+            print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}")
+            print(f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed():.2f} GiB/s on one thread")
+            for cold in (False, True):
+                for size in (64 * 1024, 2 * 1024 * 1024):
+                    r = read_path(client, size, 128, args.rounds, cold)
+                    print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache: "
+                          f"batch_get_into {r['mcctl_gib_s']:.2f} GiB/s, plain preadv {r['preadv_gib_s']:.2f} GiB/s, "
+                          f"ratio {r['ratio']:.2f}x")
+            t = throughput(client, 4, args.batches, 128, args.object_size)
+            print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
+                  f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")
+            print(f"master calls per batch: put {t['allocate_per_put_batch']:.2f} allocate + {t['notify_per_put_batch']:.2f} notify "
+                  f"({t['free_calls']} frees), get {t['lookup_per_get_batch']:.2f} lookup")
+    except McctlError as e:
+        print(f"mcctl.bench: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
