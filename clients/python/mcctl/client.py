@@ -118,7 +118,7 @@ class Client:
 
     def close(self) -> None:
         """Closes the connection and the bucket files; no call may be running or start after it."""
-        self._files.close() if hasattr(self, "_files") else None
+        self._files.close()
         self._channel.close()
 
     def _check_mount(self) -> None:
