@@ -53,8 +53,12 @@ public final class TierCluster implements AutoCloseable {
 
     public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, int nodeCount)
             throws IOException {
-        MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0,
-                allocationDeadline, readLease));
+        return start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease), nodeCount);
+    }
+
+    /** A master started with {@code options} and {@code nodeCount} nodes. */
+    public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {
+        MasterServer master = MasterServer.start(options);
         TierCluster cluster = new TierCluster(master);
         try {
             for (int i = 0; i < nodeCount; i++) {

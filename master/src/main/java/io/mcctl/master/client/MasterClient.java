@@ -139,7 +139,7 @@ public final class MasterClient implements AutoCloseable {
     static boolean connectionLost(StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
         if (code == Status.Code.UNAVAILABLE) {
-            return true;
+            return !WireErrors.isChangesRefused(e); // that master answered: it takes no changes
         }
         if (code != Status.Code.UNKNOWN) {
             return false;
@@ -154,6 +154,10 @@ public final class MasterClient implements AutoCloseable {
 
     private MasterException translate(StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
+        if (WireErrors.isChangesRefused(e)) {
+            return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " takes no changes: " + e.getStatus().getDescription(),
+                    true, e);
+        }
         if (connectionLost(e)) {
             Throwable root = e;
             while (root.getCause() != null) {

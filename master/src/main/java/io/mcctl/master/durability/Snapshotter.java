@@ -91,7 +91,7 @@ public final class Snapshotter {
                 handedOver = handOver(copies, copy, writing);
             }
             if (handedOver) {
-                handOver(copies, new Rest(pages.exportQuarantine()), writing);
+                handOver(copies, new Rest(pages.exportQuarantine().stream().map(ChangeCodec::quarantineRecord).toList()), writing);
             }
             written = writing.get();
         } catch (InterruptedException e) {
@@ -169,7 +169,9 @@ public final class Snapshotter {
                         rest(System.nanoTime() - began);
                     }
                 }
-                pending.addAll(copy.pending());
+                for (io.mcctl.master.service.Change.Allocated allocation : copy.inFlight()) {
+                    pending.add(ChangeCodec.pendingRecord(allocation));
+                }
             }
             writer.beginSection(SnapshotFile.Section.PENDING);
             for (PendingRecord record : pending) {

@@ -1,36 +1,36 @@
 package io.mcctl.master.durability;
 
-import io.mcctl.master.proto.v1.Allocated;
-import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.MappingRecord;
-import io.mcctl.master.proto.v1.PendingDropped;
 import io.mcctl.master.proto.v1.PendingRecord;
-import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
-import io.mcctl.master.proto.v1.Released;
-import io.mcctl.master.proto.v1.Removed;
 import io.mcctl.master.proto.v1.SnapshotMeta;
-import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
+import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * Rebuilds master state from a state directory: the newest snapshot whose checksums verify (a corrupt
- * one is reported and the one before it used), then every WAL record after it. Replaying a change the
- * snapshot already holds changes nothing, since each record names the placement it is about; that is
- * what lets a snapshot be taken while the master serves.
+ * Rebuilds master state from a state directory into a page service: the newest snapshot whose checksums verify (a
+ * corrupt one is reported and the one before it used), then every log record after it, each applied through the
+ * same transition the master applied when it made the change ({@link PageService.Restorer#apply}). Applying a change
+ * the snapshot already holds changes nothing, since each record names the placement it is about; that is what lets
+ * a snapshot be taken while the master serves.
  */
 public final class StateRecovery {
 
-    /** What recovery found. */
+    /** What recovery found: the restored service, and where its state came from. */
     public static final class Recovered {
-        public final Map<String, PendingRecord> pending = new HashMap<>();
-        public final Map<Long, QuarantineRecord> quarantine = new HashMap<>();
+        /** The restored state. Serving only after {@link #recover} (which claims every page); tools only read it. */
+        public final PageService pages;
         public Path snapshot;
         public long snapshotSequence;
         public long lastSequence;
@@ -40,18 +40,59 @@ public final class StateRecovery {
         public long snapshotMillis;
         public long replayMillis;
         public final List<String> warnings = new ArrayList<>();
-        final long pageSize;
-        /** Where the committed mappings went. */
-        public final MappingTable table;
+        private Map<String, MappingRecord> mappings;
+        private Map<String, PendingRecord> pending;
+        private Map<Long, QuarantineRecord> quarantine;
 
-        Recovered(long pageSize, MappingTable table) {
-            this.pageSize = pageSize;
-            this.table = table;
+        Recovered(PageService pages) {
+            this.pages = pages;
         }
 
-        /** The committed mappings, when recovered into records (the tools' recovery); empty otherwise. */
+        /** The committed mappings as records by scoped key: what the tools look at. */
         public Map<String, MappingRecord> mappings() {
-            return table instanceof MappingTable.Records records ? records.mappings() : Map.of();
+            records();
+            return mappings;
+        }
+
+        /** The in-flight allocations as records by scoped key. */
+        public Map<String, PendingRecord> pending() {
+            records();
+            return pending;
+        }
+
+        /** The quarantined ranges as records by bucket and first page. */
+        public Map<Long, QuarantineRecord> quarantine() {
+            records();
+            return quarantine;
+        }
+
+        private void records() {
+            if (mappings != null) {
+                return;
+            }
+            Map<String, MappingRecord> m = new HashMap<>();
+            Map<String, PendingRecord> p = new HashMap<>();
+            Map<Long, QuarantineRecord> q = new HashMap<>();
+            pages.visit(new PageService.StateVisitor() {
+                @Override
+                public void mapping(String tenant, String key, Placement placement) {
+                    m.put(KeyRules.scopedKey(tenant, key), MappingRecord.newBuilder().setTenantId(tenant).setKey(key)
+                            .setPlacement(ChangeCodec.record(placement)).build());
+                }
+
+                @Override
+                public void inFlight(Change.Allocated allocation) {
+                    p.put(KeyRules.scopedKey(allocation.tenant(), allocation.key()), ChangeCodec.pendingRecord(allocation));
+                }
+
+                @Override
+                public void quarantined(PageService.QuarantinedRange range) {
+                    q.put(((long) range.bucket() << 40) | range.firstPage(), ChangeCodec.quarantineRecord(range));
+                }
+            });
+            mappings = m;
+            pending = p;
+            quarantine = q;
         }
     }
 
@@ -59,36 +100,49 @@ public final class StateRecovery {
     }
 
     /**
+     * Recovery for a starting master, into a fresh service from {@code services} (one for each snapshot tried), with
+     * every page claimed: state where two claims share a page is refused.
+     *
      * @param replayWal false under snapshot durability: the state is the newest snapshot's
      */
+    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, Supplier<PageService> services) throws IOException {
+        Recovered state = recover(stateDir, layout, replayWal, true, services);
+        try {
+            state.pages.restorer().finish();
+        } catch (IllegalStateException e) {
+            throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
+        }
+        return state;
+    }
+
+    /** Recovery for a starting master with default timings (tests). */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, true, MappingTable.Records::new);
+        return recover(stateDir, layout, replayWal, () -> toolService(layout));
     }
 
     /**
-     * Recovery as {@link #recover(Path, BucketLayout, boolean)}, with the committed mappings put into a table from
-     * {@code tables} (a fresh one for each snapshot tried): a starting master passes its page service's.
-     */
-    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, java.util.function.Supplier<MappingTable> tables)
-            throws IOException {
-        return recover(stateDir, layout, replayWal, true, tables);
-    }
-
-    /**
-     * Recovery that changes nothing on disk (a torn tail is reported, not cut): for tools that look at the
-     * state directory of a master that may still be running.
+     * Recovery that changes nothing on disk (a torn tail is reported, not cut) and refuses nothing that it can read
+     * (two claims on a page are left for the caller to report): for tools that look at the state directory of a
+     * master that may still be running.
      */
     public static Recovered recoverReadOnly(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, false, MappingTable.Records::new);
+        Recovered state = recover(stateDir, layout, replayWal, false, () -> toolService(layout));
+        state.pages.restorer().finishTables();
+        return state;
     }
 
-    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair,
-                                     java.util.function.Supplier<MappingTable> tables) throws IOException {
-        Recovered state = new Recovered(layout.pageSize(), tables.get());
+    private static PageService toolService(BucketLayout layout) {
+        return new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
+    }
+
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, Supplier<PageService> services)
+            throws IOException {
+        Recovered state = new Recovered(services.get());
+        state.pages.restorer();
         long begin = System.nanoTime();
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
-                Recovered attempt = new Recovered(layout.pageSize(), tables.get());
+                Recovered attempt = new Recovered(services.get());
                 loadSnapshot(listed.path(), layout, attempt);
                 attempt.warnings.addAll(state.warnings);
                 state = attempt;
@@ -105,8 +159,15 @@ public final class StateRecovery {
         long replayBegin = System.nanoTime();
         if (replayWal) {
             Recovered target = state;
+            PageService.Restorer restorer = target.pages.restorer();
             target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, (record, file, offset) -> {
-                apply(target, record);
+                Change change;
+                try {
+                    change = ChangeCodec.decode(record);
+                } catch (IllegalArgumentException e) {
+                    throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
+                }
+                restorer.apply(change);
                 target.replayed++;
             });
             state.lastSequence = target.wal.lastSequence();
@@ -132,85 +193,30 @@ public final class StateRecovery {
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
         }
-        state.table.load(reader);
-        reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> state.pending.put(scoped(p.getTenantId(), p.getKey()), p));
-        reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> state.quarantine.put(rangeKey(q.getBucket(), q.getFirstPage()), q));
+        PageService.Restorer restorer = state.pages.restorer();
+        loadMappings(reader, restorer);
+        reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> restorer.inFlight(ChangeCodec.inFlight(p)));
+        reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> restorer.quarantined(ChangeCodec.quarantined(q)));
         state.snapshot = path;
         state.snapshotSequence = meta.getWalSequence();
     }
 
-    /** Applies one logged change; a change already in the state is a no-op. */
-    static void apply(Recovered state, WalRecord record) {
-        switch (record.getChangeCase()) {
-            case ALLOCATED -> {
-                Allocated a = record.getAllocated();
-                state.pending.put(scoped(a.getTenantId(), a.getKey()), PendingRecord.newBuilder().setTenantId(a.getTenantId())
-                        .setKey(a.getKey()).setPlacement(a.getPlacement()).setDeadlineMs(a.getDeadlineMs()).setOverwrite(a.getOverwrite()).build());
-            }
-            case COMMITTED -> {
-                Committed c = record.getCommitted();
-                String key = scoped(c.getTenantId(), c.getKey());
-                // The allocation this commit ends is in flight no more, even when the snapshot already holds the
-                // commit: its Allocated record, replayed just before, has put it back.
-                PendingRecord pending = state.pending.get(key);
-                if (pending != null && sameRange(pending.getPlacement(), c.getPlacement())) {
-                    state.pending.remove(key);
-                }
-                PlacementRecord current = state.table.get(key);
-                if (current != null && current.equals(c.getPlacement())) {
-                    return;
-                }
-                if (c.hasReplaced() && current != null && sameRange(current, c.getReplaced())) {
-                    quarantine(state, c.getReplaced(), c.getReplacedReleaseMs(), record.getTimeMs());
-                }
-                state.table.put(key, c.getTenantId(), c.getKey(), c.getPlacement());
-            }
-            case PENDING_DROPPED -> {
-                PendingDropped d = record.getPendingDropped();
-                String key = scoped(d.getTenantId(), d.getKey());
-                PendingRecord pending = state.pending.get(key);
-                if (pending != null && sameRange(pending.getPlacement(), d.getPlacement())) {
-                    state.pending.remove(key);
-                }
-            }
-            case REMOVED -> {
-                Removed r = record.getRemoved();
-                String key = scoped(r.getTenantId(), r.getKey());
-                PlacementRecord current = state.table.get(key);
-                if (current != null && sameRange(current, r.getPlacement())) {
-                    state.table.remove(key);
-                    quarantine(state, r.getPlacement(), r.getReleaseMs(), record.getTimeMs());
-                }
-            }
-            case RELEASED -> {
-                Released r = record.getReleased();
-                state.quarantine.remove(rangeKey(r.getBucket(), r.getFirstPage()));
-            }
-            case CHANGE_NOT_SET -> {
-                // A record from a newer mcctl with a change this one does not know: nothing to apply.
+    /** The snapshot's mappings, decoded on every core straight into the service's tables: a million are not built twice. */
+    public static void loadMappings(SnapshotFile.Reader reader, PageService.Restorer restorer) throws IOException {
+        final class Share implements SnapshotFile.RawRecordVisitor {
+            final PageService.Batch batch = restorer.newBatch();
+            final MappingRecordDecoder decoder = new MappingRecordDecoder();
+
+            @Override
+            public void record(java.nio.ByteBuffer bytes, int offset, int length) throws com.google.protobuf.InvalidProtocolBufferException {
+                decoder.decode(bytes, offset, length, batch::add);
             }
         }
-    }
-
-    /** A removed or replaced mapping's pages: quarantined if its lease outlived the change, else free at once. */
-    private static void quarantine(Recovered state, PlacementRecord placement, long releaseMs, long timeMs) {
-        if (releaseMs > timeMs) {
-            long firstPage = placement.getOffset() / state.pageSize;
-            long pages = (placement.getSize() + state.pageSize - 1) / state.pageSize;
-            state.quarantine.put(rangeKey(placement.getBucket(), firstPage), QuarantineRecord.newBuilder().setBucket(placement.getBucket())
-                    .setFirstPage(firstPage).setPages(pages).setReleaseMs(releaseMs).build());
-        }
-    }
-
-    static boolean sameRange(PlacementRecord a, PlacementRecord b) {
-        return a.getBucket() == b.getBucket() && a.getOffset() == b.getOffset() && a.getSize() == b.getSize();
+        List<Share> shares = reader.readShares(SnapshotFile.Section.MAPPINGS, Runtime.getRuntime().availableProcessors(), i -> new Share());
+        restorer.putAll(shares.stream().map(share -> share.batch).toList());
     }
 
     static String scoped(String tenant, String key) {
-        return io.mcctl.master.service.KeyRules.scopedKey(tenant, key);
-    }
-
-    static long rangeKey(int bucket, long firstPage) {
-        return ((long) bucket << 40) | firstPage;
+        return KeyRules.scopedKey(tenant, key);
     }
 }

@@ -1,6 +1,7 @@
 package io.mcctl.master.durability;
 
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
 import io.mcctl.master.service.ChangeLog;
 import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.DurableFiles;
@@ -69,6 +70,9 @@ public final class WriteAheadLog implements AutoCloseable {
     private boolean closing;
 
     private FileChannel segment;
+    /** The segment being written, for failure messages (writer thread only, and the constructor). */
+    private Path segmentPath;
+    private volatile java.util.function.Consumer<String> failureListener;
     private long segmentSize;
     /** The segment holds durable zeros from {@link #segmentSize} up to here (writer thread only). */
     private long zeroedEnd;
@@ -121,20 +125,13 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** This log as the page service's change log: allocations and commits encoded from their fields. */
     public ChangeLog changeLog() {
-        return new ChangeLog() {
-            @Override
-            public void record(WalRecord.Builder change) {
-                append(change);
-            }
-
-            @Override
-            public void allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-                appendAllocated(tenant, key, placement, deadlineMs, overwrite);
-            }
-
-            @Override
-            public void committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
-                appendCommitted(tenant, key, placement, replaced, replacedReleaseMs);
+        return change -> {
+            if (change instanceof Change.Allocated a) {
+                appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite());
+            } else if (change instanceof Change.Committed c) {
+                appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs());
+            } else {
+                append(ChangeCodec.encode(change));
             }
         };
     }
@@ -147,7 +144,7 @@ public final class WriteAheadLog implements AutoCloseable {
         lock.lock();
         try {
             if (failure != null) {
-                throw new IllegalStateException("the write-ahead log failed and takes no more records: " + failure.getMessage(), failure);
+                throw new ChangeLog.Refused("the write-ahead log failed and takes no more records: " + failure.getMessage(), failure);
             }
             long sequence = lastAppended + 1;
             long timeMs = wallClock.getAsLong();
@@ -252,6 +249,7 @@ public final class WriteAheadLog implements AutoCloseable {
 
     private void openSegment(long firstSequence) throws IOException {
         Path path = dir.resolve(WalSegments.fileName(firstSequence));
+        segmentPath = path;
         // A segment of this name can exist only without records: opened by a master that stopped before its
         // first record reached the disk (recovery read every record of every segment, and cut its zeros).
         segment = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
@@ -362,7 +360,7 @@ public final class WriteAheadLog implements AutoCloseable {
                 recordsWritten.add(records);
                 lastDurable = upTo;
             } catch (IOException e) {
-                fail("write-ahead log failed; the master stops acknowledging changes", e);
+                fail("the write-ahead log failed writing", e);
                 return;
             }
             List<Waiter> done = new ArrayList<>();
@@ -387,26 +385,52 @@ public final class WriteAheadLog implements AutoCloseable {
                     writeZerosAhead();
                 }
             } catch (IOException e) {
-                fail("write-ahead log failed to start a new segment; the master stops acknowledging changes", e);
+                fail("the write-ahead log failed starting a new segment after", e);
                 return;
             }
         }
     }
 
-    /** The log is broken: every waiter and every later append or wait gets {@code error}. Writer thread only. */
+    /**
+     * The log is broken: every waiter and every later append or wait gets {@code error}, and the failure listener is
+     * told once, in one line naming the file and the system's error. A failed write or fsync is never retried: after
+     * a failed fsync the kernel may have dropped the dirty pages, so a retry that succeeds proves nothing. Writer
+     * thread only.
+     */
     private void fail(String what, IOException error) {
-        LOG.error(what, error);
+        String reason = what + " " + segmentPath + ": " + (error.getMessage() == null ? error.getClass().getSimpleName() : error.getMessage());
         List<Waiter> failed;
         lock.lock();
         try {
-            failure = error;
+            failure = new IOException(reason, error);
             failed = new ArrayList<>(waiters);
             waiters.clear();
         } finally {
             lock.unlock();
         }
+        java.util.function.Consumer<String> listener = failureListener;
+        if (listener != null) {
+            listener.accept(reason);
+        } else {
+            LOG.error("{}", reason);
+        }
         for (Waiter waiter : failed) {
-            waiter.future().completeExceptionally(error);
+            waiter.future().completeExceptionally(failure);
+        }
+    }
+
+    /** Told once, with a one-line reason, when the log fails. */
+    public void onFailure(java.util.function.Consumer<String> listener) {
+        this.failureListener = listener;
+    }
+
+    /** Why the log failed, or null while it works. */
+    public String failure() {
+        lock.lock();
+        try {
+            return failure == null ? null : failure.getMessage();
+        } finally {
+            lock.unlock();
         }
     }
 

@@ -69,6 +69,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     /** Most keys one batch call may carry. */
     public static final int MAX_BATCH = 10_000;
+    /** Bytes of keys and paths a listing page carries by default, and at most. */
+    static final long DEFAULT_LIST_BYTES = 1 << 20;
+    static final long MAX_LIST_BYTES = 16 << 20;
 
     private final PageService pages;
     private final LayoutFile.Record layoutRecord;
@@ -168,7 +171,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         // Answers are encoded and sent by the reply threads, so the log's writer goes straight back to its next fsync.
         durable.whenCompleteAsync((ignored, failure) -> {
             if (failure != null) {
-                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "the change could not be made durable: " + failure.getMessage()));
+                Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+                observer.onError(WireErrors.changesRefused("the outcome is unknown: the change may not be durable (" + cause.getMessage()
+                        + "); the master accepts no changes until it is restarted, then check with mcctl stat"));
             } else {
                 reply(observer, response);
             }
@@ -296,20 +301,26 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void getReplicaList(GetReplicaListRequest request, StreamObserver<GetReplicaListResponse> observer) {
-        Placement placement = orThrow(pages.peek(request.getTenantId(), request.getKey()));
+        // A descriptor handed out: leased like any mapping lookup, so the pages cannot be reused under its reader.
+        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
         // Only DISTRIBUTED_DISK replicas exist so far; when other kinds arrive they are listed best first:
         // MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
         List<Replica> replicas = ReplicaPriority.sortBestFirst(List.of(Replica.newBuilder()
                 .setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
                 .setDistributedDisk(toWire(placement)).build()));
-        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).build());
+        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).setLeaseMs(pages.readLeaseMillis()).build());
     }
 
     @Override
     public void listKeys(ListKeysRequest request, StreamObserver<ListKeysResponse> observer) {
         int pageSize = request.getPageSize() == 0 ? 1000 : request.getPageSize();
-        PageService.KeyPage page = orThrow(pages.listKeys(request.getTenantId(), request.getPrefix(), pageSize, request.getPageToken()));
-        ListKeysResponse.Builder response = ListKeysResponse.newBuilder().setNextPageToken(page.nextAfterKey());
+        long maxBytes = request.getMaxBytes() == 0 ? DEFAULT_LIST_BYTES : request.getMaxBytes();
+        if (maxBytes < 1 || maxBytes > MAX_LIST_BYTES) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "max_bytes " + request.getMaxBytes() + " is outside 1.." + MAX_LIST_BYTES
+                    + " (0 means " + DEFAULT_LIST_BYTES + ")");
+        }
+        PageService.KeyPage page = orThrow(pages.listKeys(request.getTenantId(), request.getPrefix(), pageSize, request.getPageToken(), maxBytes));
+        ListKeysResponse.Builder response = ListKeysResponse.newBuilder().setNextPageToken(page.nextToken()).setLeaseMs(pages.readLeaseMillis());
         for (Map.Entry<String, Placement> entry : page.keys()) {
             response.addKeys(KeyInfo.newBuilder().setKey(entry.getKey()).setDistributedDisk(toWire(entry.getValue())));
         }
@@ -414,6 +425,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setPagesAllocated(stats.pagesAllocated())
                 .setPagesTotal(stats.pagesTotal())
                 .setTenants(stats.tenants());
+        if (pages.refusal() != null) {
+            response.setChangesRefused(pages.refusal());
+        }
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)

@@ -58,7 +58,11 @@ public final class MasterMetrics {
                 .callback(cb -> cb.call(pages.mappingCount())).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_in_flight_allocations").help("Allocations waiting for their notify")
                 .callback(cb -> cb.call(pages.inFlightCount())).register(registry);
-        GaugeWithCallback.builder().name("mcctl_master_quarantined_pages").help("Freed pages waiting for read leases to run out")
+        GaugeWithCallback.builder().name("mcctl_master_changes_refused")
+                .help("1 once the master takes no changes (its write-ahead log failed; see /health), else 0")
+                .callback(cb -> cb.call(pages.refusal() == null ? 0 : 1)).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_quarantined_pages")
+                .help("Freed pages waiting for read leases, or for the grace period after an expired allocation, to run out")
                 .callback(cb -> cb.call(pages.quarantinedPageCount())).register(registry);
         // No exemplars: without tracing they only sample the clock on every call of the hot path.
         if (wal != null) {

@@ -10,7 +10,6 @@ import io.grpc.ServerInterceptors;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.mcctl.master.durability.CorruptStateException;
-import io.mcctl.master.durability.ServiceMappingTable;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.durability.StateRecovery;
 import io.mcctl.master.durability.WriteAheadLog;
@@ -48,7 +47,19 @@ public final class MasterServer implements AutoCloseable {
      */
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
                           Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                          Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
+                          Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
+                          Duration allocationGrace) {
+
+        /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
+        public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
+
+        /** With the default allocation grace. */
+        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
+                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
+                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
+            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
+                    snapshotRetention, walSegmentBytes, settings, DEFAULT_ALLOCATION_GRACE);
+        }
 
         /** WAL durability under {@code <root>/master}, snapshots every 10 minutes, two kept. */
         public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort, Duration allocationDeadline,
@@ -97,20 +108,15 @@ public final class MasterServer implements AutoCloseable {
         long started = System.nanoTime();
         // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
         StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode,
-                () -> new ServiceMappingTable(new PageService(options.layout(), options.allocationDeadline(), options.readLease())));
+                () -> new PageService(options.layout(), options.allocationDeadline(), options.allocationGrace(), options.readLease(),
+                        System::nanoTime));
         for (String warning : recovered.warnings) {
             LOG.warn("recovery: {}", warning);
         }
-        ServiceMappingTable table = (ServiceMappingTable) recovered.table;
-        PageService pages = table.pages();
-        try {
-            table.restorer().finish(recovered.pending, recovered.quarantine.values());
-        } catch (IllegalStateException e) {
-            throw new CorruptStateException(stateDir, 0, "recovered state is inconsistent: " + e.getMessage());
-        }
+        PageService pages = recovered.pages;
         LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                         + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
-                pages.mappingCount(), pages.inFlightCount(), recovered.quarantine.size(),
+                pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
                 recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
                 (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
                 (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
@@ -118,6 +124,13 @@ public final class MasterServer implements AutoCloseable {
                 ? new WriteAheadLog(stateDir, recovered.lastSequence, options.walSegmentBytes(), System::currentTimeMillis) : null;
         if (wal != null) {
             pages.setChangeLog(wal.changeLog());
+            // Fail-stop: after a failed write or fsync the log's state on disk is unknown (the kernel may have dropped
+            // the dirty pages), so the master never retries it and takes no more changes; lookups go on.
+            wal.onFailure(reason -> {
+                pages.refuseChanges(reason + "; the master accepts no changes until it is restarted (lookups still work): "
+                        + "fix the cause, then restart it to recover from the log");
+                LOG.error("{}", pages.refusal());
+            });
         }
         Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                 recovered.lastSequence);
@@ -141,7 +154,7 @@ public final class MasterServer implements AutoCloseable {
         HTTPServer metricsServer;
         try {
             metricsServer = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
-                    .registry(metrics.registry()).buildAndStart();
+                    .registry(metrics.registry()).defaultHandler(new HealthHandler(pages)).buildAndStart();
         } catch (IOException e) {
             server.shutdownNow();
             closeQuietly(wal);
@@ -152,11 +165,19 @@ public final class MasterServer implements AutoCloseable {
             thread.setDaemon(true);
             return thread;
         });
+        String[] lastReapFailure = {null};
         reaper.scheduleWithFixedDelay(() -> {
             try {
                 pages.reap();
+                lastReapFailure[0] = null;
+            } catch (io.mcctl.master.service.ChangeLog.Refused e) {
+                // The log failed: said once where it failed; the reaper does nothing until the restart.
             } catch (RuntimeException e) {
-                LOG.error("reaper failed; will retry", e);
+                // Once per distinct failure, not every REAP_INTERVAL_MILLIS.
+                if (!String.valueOf(e).equals(lastReapFailure[0])) {
+                    lastReapFailure[0] = String.valueOf(e);
+                    LOG.error("reaper failed; will retry", e);
+                }
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
         if (options.snapshotInterval() != null) {
@@ -196,6 +217,10 @@ public final class MasterServer implements AutoCloseable {
                         step.run();
                     } catch (StatusRuntimeException e) {
                         call.close(e.getStatus(), e.getTrailers() == null ? new Metadata() : e.getTrailers());
+                    } catch (io.mcctl.master.service.ChangeLog.Refused e) {
+                        // A mutation after the log failed: nothing was changed, and the caller should come back after a restart.
+                        StatusRuntimeException refused = WireErrors.changesRefused(e.getMessage());
+                        call.close(refused.getStatus(), refused.getTrailers());
                     }
                 }
             };

@@ -10,6 +10,20 @@ public final class WireErrors {
 
     /** Trailer that carries the Mooncake ErrorCode name of a failed call. */
     public static final Metadata.Key<String> ERROR_CODE_KEY = Metadata.Key.of("mooncake-error-code", Metadata.ASCII_STRING_MARSHALLER);
+    /** Trailer set on UNAVAILABLE when the master answered but takes no changes (its log failed): reachable, not usable. */
+    public static final Metadata.Key<String> CHANGES_REFUSED_KEY = Metadata.Key.of("mcctl-changes-refused", Metadata.ASCII_STRING_MARSHALLER);
+
+    /** A mutation refused because the master takes no changes. */
+    public static StatusRuntimeException changesRefused(String message) {
+        Metadata trailers = new Metadata();
+        trailers.put(CHANGES_REFUSED_KEY, "true");
+        return io.grpc.Status.UNAVAILABLE.withDescription(message).asRuntimeException(trailers);
+    }
+
+    /** Whether a failure is the master's own refusal of changes, rather than a connection that could not be made. */
+    public static boolean isChangesRefused(StatusRuntimeException e) {
+        return e.getTrailers() != null && e.getTrailers().containsKey(CHANGES_REFUSED_KEY);
+    }
 
     private WireErrors() {
     }

@@ -1,7 +1,5 @@
 package io.mcctl.master.service;
 
-import java.nio.charset.StandardCharsets;
-
 /** What a tenant id, a key and a size may be. Checked before anything changes. */
 public final class KeyRules {
 
@@ -35,11 +33,32 @@ public final class KeyRules {
         if (key == null || key.isEmpty()) {
             return "key is empty";
         }
-        int bytes = key.getBytes(StandardCharsets.UTF_8).length;
+        int bytes = utf8Length(key);
         if (bytes > MAX_KEY_BYTES) {
             return "key of " + bytes + " bytes is longer than " + MAX_KEY_BYTES;
         }
         return null;
+    }
+
+    /** UTF-8 length of a string, counted without encoding it; an unpaired surrogate counts as the '?' that encoding gives. */
+    public static int utf8Length(String s) {
+        int bytes = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                bytes++;
+            } else if (c < 0x800) {
+                bytes += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                bytes += 4;
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                bytes++;
+            } else {
+                bytes += 3;
+            }
+        }
+        return bytes;
     }
 
     /** Why {@code size} cannot be allocated in buckets of {@code bucketSize}, or null. */

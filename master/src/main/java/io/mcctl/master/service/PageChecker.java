@@ -5,7 +5,6 @@ import io.mcctl.storage.alloc.PageWords;
 import io.mcctl.storage.layout.BucketLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.TreeSet;
 
 /**
@@ -37,7 +36,7 @@ final class PageChecker {
     /** Most claimants named per run. */
     static final int MAX_CLAIMANTS_NAMED = 4;
 
-    private final PageService service;
+    private final PageService.CheckView view;
     private final BucketLayout layout;
     private final BitmapPageAllocator[] allocators;
     private final long minAgeNanos;
@@ -57,10 +56,10 @@ final class PageChecker {
     private long repairedFalseFreePages;
     private long longestHoldNanos;
 
-    PageChecker(PageService service, long minAgeNanos, boolean repair, int maxRanges) {
-        this.service = service;
-        this.layout = service.layout();
-        this.allocators = service.allocators();
+    PageChecker(PageService.CheckView view, long minAgeNanos, boolean repair, int maxRanges) {
+        this.view = view;
+        this.layout = view.layout();
+        this.allocators = view.allocators();
         this.minAgeNanos = minAgeNanos;
         this.repair = repair;
         this.maxRanges = maxRanges;
@@ -74,41 +73,35 @@ final class PageChecker {
         }
 
         ClaimedPages claims = new ClaimedPages(allocators.length, layout.pagesPerBucket());
-        long mappings = 0;
-        long inFlight = 0;
-        for (PageService.Shard shard : service.shards()) {
+        long[] counts = new long[2]; // mappings, in flight
+        for (int s = 0; s < view.shardCount(); s++) {
+            KeyTable.Shard shard = view.shard(s);
             shard.lock.lock();
             long held = System.nanoTime();
             try {
-                for (Map.Entry<String, PageService.ObjectEntry> e : shard.entries.entrySet()) {
-                    PageService.ObjectEntry entry = e.getValue();
-                    if (entry.hasCommitted()) {
-                        mappings++;
-                        claim(claims, before, PageCheck.Claimant.MAPPING, e.getKey(), entry.bucket, entry.offset / pageSize, layout.pagesFor(entry.size));
-                    }
-                    if (entry.pending != null) {
-                        inFlight++;
-                        Placement p = entry.pending.placement;
-                        claim(claims, before, PageCheck.Claimant.IN_FLIGHT, e.getKey(), p.bucket(), p.offset() / pageSize, layout.pagesFor(p.size()));
-                    }
-                }
+                KeyTable.forEachClaim(shard, (kind, scopedKey, bucket, offset, size) -> {
+                    counts[kind == KeyTable.ClaimKind.MAPPING ? 0 : 1]++;
+                    claim(claims, before, kindName(kind), scopedKey, bucket, offset / pageSize, layout.pagesFor(size));
+                });
             } finally {
                 hold(held);
                 shard.lock.unlock();
             }
         }
+        long mappings = counts[0];
+        long inFlight = counts[1];
         long quarantinedRanges;
-        service.quarantineLock().lock();
+        view.quarantineLock().lock();
         long held = System.nanoTime();
         try {
-            List<long[]> ranges = service.quarantinedRanges();
-            for (long[] q : ranges) {
-                claim(claims, before, PageCheck.Claimant.QUARANTINE, null, (int) q[0], q[1], q[2]);
+            List<Quarantine.Range> ranges = view.quarantinedRanges();
+            for (Quarantine.Range q : ranges) {
+                claim(claims, before, PageCheck.Claimant.QUARANTINE, null, q.bucket(), q.firstPage(), q.pages());
             }
             quarantinedRanges = ranges.size();
         } finally {
             hold(held);
-            service.quarantineLock().unlock();
+            view.quarantineLock().unlock();
         }
 
         List<PageCheck.BucketCounters> counters = new ArrayList<>(allocators.length);
@@ -165,6 +158,10 @@ final class PageChecker {
         }
     }
 
+    private static String kindName(KeyTable.ClaimKind kind) {
+        return kind == KeyTable.ClaimKind.MAPPING ? PageCheck.Claimant.MAPPING : PageCheck.Claimant.IN_FLIGHT;
+    }
+
     private static PageCheck.Claimant claimant(String kind, String scopedKey) {
         if (scopedKey == null) {
             return new PageCheck.Claimant(kind, "", "");
@@ -179,7 +176,7 @@ final class PageChecker {
         List<long[]> candidates = new ArrayList<>();
         ClaimedPages.forEachRun(before.words(), claims.claimed(bucket), pagesPerBucket, (a, c) -> a & ~c, (first, n) -> candidates.add(new long[] {first, n}));
         BitmapPageAllocator allocator = allocators[bucket];
-        long now = service.now();
+        long now = view.now();
         synchronized (allocator) {
             long held = System.nanoTime();
             BitmapPageAllocator.Copy after = allocator.copy();
@@ -216,7 +213,7 @@ final class PageChecker {
             int region = (int) (page / per);
             long regionEnd = Math.min(end, (long) (region + 1) * per);
             RegionState state = before.versions()[region] != after.versions()[region] ? RegionState.UNSETTLED
-                    : service.youngRegion(bucket, region, now, minAgeNanos) ? RegionState.YOUNG : RegionState.SETTLED;
+                    : view.youngRegion(bucket, region, now, minAgeNanos) ? RegionState.YOUNG : RegionState.SETTLED;
             if (pieceState != null && state != pieceState) {
                 piece(bucket, allocator, pieceState, pieceStart, page - pieceStart);
                 pieceStart = page;
@@ -252,7 +249,8 @@ final class PageChecker {
     // ---- overlaps: confirmed with every claimant's lock held ----
 
     /** A claim found on a candidate run's pages: where it lives, so it can be read again under its lock. */
-    private record Found(PageCheck.Claimant claimant, String scopedKey, int shard, int bucket, long firstPage, long pages) {
+    private record Found(PageCheck.Claimant claimant, KeyTable.ClaimKind kind, String scopedKey, int shard, int bucket, long firstPage,
+                         long pages, long offset, long size) {
     }
 
     private void confirmOverlaps(List<PageCheck.PageRun> candidates) {
@@ -266,50 +264,43 @@ final class PageChecker {
             found.add(new ArrayList<>());
         }
         long pageSize = layout.pageSize();
-        PageService.Shard[] shards = service.shards();
-        for (int s = 0; s < shards.length; s++) {
-            shards[s].lock.lock();
+        for (int s = 0; s < view.shardCount(); s++) {
+            KeyTable.Shard shard = view.shard(s);
+            int shardIndex = s;
+            shard.lock.lock();
             long held = System.nanoTime();
             try {
-                for (Map.Entry<String, PageService.ObjectEntry> e : shards[s].entries.entrySet()) {
-                    PageService.ObjectEntry entry = e.getValue();
-                    if (entry.hasCommitted()) {
-                        collect(candidates, candidatePages, found, PageCheck.Claimant.MAPPING, e.getKey(), s, entry.bucket,
-                                entry.offset / pageSize, layout.pagesFor(entry.size));
-                    }
-                    if (entry.pending != null) {
-                        Placement p = entry.pending.placement;
-                        collect(candidates, candidatePages, found, PageCheck.Claimant.IN_FLIGHT, e.getKey(), s, p.bucket(),
-                                p.offset() / pageSize, layout.pagesFor(p.size()));
-                    }
-                }
+                KeyTable.forEachClaim(shard, (kind, scopedKey, bucket, offset, size) -> collect(candidates, candidatePages, found, kind,
+                        scopedKey, shardIndex, bucket, offset / pageSize, layout.pagesFor(size), offset, size));
             } finally {
                 hold(held);
-                shards[s].lock.unlock();
+                shard.lock.unlock();
             }
         }
-        service.quarantineLock().lock();
+        view.quarantineLock().lock();
         try {
-            for (long[] q : service.quarantinedRanges()) {
-                collect(candidates, candidatePages, found, PageCheck.Claimant.QUARANTINE, null, -1, (int) q[0], q[1], q[2]);
+            for (Quarantine.Range q : view.quarantinedRanges()) {
+                collect(candidates, candidatePages, found, null, null, -1, q.bucket(), q.firstPage(), q.pages(), 0, 0);
             }
         } finally {
-            service.quarantineLock().unlock();
+            view.quarantineLock().unlock();
         }
         for (int i = 0; i < candidates.size(); i++) {
             confirm(candidates.get(i), found.get(i));
         }
     }
 
-    private void collect(List<PageCheck.PageRun> candidates, long[][] candidatePages, List<List<Found>> found, String kind, String scopedKey,
-                         int shard, int bucket, long first, long pages) {
+    /** {@code kind} null: a quarantined range. */
+    private void collect(List<PageCheck.PageRun> candidates, long[][] candidatePages, List<List<Found>> found, KeyTable.ClaimKind kind,
+                         String scopedKey, int shard, int bucket, long first, long pages, long offset, long size) {
         if (candidatePages[bucket] == null || !PageWords.anySet(candidatePages[bucket], first, pages)) {
             return;
         }
         for (int i = 0; i < candidates.size(); i++) {
             PageCheck.PageRun run = candidates.get(i);
             if (run.bucket() == bucket && first < run.firstPage() + run.pages() && first + pages > run.firstPage()) {
-                found.get(i).add(new Found(claimant(kind, scopedKey), scopedKey, shard, bucket, first, pages));
+                String kindName = kind == null ? PageCheck.Claimant.QUARANTINE : kindName(kind);
+                found.get(i).add(new Found(claimant(kindName, scopedKey), kind, scopedKey, shard, bucket, first, pages, offset, size));
             }
         }
     }
@@ -328,22 +319,22 @@ final class PageChecker {
                 quarantine = true;
             }
         }
-        PageService.Shard[] shards = service.shards();
-        List<PageService.Shard> locked = new ArrayList<>();
+        List<KeyTable.Shard> locked = new ArrayList<>();
         try {
             for (int s : shardIndexes) {
-                shards[s].lock.lock();
-                locked.add(shards[s]);
+                KeyTable.Shard shard = view.shard(s);
+                shard.lock.lock();
+                locked.add(shard);
             }
             if (quarantine) {
-                service.quarantineLock().lock();
+                view.quarantineLock().lock();
             }
             long held = System.nanoTime();
             try {
                 List<Found> still = new ArrayList<>();
-                List<long[]> quarantined = quarantine ? service.quarantinedRanges() : List.of();
+                List<Quarantine.Range> quarantined = quarantine ? view.quarantinedRanges() : List.of();
                 for (Found f : claimants) {
-                    if (stillClaims(f, shards, quarantined)) {
+                    if (stillClaims(f, quarantined)) {
                         still.add(f);
                     }
                 }
@@ -358,7 +349,7 @@ final class PageChecker {
             } finally {
                 hold(held);
                 if (quarantine) {
-                    service.quarantineLock().unlock();
+                    view.quarantineLock().unlock();
                 }
             }
         } finally {
@@ -368,26 +359,16 @@ final class PageChecker {
         }
     }
 
-    private boolean stillClaims(Found f, PageService.Shard[] shards, List<long[]> quarantined) {
-        long pageSize = layout.pageSize();
+    private boolean stillClaims(Found f, List<Quarantine.Range> quarantined) {
         if (f.shard() < 0) {
-            for (long[] q : quarantined) {
-                if (q[0] == f.bucket() && q[1] == f.firstPage() && q[2] == f.pages()) {
+            for (Quarantine.Range q : quarantined) {
+                if (q.bucket() == f.bucket() && q.firstPage() == f.firstPage() && q.pages() == f.pages()) {
                     return true;
                 }
             }
             return false;
         }
-        PageService.ObjectEntry entry = shards[f.shard()].entries.get(f.scopedKey());
-        if (entry == null) {
-            return false;
-        }
-        if (f.claimant().kind().equals(PageCheck.Claimant.MAPPING)) {
-            return entry.hasCommitted() && entry.bucket == f.bucket() && entry.offset / pageSize == f.firstPage()
-                    && layout.pagesFor(entry.size) == f.pages();
-        }
-        Placement p = entry.pending == null ? null : entry.pending.placement;
-        return p != null && p.bucket() == f.bucket() && p.offset() / pageSize == f.firstPage() && layout.pagesFor(p.size()) == f.pages();
+        return KeyTable.holds(view.shard(f.shard()), f.scopedKey(), f.kind(), f.bucket(), f.offset(), f.size());
     }
 
     /** The pages of the candidate claimed by two or more of {@code claimants}, as {first, count} of the span, or null. */

@@ -1,254 +1,132 @@
 package io.mcctl.master.service;
 
 import io.mcctl.master.proto.v1.ErrorCode;
-import io.mcctl.master.proto.v1.PendingDropped;
-import io.mcctl.master.proto.v1.PendingRecord;
-import io.mcctl.master.proto.v1.QuarantineRecord;
-import io.mcctl.master.proto.v1.PlacementRecord;
-import io.mcctl.master.proto.v1.Released;
-import io.mcctl.master.proto.v1.Removed;
-import io.mcctl.master.proto.v1.WalRecord;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
-import io.mcctl.storage.alloc.PageAllocator;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.PriorityQueue;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
 /**
- * The master's page bookkeeping: one allocator per bucket, the mapping table, in-flight allocations with
- * deadlines, and freed ranges in quarantine behind read leases. No network and no file IO.
+ * The master's page RPCs over its {@link PageState}: each call validates its request under the key's shard lock,
+ * logs the change it makes, then applies it through {@link PageState#apply}, the same transition recovery replays.
+ * No network and no file IO.
  *
- * <p>Every allocated page is, at any moment, in exactly one of: a committed mapping; an in-flight
- * allocation with a deadline; a quarantined range with a release time. Pages return to the allocator only
- * from an expired or freed in-flight allocation, or from quarantine once the last read lease on them has
- * run out, so no reader ever sees a page reused under it.
+ * <p>Every allocated page is, at any moment, in exactly one of: a committed mapping; an in-flight allocation with a
+ * deadline; a quarantined range with a release time. Pages return to the allocators only from a freed in-flight
+ * allocation, or from quarantine once the last read lease on them (or an expired allocation's grace period) has
+ * run out, so no reader ever sees a page reused under it and no late writer writes over another object.
  *
- * <p>Locks, and what they guard:
- * <ul>
- *   <li>{@link Shard#lock} (one of {@value #SHARDS}, chosen by the scoped key's hash): that shard's map and
- *       every {@link ObjectEntry} in it.</li>
- *   <li>each bucket's allocator monitor: that bucket's bitmap.</li>
- *   <li>{@link #quarantineLock}: {@link #quarantine}.</li>
- * </ul>
- * Order: shard lock, then the quarantine lock, then a bucket monitor. Only {@link #checkPages} may hold more than
- * one shard lock (to confirm an overlap), and it takes them in index order, so it cannot deadlock with a caller
- * holding one.
+ * <p>The parts: {@link KeyTable} (mappings and in-flight allocations, in shards), {@link Quarantine},
+ * {@link BucketSpace} (the allocators). Locks, and how they nest: a shard lock (one at a time; see
+ * {@link KeyTable}), then {@link Quarantine#lock}, then a bucket allocator's monitor. A change is logged and
+ * applied under the same shard lock, so the log's order is the order changes of one key were applied in.
+ *
+ * <p>Validate, log, apply: a change the log refuses (it failed) is never applied, and a page run reserved for it
+ * is given back under the same lock. Once the log has failed the service takes no more changes at all
+ * ({@link #refuseChanges}) and keeps answering lookups.
  */
 public final class PageService {
 
-    static final int SHARD_BITS = 11;
-    static final int SHARDS = 1 << SHARD_BITS;
-    static final int STAMP_REGION_PAGES = 512;
     public static final int MAX_LIST_PAGE = 10_000;
-
-    /**
-     * One key's state, kept small because there is one per live mapping: the committed placement inline
-     * ({@code bucket < 0} when there is none) and the in-flight allocation, if any, as a separate object.
-     * Guarded by its shard's lock.
-     */
-    static final class ObjectEntry {
-        int bucket = -1;
-        long offset;
-        long size;
-        int crc32c;
-        long leaseUntilNanos;
-        Pending pending;
-
-        boolean hasCommitted() {
-            return bucket >= 0;
-        }
-
-        Placement committed() {
-            return bucket < 0 ? null : new Placement(bucket, offset, size, crc32c);
-        }
-
-        void commit(Placement placement) {
-            bucket = placement.bucket();
-            offset = placement.offset();
-            size = placement.size();
-            crc32c = placement.crc32c();
-        }
-
-        void clearCommitted() {
-            bucket = -1;
-            leaseUntilNanos = 0;
-        }
-    }
-
-    /**
-     * An allocation waiting for its notify. Linked into its shard's list in deadline order (deadlines are
-     * taken under the shard lock from a monotonic clock plus a constant, so appending keeps the order), and
-     * unlinked the moment it is committed or freed: nothing lingers until its deadline.
-     */
-    static final class Pending {
-        final String scopedKey;
-        final ObjectEntry owner;
-        final Placement placement;
-        final long deadlineNanos;
-        final boolean overwrite;
-        Pending prev;
-        Pending next;
-
-        Pending(String scopedKey, ObjectEntry owner, Placement placement, long deadlineNanos, boolean overwrite) {
-            this.scopedKey = scopedKey;
-            this.owner = owner;
-            this.placement = placement;
-            this.deadlineNanos = deadlineNanos;
-            this.overwrite = overwrite;
-        }
-    }
-
-    static final class Shard {
-        final ReentrantLock lock = new ReentrantLock();
-        /** Replaced only by {@link Restorer#putAll}, before serving. */
-        HashMap<String, ObjectEntry> entries = new HashMap<>();
-        /** Oldest in-flight allocation first. */
-        Pending head;
-        Pending tail;
-
-        void append(Pending pending) {
-            pending.prev = tail;
-            if (tail == null) {
-                head = pending;
-            } else {
-                tail.next = pending;
-            }
-            tail = pending;
-        }
-
-        void unlink(Pending pending) {
-            if (pending.prev == null) {
-                head = pending.next;
-            } else {
-                pending.prev.next = pending.next;
-            }
-            if (pending.next == null) {
-                tail = pending.prev;
-            } else {
-                pending.next.prev = pending.prev;
-            }
-            pending.prev = null;
-            pending.next = null;
-        }
-    }
-
-    private record Quarantined(long releaseNanos, int bucket, long firstPage, long pages) {
-    }
+    /** What a listed key costs in an answer besides its key and path: offsets, sizes, field tags. */
+    static final int LISTED_KEY_OVERHEAD_BYTES = 48;
 
     private final BucketLayout layout;
-    private final String[] bucketPaths;
-    private final Map<String, Integer> bucketByPath = new HashMap<>();
-    private final BitmapPageAllocator[] allocators;
-    private final Shard[] shards = new Shard[SHARDS];
+    private final PageState state;
+    private final KeyTable keys;
+    private final Quarantine quarantine;
+    private final BucketSpace space;
     private final long allocationDeadlineNanos;
+    private final long allocationGraceNanos;
     private final long readLeaseNanos;
-    private final LongSupplier nanoClock;
+    private final ListingCursors listings = new ListingCursors();
 
-    private final ReentrantLock quarantineLock = new ReentrantLock();
-    /**
-     * Per bucket, per region of {@value #STAMP_REGION_PAGES} pages: the second on this service's clock (rounded up,
-     * plus one so that 0 means never) of the latest allocation there, so a check can tell a leak from pages allocated
-     * moments ago. Written under the allocating key's shard lock (two shards may race on one slot, both with
-     * "about now"), read by {@link #checkPages} after it has taken every shard lock once, which orders it after every
-     * write made before the check began.
-     */
-    private final int[] allocationStamps;
-    private final int stampRegionsPerBucket;
-    private final PriorityQueue<Quarantined> quarantine = new PriorityQueue<>((a, b) -> Long.compare(a.releaseNanos, b.releaseNanos));
-
-    private final long wallOriginMillis;
     /** Set once, before serving; read on every change. */
     private volatile ChangeLog changeLog = ChangeLog.NONE;
+    /** Why changes are refused (the log failed), or null while they are taken. */
+    private volatile String refusal;
 
-    private final AtomicLong mappings = new AtomicLong();
-    private final AtomicLong inFlight = new AtomicLong();
-    private final AtomicLong quarantinedPages = new AtomicLong();
-    private final LongAdder pageAllocations = new LongAdder();
-    private final LongAdder pageFrees = new LongAdder();
-    private final LongAdder allocationFailures = new LongAdder();
-    private final LongAdder spills = new LongAdder();
     private final LongAdder expiredAllocations = new LongAdder();
 
-    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, LongSupplier nanoClock) {
+    /**
+     * @param allocationGrace how long an expired allocation's pages are held past its deadline before reuse, for a
+     *                        writer that is late; zero frees them at the deadline
+     */
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration allocationGrace, Duration readLease, LongSupplier nanoClock) {
+        this(layout, allocationDeadline, allocationGrace, readLease, nanoClock, System::currentTimeMillis);
+    }
+
+    /** @param wallClock read once, to tie {@code nanoClock} to the wall clock that logged times are in */
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration allocationGrace, Duration readLease, LongSupplier nanoClock,
+                       LongSupplier wallClock) {
+        if (allocationGrace.isNegative()) {
+            throw new IllegalArgumentException("allocation grace " + allocationGrace + " is negative");
+        }
         this.layout = layout;
+        this.state = new PageState(layout, nanoClock, wallClock);
+        this.keys = state.keys;
+        this.quarantine = state.quarantine;
+        this.space = state.space;
         this.allocationDeadlineNanos = allocationDeadline.toNanos();
+        this.allocationGraceNanos = allocationGrace.toNanos();
         this.readLeaseNanos = readLease.toNanos();
-        // Times are kept relative to construction so they never go below zero and 0 can mean "no read lease";
-        // System.nanoTime() itself may be negative, and then a lease-free mapping would wait in quarantine until
-        // the clock passed 0 while a lease granted below 0 would never be recorded.
-        long origin = nanoClock.getAsLong();
-        this.nanoClock = () -> nanoClock.getAsLong() - origin;
-        this.wallOriginMillis = System.currentTimeMillis();
-        this.bucketPaths = new String[layout.bucketCount()];
-        this.allocators = new BitmapPageAllocator[layout.bucketCount()];
-        for (int b = 0; b < layout.bucketCount(); b++) {
-            bucketPaths[b] = layout.bucketPath(b).toString();
-            bucketByPath.put(bucketPaths[b], b);
-            allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
-        }
-        for (int s = 0; s < SHARDS; s++) {
-            shards[s] = new Shard();
-        }
-        this.stampRegionsPerBucket = (int) ((layout.pagesPerBucket() + STAMP_REGION_PAGES - 1) / STAMP_REGION_PAGES);
-        this.allocationStamps = new int[layout.bucketCount() * stampRegionsPerBucket];
+    }
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, LongSupplier nanoClock) {
+        this(layout, allocationDeadline, Duration.ZERO, readLease, nanoClock);
     }
 
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease) {
-        this(layout, allocationDeadline, readLease, System::nanoTime);
+        this(layout, allocationDeadline, Duration.ZERO, readLease, System::nanoTime);
     }
 
     public BucketLayout layout() {
         return layout;
     }
 
-    /** Sends every later state change to {@code log}. */
+    /** Sends every later change to {@code log}. */
     public void setChangeLog(ChangeLog log) {
         this.changeLog = log;
     }
 
-    /** Wall-clock milliseconds of a time on this service's clock. */
-    long wallMillis(long nanos) {
-        return wallOriginMillis + Math.floorDiv(nanos, 1_000_000L);
+    /**
+     * From now on every change is refused with {@code reason} (the log failed: a change the log may not hold must
+     * not be built upon). Lookups go on. Idempotent; the first reason stays.
+     */
+    public void refuseChanges(String reason) {
+        if (refusal == null) {
+            refusal = reason;
+        }
     }
 
-    /** This service's clock reading for wall-clock milliseconds. */
-    long clockOf(long wallMillis) {
-        return (wallMillis - wallOriginMillis) * 1_000_000L;
+    /** Why changes are refused, or null while they are taken. */
+    public String refusal() {
+        return refusal;
     }
 
     /** Absolute path of a bucket's file, as descriptors carry it. */
     public String bucketPath(int bucket) {
-        return bucketPaths[bucket];
+        return space.path(bucket);
     }
 
     /** The bucket a descriptor's file path names, or -1. */
     public int bucketOfPath(String filePath) {
-        Integer bucket = bucketByPath.get(filePath);
-        if (bucket != null) {
-            return bucket;
-        }
-        try {
-            return layout.bucketOf(Path.of(filePath)).orElse(-1); // the same file spelled another way
-        } catch (java.nio.file.InvalidPathException e) {
-            return -1;
-        }
+        return space.bucketOfPath(filePath);
     }
 
     public long allocationDeadlineMillis() {
         return allocationDeadlineNanos / 1_000_000;
+    }
+
+    public long allocationGraceMillis() {
+        return allocationGraceNanos / 1_000_000;
     }
 
     public long readLeaseMillis() {
@@ -258,87 +136,74 @@ public final class PageService {
     // ---- the page RPCs ----
 
     /**
-     * Allocates pages for {@code size} bytes under (tenant, key), in the key's home bucket or, when no run
-     * fits there, in the next bucket (home+1, home+2, ... wrapping) that has one.
+     * Allocates pages for {@code size} bytes under (tenant, key), in the key's home bucket or, when no run fits
+     * there, in the next bucket (home+1, home+2, ... wrapping) that has one.
      */
     public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite) {
         String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout.bucketSize()));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
+        checkAccepting();
         String scoped = KeyRules.scopedKey(tenant, key);
-        Shard shard = shardOf(scoped);
+        KeyTable.Shard shard = keys.shardOf(scoped);
         int home = layout.homeBucket(key);
         long pages = layout.pagesFor(size);
         shard.lock.lock();
         try {
-            long now = nanoClock.getAsLong();
-            ObjectEntry entry = shard.entries.get(scoped);
-            if (entry != null && entry.pending != null) {
-                if (entry.pending.deadlineNanos - now > 0) {
+            long now = state.now();
+            KeyTable.Entry entry = shard.entries.get(scoped);
+            if (entry != null && entry.inFlight != null) {
+                if (entry.inFlight.deadlineNanos - now > 0) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
                 }
-                dropPending(shard, entry.pending, PendingDropped.Reason.EXPIRED);
+                expire(entry.inFlight);
             }
             if (entry != null && entry.hasCommitted() && !overwrite) {
                 return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
-                        + "'; remove it or allocate with overwrite");
+                        + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
             }
-            for (int i = 0; i < allocators.length; i++) {
-                int bucket = (home + i) % allocators.length;
-                long first = allocators[bucket].allocate(pages);
-                if (first != PageAllocator.NO_RUN_FITS) {
-                    if (i > 0) {
-                        spills.increment();
-                    }
-                    pageAllocations.add(pages);
-                    stampAllocation(bucket, first, pages, now);
-                    if (entry == null) {
-                        entry = new ObjectEntry();
-                        shard.entries.put(scoped, entry);
-                    }
-                    Placement placement = new Placement(bucket, first * layout.pageSize(), size, 0);
-                    entry.pending = new Pending(scoped, entry, placement, now + allocationDeadlineNanos, overwrite);
-                    shard.append(entry.pending);
-                    changeLog.allocated(tenant, key, placement, wallMillis(entry.pending.deadlineNanos), overwrite);
-                    inFlight.incrementAndGet();
-                    return Result.ok(placement);
-                }
+            Placement placement = space.allocate(home, pages, size, now);
+            if (placement == null) {
+                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size));
             }
-            allocationFailures.increment();
-            if (entry != null) {
-                removeIfEmpty(shard, scoped, entry);
+            Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite);
+            try {
+                changeLog.append(change);
+            } catch (ChangeLog.Refused e) {
+                space.free(placement); // the run was reserved for this change alone: nothing else can have seen it
+                throw e;
             }
-            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "no bucket has " + pages + " free consecutive pages for " + size + " bytes");
+            state.apply(change);
+            return Result.ok(placement);
         } finally {
             shard.lock.unlock();
         }
     }
 
+    private String noRoomMessage(long pages, long size) {
+        String message = "no bucket has " + pages + " free consecutive pages for " + size + " bytes";
+        long waiting = quarantine.pages();
+        Long first = quarantine.firstRelease();
+        if (waiting > 0 && first != null) {
+            long inMillis = Math.max(0, (first - state.now()) / 1_000_000);
+            message += "; " + waiting + " pages wait in quarantine behind read leases or late writers, the first released in " + inMillis + " ms";
+        }
+        return message;
+    }
+
     /** Gives up the in-flight allocation of (tenant, key); when {@code expected} is given it must be that allocation. */
     public Result<Void> free(String tenant, String key, Placement expected) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
-        if (invalid != null) {
-            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
-        }
-        String scoped = KeyRules.scopedKey(tenant, key);
-        Shard shard = shardOf(scoped);
-        shard.lock.lock();
-        try {
-            ObjectEntry entry = shard.entries.get(scoped);
-            if (entry == null || entry.pending == null) {
+        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
+            if (entry == null || entry.inFlight == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
             }
-            if (expected != null && !entry.pending.placement.sameRange(expected)) {
-                return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(expected) + " does not match the allocation of key '"
-                        + key + "' at " + describe(entry.pending.placement));
+            if (expected != null && !entry.inFlight.placement.sameRange(expected)) {
+                return mismatch(key, expected, entry.inFlight);
             }
-            dropPending(shard, entry.pending, PendingDropped.Reason.FREED);
-            removeIfEmpty(shard, scoped, entry);
+            logAndApply(new Change.AllocationDropped(tenant, key, entry.inFlight.placement, Change.DropReason.FREED, 0));
             return Result.ok();
-        } finally {
-            shard.lock.unlock();
-        }
+        });
     }
 
     /** Commits the in-flight allocation of (tenant, key) as its mapping; a committed mapping it overwrites goes to quarantine. */
@@ -348,38 +213,93 @@ public final class PageService {
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
+        checkAccepting();
         String scoped = KeyRules.scopedKey(tenant, key);
-        Shard shard = shardOf(scoped);
+        KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            long now = nanoClock.getAsLong();
-            ObjectEntry entry = shard.entries.get(scoped);
-            if (entry == null || entry.pending == null) {
+            long now = state.now();
+            KeyTable.Entry entry = shard.entries.get(scoped);
+            if (entry == null || entry.inFlight == null) {
+                if (entry != null && entry.committedEquals(written)) {
+                    return Result.ok(); // this very notify, retried after its answer was lost: already committed
+                }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
             }
-            Pending pending = entry.pending;
+            KeyTable.InFlight pending = entry.inFlight;
             if (!pending.placement.sameRange(written)) {
-                return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(written) + " does not match the allocation of key '"
-                        + key + "' at " + describe(pending.placement));
+                return mismatch(key, written, pending);
             }
             if (pending.deadlineNanos - now <= 0) {
-                dropPending(shard, pending, PendingDropped.Reason.EXPIRED);
-                removeIfEmpty(shard, scoped, entry);
+                expire(pending);
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
-            if (entry.hasCommitted()) {
-                changeLog.committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now));
-                releaseCommitted(entry, now);
-            } else {
-                changeLog.committed(tenant, key, committed, null, 0);
-                mappings.incrementAndGet();
-            }
-            entry.commit(committed);
-            shard.unlink(pending);
-            entry.pending = null;
-            inFlight.decrementAndGet();
+            logAndApply(entry.hasCommitted()
+                    ? new Change.Committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now))
+                    : new Change.Committed(tenant, key, committed, null, 0));
             return Result.ok();
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /**
+     * Extends the deadline of the in-flight allocation of (tenant, key), which must be {@code held}, to a full
+     * allocation deadline from now; returns the new deadline in milliseconds from now.
+     */
+    public Result<Long> renew(String tenant, String key, Placement held) {
+        return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, entry, now) -> {
+            if (entry == null || entry.inFlight == null || entry.inFlight.deadlineNanos - now <= 0) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight to renew (expired, freed, or committed)");
+            }
+            if (!entry.inFlight.placement.sameRange(held)) {
+                return mismatch(key, held, entry.inFlight);
+            }
+            logAndApply(new Change.Renewed(tenant, key, entry.inFlight.placement, state.wallMillis(now + allocationDeadlineNanos)));
+            return Result.ok(allocationDeadlineMillis());
+        });
+    }
+
+    /**
+     * Drops the in-flight allocation of (tenant, key) for an operator: the key may be allocated again at once, and
+     * its pages wait until the allocation's deadline plus the grace period, since its writer may still be writing.
+     * Returns the placement dropped.
+     */
+    public Result<Placement> dropInFlight(String tenant, String key) {
+        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
+            if (entry == null || entry.inFlight == null) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenant + "'");
+            }
+            KeyTable.InFlight pending = entry.inFlight;
+            long holdUntil = Math.max(pending.deadlineNanos, now) + allocationGraceNanos;
+            logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.DROPPED, state.wallMillis(holdUntil)));
+            return Result.ok(pending.placement);
+        });
+    }
+
+    /** A change of one key, made under its shard lock once the request is valid and changes are taken. */
+    @FunctionalInterface
+    private interface KeyChange<T> {
+        Result<T> apply(String scopedKey, KeyTable.Entry entry, long now);
+    }
+
+    /**
+     * Checks (tenant, key) and {@code problem} (null: none), refuses when changes are not taken, then runs {@code change}
+     * with the key's entry (or null) under its shard lock. The calls of every offload (allocate, notify) spell this
+     * out instead, so the hot path makes no lambda.
+     */
+    private <T> Result<T> underKeyLock(String tenant, String key, String problem, KeyChange<T> change) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), problem);
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        checkAccepting();
+        String scoped = KeyRules.scopedKey(tenant, key);
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        shard.lock.lock();
+        try {
+            return change.apply(scoped, shard.entries.get(scoped), state.now());
         } finally {
             shard.lock.unlock();
         }
@@ -390,7 +310,7 @@ public final class PageService {
         return lookup(tenant, key, true);
     }
 
-    /** The committed mapping without a lease (for stat and listings). */
+    /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
     public Result<Placement> peek(String tenant, String key) {
         return lookup(tenant, key, false);
     }
@@ -401,21 +321,18 @@ public final class PageService {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         String scoped = KeyRules.scopedKey(tenant, key);
-        Shard shard = shardOf(scoped);
+        KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            ObjectEntry entry = shard.entries.get(scoped);
+            KeyTable.Entry entry = shard.entries.get(scoped);
             if (entry == null || !entry.hasCommitted()) {
-                if (entry != null && entry.pending != null) {
+                if (entry != null && entry.inFlight != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
             if (lease) {
-                long until = nanoClock.getAsLong() + readLeaseNanos;
-                if (until - entry.leaseUntilNanos > 0) {
-                    entry.leaseUntilNanos = until;
-                }
+                grantLease(entry);
             }
             return Result.ok(entry.committed());
         } finally {
@@ -423,31 +340,23 @@ public final class PageService {
         }
     }
 
+    /** Caller holds the entry's shard lock. */
+    private void grantLease(KeyTable.Entry entry) {
+        long until = state.now() + readLeaseNanos;
+        if (until - entry.leaseUntilNanos > 0) {
+            entry.leaseUntilNanos = until;
+        }
+    }
+
     /** Removes the committed mapping of (tenant, key); its pages wait in quarantine until its read leases run out. */
     public Result<Void> remove(String tenant, String key) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
-        if (invalid != null) {
-            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
-        }
-        String scoped = KeyRules.scopedKey(tenant, key);
-        Shard shard = shardOf(scoped);
-        shard.lock.lock();
-        try {
-            ObjectEntry entry = shard.entries.get(scoped);
+        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
             if (entry == null || !entry.hasCommitted()) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
-            long now = nanoClock.getAsLong();
-            changeLog.record(WalRecord.newBuilder().setRemoved(Removed.newBuilder().setTenantId(tenant).setKey(key)
-                    .setPlacement(record(entry.committed())).setReleaseMs(releaseMillis(entry, now))));
-            releaseCommitted(entry, now);
-            entry.clearCommitted();
-            mappings.decrementAndGet();
-            removeIfEmpty(shard, scoped, entry);
+            logAndApply(new Change.Removed(tenant, key, entry.committed(), releaseMillis(entry, now)));
             return Result.ok();
-        } finally {
-            shard.lock.unlock();
-        }
+        });
     }
 
     public Result<Boolean> exists(String tenant, String key) {
@@ -458,161 +367,299 @@ public final class PageService {
         return found.error() == ErrorCode.INVALID_PARAMS ? found.cast() : Result.ok(false);
     }
 
-    /** One page of a tenant's committed keys with a prefix, in key order, after {@code afterKey} (exclusive; "" = start). */
-    public record KeyPage(List<Map.Entry<String, Placement>> keys, String nextAfterKey) {
+    /** One page of a tenant's committed keys; {@code nextToken} is empty on the last page. */
+    public record KeyPage(List<Map.Entry<String, Placement>> keys, String nextToken) {
     }
 
-    public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String afterKey) {
+    /**
+     * One page of a tenant's committed keys with a prefix, in the order of their UTF-8 bytes, after the page that
+     * {@code pageToken} ended ("" = from the start): at most {@code pageSize} keys and about {@code maxBytes} of
+     * keys and paths. Each key listed is leased to readers like a lookup, since its descriptor is handed out.
+     * A listing costs one pass over the table when it starts (or when its cursor has been dropped), then only the
+     * keys each page returns.
+     */
+    public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes) {
+        return listKeys(tenant, prefix, pageSize, pageToken, maxBytes, true);
+    }
+
+    /** A listing that grants no lease and has no byte bound: a view of the table for checks, never for a client. */
+    public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken) {
+        return listKeys(tenant, prefix, pageSize, pageToken, Long.MAX_VALUE, false);
+    }
+
+    private Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes, boolean lease) {
         String invalid = KeyRules.checkTenant(tenant);
         if (invalid == null && (pageSize < 1 || pageSize > MAX_LIST_PAGE)) {
             invalid = "page size " + pageSize + " is outside 1.." + MAX_LIST_PAGE;
+        }
+        ListingCursors.Token token = null;
+        if (invalid == null) {
+            token = ListingCursors.Token.parse(pageToken);
+            if (token == null) {
+                invalid = "page token '" + pageToken + "' is not one this master gave out; start the listing again without one";
+            }
         }
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         String scopedPrefix = KeyRules.scopedKey(tenant, prefix == null ? "" : prefix);
-        int tenantLength = tenant.length() + 1;
-        TreeMap<String, Placement> best = new TreeMap<>();
-        for (Shard shard : shards) {
+        long now = state.now();
+        ListingCursors.Cursor cursor = listings.resume(token, scopedPrefix, now);
+        int index = token.nextIndex();
+        if (cursor == null) {
+            cursor = listings.start(scopedPrefix, collectKeys(scopedPrefix, token.lastScopedKey(scopedPrefix)), now);
+            index = 0;
+        }
+        String[] sorted = cursor.keys();
+        List<Map.Entry<String, Placement>> page = new ArrayList<>(Math.min(pageSize, 1024));
+        long bytes = 0;
+        String last = null;
+        while (index < sorted.length && page.size() < pageSize && bytes < maxBytes) {
+            String scoped = sorted[index++];
+            KeyTable.Shard shard = keys.shardOf(scoped);
+            Placement placement = null;
             shard.lock.lock();
             try {
-                for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
-                    if (!e.getValue().hasCommitted() || !e.getKey().startsWith(scopedPrefix)) {
-                        continue;
+                KeyTable.Entry entry = shard.entries.get(scoped);
+                if (entry != null && entry.hasCommitted()) {
+                    if (lease) {
+                        grantLease(entry);
                     }
-                    String key = e.getKey().substring(tenantLength);
-                    if (afterKey != null && !afterKey.isEmpty() && key.compareTo(afterKey) <= 0) {
-                        continue;
-                    }
-                    if (best.size() > pageSize && key.compareTo(best.lastKey()) >= 0) {
-                        continue;
-                    }
-                    best.put(key, e.getValue().committed());
-                    if (best.size() > pageSize + 1) {
-                        best.pollLastEntry();
+                    placement = entry.committed();
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+            last = scoped;
+            if (placement != null) {
+                String key = scoped.substring(tenant.length() + 1);
+                page.add(Map.entry(key, placement));
+                bytes += KeyRules.utf8Length(key) + space.path(placement.bucket()).length() + LISTED_KEY_OVERHEAD_BYTES;
+            }
+        }
+        String next = index < sorted.length ? ListingCursors.tokenFor(cursor, index, last.substring(tenant.length() + 1)) : "";
+        return Result.ok(new KeyPage(page, next));
+    }
+
+    /** The committed scoped keys with a prefix after {@code after} (null: all), in UTF-8 order: one pass over the table. */
+    private String[] collectKeys(String scopedPrefix, String after) {
+        List<String> found = new ArrayList<>();
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            KeyTable.Shard shard = keys.shard(s);
+            shard.lock.lock();
+            try {
+                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
+                    String scoped = e.getKey();
+                    if (e.getValue().hasCommitted() && scoped.startsWith(scopedPrefix)
+                            && (after == null || ListingCursors.compareUtf8(scoped, after) > 0)) {
+                        found.add(scoped);
                     }
                 }
             } finally {
                 shard.lock.unlock();
             }
         }
-        List<Map.Entry<String, Placement>> page = new ArrayList<>(Math.min(best.size(), pageSize));
-        for (Map.Entry<String, Placement> e : best.entrySet()) {
-            if (page.size() == pageSize) {
-                break;
-            }
-            page.add(Map.entry(e.getKey(), e.getValue()));
-        }
-        String next = best.size() > pageSize ? page.get(page.size() - 1).getKey() : "";
-        return Result.ok(new KeyPage(page, next));
+        String[] sorted = found.toArray(new String[0]);
+        java.util.Arrays.parallelSort(sorted, ListingCursors::compareUtf8);
+        return sorted;
     }
 
     // ---- expiry and quarantine ----
 
     /**
-     * Reclaims in-flight allocations past their deadline and releases quarantined ranges whose leases have
-     * run out. The master's reaper calls this a few times a second.
+     * Reclaims in-flight allocations past their deadline (their pages wait out the grace period) and releases
+     * quarantined ranges whose time has come. The master's reaper calls this a few times a second; once changes are
+     * refused it does nothing.
      *
      * @return pages returned to the allocators
      */
     public long reap() {
+        if (refusal != null) {
+            return 0;
+        }
         long freed = 0;
-        for (Shard shard : shards) {
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            KeyTable.Shard shard = keys.shard(s);
             shard.lock.lock();
             try {
-                long now = nanoClock.getAsLong();
+                long now = state.now();
                 while (shard.head != null && shard.head.deadlineNanos - now <= 0) {
-                    Pending due = shard.head;
-                    freed += layout.pagesFor(due.placement.size());
-                    dropPending(shard, due, PendingDropped.Reason.EXPIRED);
+                    freed += expire(shard.head);
                     expiredAllocations.increment();
-                    removeIfEmpty(shard, due.scopedKey, due.owner);
                 }
             } finally {
                 shard.lock.unlock();
             }
         }
-        long now = nanoClock.getAsLong();
+        long now = state.now();
         while (true) {
-            quarantineLock.lock();
+            quarantine.lock.lock();
             try {
-                Quarantined due = quarantine.peek();
-                if (due == null || due.releaseNanos - now > 0) {
+                Quarantine.Range due = quarantine.due(now);
+                if (due == null) {
                     break;
                 }
-                quarantine.poll();
-                // Freed before the lock is let go, so that a range is never out of quarantine yet still allocated
+                // Applied before the lock is let go, so that a range is never out of quarantine yet still allocated
                 // where a check holding this lock would see it as leaked.
-                changeLog.record(WalRecord.newBuilder().setReleased(Released.newBuilder().setBucket(due.bucket)
-                        .setFirstPage(due.firstPage).setPages(due.pages)));
-                allocators[due.bucket].free(due.firstPage, due.pages);
-                pageFrees.add(due.pages);
-                quarantinedPages.addAndGet(-due.pages);
-                freed += due.pages;
+                logAndApply(new Change.Released(due.bucket(), due.firstPage(), due.pages()));
+                freed += due.pages();
             } finally {
-                quarantineLock.unlock();
+                quarantine.lock.unlock();
             }
         }
         return freed;
     }
 
-    /** Frees an in-flight allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
-    private void dropPending(Shard shard, Pending pending, PendingDropped.Reason reason) {
-        changeLog.record(WalRecord.newBuilder().setPendingDropped(PendingDropped.newBuilder()
-                .setTenantId(KeyRules.tenantOf(pending.scopedKey)).setKey(KeyRules.keyOf(pending.scopedKey))
-                .setPlacement(record(pending.placement)).setReason(reason)));
-        long pages = layout.pagesFor(pending.placement.size());
-        allocators[pending.placement.bucket()].free(pending.placement.offset() / layout.pageSize(), pages);
-        pageFrees.add(pages);
-        shard.unlink(pending);
-        pending.owner.pending = null;
-        inFlight.decrementAndGet();
+    /**
+     * Ends an allocation whose deadline has passed; its pages wait out the grace period (or are freed at once without
+     * one). Caller holds the shard lock. Returns the pages freed now.
+     */
+    private long expire(KeyTable.InFlight pending) {
+        String tenant = KeyRules.tenantOf(pending.scopedKey);
+        String key = KeyRules.keyOf(pending.scopedKey);
+        long releaseMs = allocationGraceNanos > 0 ? state.wallMillis(pending.deadlineNanos + allocationGraceNanos) : 0;
+        logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.EXPIRED, releaseMs));
+        return releaseMs == 0 ? layout.pagesFor(pending.placement.size()) : 0;
+    }
+
+    /** A descriptor that names other pages than the key's allocation: refused, nothing changed. */
+    private <T> Result<T> mismatch(String key, Placement given, KeyTable.InFlight allocation) {
+        return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(given) + " does not match the allocation of key '"
+                + key + "' at " + describe(allocation.placement));
+    }
+
+    private void logAndApply(Change change) {
+        changeLog.append(change);
+        state.apply(change);
+    }
+
+    private void checkAccepting() {
+        String why = refusal;
+        if (why != null) {
+            throw new ChangeLog.Refused(why, null);
+        }
     }
 
     /**
      * The release time logged for the committed mapping's pages: when its last read lease runs out, or 0 when
-     * they are freed at once. Never "now": replay quarantines when this is after the record's time_ms, which
-     * the log takes from the wall clock, and "now" on this service's clock can read a millisecond or more
-     * ahead of it; a range freed at once (and maybe reused since) would then come back quarantined.
+     * they are freed at once.
      */
-    private long releaseMillis(ObjectEntry entry, long now) {
-        return entry.leaseUntilNanos - now > 0 ? wallMillis(entry.leaseUntilNanos) : 0;
+    private long releaseMillis(KeyTable.Entry entry, long now) {
+        return entry.leaseUntilNanos - now > 0 ? state.wallMillis(entry.leaseUntilNanos) : 0;
     }
 
-    static PlacementRecord record(Placement p) {
-        return PlacementRecord.newBuilder().setBucket(p.bucket()).setOffset(p.offset()).setSize(p.size()).setCrc32C(p.crc32c()).build();
+    // ---- checking the pages (fsck) ----
+
+    /**
+     * Compares every bucket's bitmap with the pages that mappings, in-flight allocations and quarantined ranges
+     * claim, without stopping service: see {@link PageChecker} for how the answer stays exact while calls go on.
+     * With {@code repair}, false-free pages are marked allocated the moment they are confirmed, and leaked ranges at
+     * least {@code minAgeNanos} old are freed after that. Repairs are not logged: after a restart the bitmaps are
+     * rebuilt from the claims, which gives the same result.
+     *
+     * @param minAgeNanos      unclaimed pages in a region allocated from less than this ago are reported as young
+     * @param maxRangesPerKind at most this many ranges listed per kind
+     */
+    public PageCheck checkPages(long minAgeNanos, boolean repair, int maxRangesPerKind) {
+        if (maxRangesPerKind < 1) {
+            throw new IllegalArgumentException("maxRangesPerKind must be at least 1, not " + maxRangesPerKind);
+        }
+        return new PageChecker(new CheckView(), Math.max(0, minAgeNanos), repair, maxRangesPerKind).run();
     }
 
-    static Placement placement(PlacementRecord r) {
-        return new Placement(r.getBucket(), r.getOffset(), r.getSize(), r.getCrc32C());
+    /** What a page check reads: the claims under their locks, the bitmaps, the clock; it changes no table. */
+    final class CheckView {
+        BucketLayout layout() {
+            return layout;
+        }
+
+        BitmapPageAllocator[] allocators() {
+            return space.allocators;
+        }
+
+        int shardCount() {
+            return KeyTable.SHARDS;
+        }
+
+        KeyTable.Shard shard(int index) {
+            return keys.shard(index);
+        }
+
+        java.util.concurrent.locks.ReentrantLock quarantineLock() {
+            return quarantine.lock;
+        }
+
+        /** The quarantined ranges. Caller holds the quarantine lock. */
+        List<Quarantine.Range> quarantinedRanges() {
+            return quarantine.ranges();
+        }
+
+        long now() {
+            return state.now();
+        }
+
+        boolean youngRegion(int bucket, int region, long nowNanos, long minAgeNanos) {
+            return space.youngRegion(bucket, region, nowNanos, minAgeNanos);
+        }
     }
 
-    /** Moves the committed mapping's pages out: freed now if no lease is live, else quarantined. Caller holds the shard lock. */
-    private void releaseCommitted(ObjectEntry entry, long now) {
-        long pages = layout.pagesFor(entry.size);
-        long firstPage = entry.offset / layout.pageSize();
-        if (entry.leaseUntilNanos - now <= 0) {
-            allocators[entry.bucket].free(firstPage, pages);
-            pageFrees.add(pages);
-        } else {
-            quarantinedPages.addAndGet(pages);
-            quarantineLock.lock();
-            try {
-                quarantine.add(new Quarantined(entry.leaseUntilNanos, entry.bucket, firstPage, pages));
-            } finally {
-                quarantineLock.unlock();
+    // ---- views ----
+
+    /** Counters for stats and metrics. */
+    public record Stats(long mappings, long inFlight, long quarantinedPages, long pagesAllocated, long pagesTotal, long tenants) {
+    }
+
+    public Stats stats() {
+        return new Stats(state.mappings.get(), state.inFlight.get(), quarantine.pages(), space.allocatedPages(),
+                layout.pagesPerBucket() * layout.bucketCount(), tenantCount());
+    }
+
+    private long tenantCount() {
+        long tenants = 0;
+        for (PageState.TenantUsage usage : state.tenants.values()) {
+            if (usage.keys.sum() > 0 || usage.inFlight.sum() > 0) {
+                tenants++;
             }
         }
-        entry.leaseUntilNanos = 0;
+        return tenants;
     }
 
-    private static void removeIfEmpty(Shard shard, String scoped, ObjectEntry entry) {
-        if (!entry.hasCommitted() && entry.pending == null) {
-            shard.entries.remove(scoped);
-        }
+    /** Committed keys and bytes of each tenant that has any. */
+    public Map<String, long[]> tenantUsage() {
+        Map<String, long[]> out = new java.util.TreeMap<>();
+        state.tenants.forEach((tenant, usage) -> {
+            long count = usage.keys.sum();
+            if (count > 0) {
+                out.put(tenant, new long[] {count, usage.bytes.sum()});
+            }
+        });
+        return out;
     }
 
-    // ---- snapshot and restore ----
+    /** The allocator of a bucket, for read-only reports (bitmap inspect, fsck). */
+    public BitmapPageAllocator allocator(int bucket) {
+        return space.allocators[bucket];
+    }
+
+    public long mappingCount() { return state.mappings.get(); }
+
+    public long inFlightCount() { return state.inFlight.get(); }
+
+    public long quarantinedPageCount() { return quarantine.pages(); }
+
+    public long quarantinedRangeCount() { return quarantine.size(); }
+
+    public long pageAllocationsTotal() { return space.pageAllocationsTotal(); }
+
+    public long pageFreesTotal() { return space.pageFreesTotal(); }
+
+    public long allocationFailuresTotal() { return space.allocationFailuresTotal(); }
+
+    public long spillsTotal() { return space.spillsTotal(); }
+
+    public long expiredAllocationsTotal() { return expiredAllocations.sum(); }
+
+    // ---- snapshot ----
 
     /** Receives committed mappings. */
     @FunctionalInterface
@@ -621,9 +668,13 @@ public final class PageService {
         void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException;
     }
 
-    /** Receives the state for a snapshot. */
-    public interface StateSink extends MappingSink {
-        void pending(PendingRecord pending) throws IOException;
+    /** An in-flight allocation as a snapshot holds it: the change that made it, with its current deadline. */
+    public static Change.Allocated inFlightRecord(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
+        return new Change.Allocated(tenant, key, placement, deadlineMs, overwrite);
+    }
+
+    /** A quarantined range as a snapshot holds it. */
+    public record QuarantinedRange(int bucket, long firstPage, long pages, long releaseMs) {
     }
 
     /**
@@ -636,15 +687,15 @@ public final class PageService {
         private final long[] offsets;
         private final long[] sizes;
         private final int[] crcs;
-        private final List<PendingRecord> pending;
+        private final List<Change.Allocated> inFlight;
 
-        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<PendingRecord> pending) {
+        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<Change.Allocated> inFlight) {
             this.keys = keys;
             this.buckets = buckets;
             this.offsets = offsets;
             this.sizes = sizes;
             this.crcs = crcs;
-            this.pending = pending;
+            this.inFlight = inFlight;
         }
 
         /** Entries copied (a key with only an in-flight allocation counts, but yields no mapping). */
@@ -661,132 +712,132 @@ public final class PageService {
             }
         }
 
-        public List<PendingRecord> pending() {
-            return pending;
+        /** The shard's in-flight allocations, each with its current deadline. */
+        public List<Change.Allocated> inFlight() {
+            return inFlight;
         }
     }
 
     /** Shards of the mapping table, for {@link #copyShard}. */
     public int shardCount() {
-        return SHARDS;
+        return KeyTable.SHARDS;
     }
 
     /** Copies shard {@code index} under its lock; see {@link ShardCopy}. */
     public ShardCopy copyShard(int index) {
-        Shard shard = shards[index];
-        List<PendingRecord> pendingCopies = new ArrayList<>();
+        KeyTable.Shard shard = keys.shard(index);
+        List<Change.Allocated> inFlight = new ArrayList<>();
         shard.lock.lock();
         try {
             int n = shard.entries.size();
-            String[] keys = new String[n];
+            String[] scopedKeys = new String[n];
             int[] buckets = new int[n];
             long[] offsets = new long[n];
             long[] sizes = new long[n];
             int[] crcs = new int[n];
             int i = 0;
-            for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
-                ObjectEntry entry = e.getValue();
-                keys[i] = e.getKey();
+            for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
+                KeyTable.Entry entry = e.getValue();
+                scopedKeys[i] = e.getKey();
                 buckets[i] = entry.bucket;
                 offsets[i] = entry.offset;
                 sizes[i] = entry.size;
                 crcs[i] = entry.crc32c;
                 i++;
-                Pending pending = entry.pending;
+                KeyTable.InFlight pending = entry.inFlight;
                 if (pending != null) {
-                    pendingCopies.add(PendingRecord.newBuilder().setTenantId(KeyRules.tenantOf(e.getKey()))
-                            .setKey(KeyRules.keyOf(e.getKey())).setPlacement(record(pending.placement))
-                            .setDeadlineMs(wallMillis(pending.deadlineNanos)).setOverwrite(pending.overwrite).build());
+                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(e.getKey()), KeyRules.keyOf(e.getKey()), pending.placement,
+                            state.wallMillis(pending.deadlineNanos), pending.overwrite));
                 }
             }
-            return new ShardCopy(keys, buckets, offsets, sizes, crcs, pendingCopies);
+            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, inFlight);
         } finally {
             shard.lock.unlock();
         }
     }
 
-    /**
-     * Streams every committed mapping and in-flight allocation to {@code sink}, one shard at a time: each shard is
-     * copied under its lock, then handed over without it, so serving goes on. The result is fuzzy across shards;
-     * replaying the log from a sequence read before the export makes it exact.
-     */
-    public void exportState(StateSink sink) throws IOException {
-        for (int s = 0; s < SHARDS; s++) {
-            ShardCopy copy = copyShard(s);
-            copy.emitMappings(0, copy.entries(), sink);
-            for (PendingRecord pending : copy.pending()) {
-                sink.pending(pending);
-            }
-        }
-    }
-
     /** The quarantined ranges, for a snapshot. */
-    public List<QuarantineRecord> exportQuarantine() {
-        quarantineLock.lock();
+    public List<QuarantinedRange> exportQuarantine() {
+        quarantine.lock.lock();
         try {
-            List<QuarantineRecord> out = new ArrayList<>(quarantine.size());
-            for (Quarantined q : quarantine) {
-                out.add(QuarantineRecord.newBuilder().setBucket(q.bucket).setFirstPage(q.firstPage).setPages(q.pages)
-                        .setReleaseMs(wallMillis(q.releaseNanos)).build());
+            List<QuarantinedRange> out = new ArrayList<>();
+            for (Quarantine.Range q : quarantine.ranges()) {
+                out.add(new QuarantinedRange(q.bucket(), q.firstPage(), q.pages(), state.wallMillis(q.releaseNanos())));
             }
             return out;
         } finally {
-            quarantineLock.unlock();
+            quarantine.lock.unlock();
         }
     }
 
-    /** Starts loading recovered state into this service, which must be empty and not yet serving. */
-    public Restorer restorer() {
-        if (mappings.get() != 0 || inFlight.get() != 0 || quarantinedPages.get() != 0) {
-            throw new IllegalStateException("restore needs an empty page service");
+    // ---- restore ----
+
+    /** Set by the first {@link #restorer} call. */
+    private Restorer restoring;
+
+    /**
+     * Starts loading recovered state into this service, which must be empty and not yet serving; later calls return
+     * the same restorer.
+     */
+    public synchronized Restorer restorer() {
+        if (restoring == null) {
+            if (state.mappings.get() != 0 || state.inFlight.get() != 0 || quarantine.pages() != 0) {
+                throw new IllegalStateException("restore needs an empty page service");
+            }
+            state.startRestore();
+            restoring = new Restorer();
         }
-        return new Restorer();
+        return restoring;
     }
 
     /**
-     * Fills an empty service before it serves, straight into its tables: committed mappings put, looked up and
-     * removed by scoped key (as recovery replays the log), or added in bulk from {@link Batch}es decoded on other
-     * threads; then {@link #finish} adds in-flight allocations and quarantine, claims every page and rebuilds the
-     * bitmaps. Not thread-safe: one thread calls it, except that separate batches may be filled on separate threads.
+     * Fills an empty service before it serves: a snapshot's mappings in bulk from {@link Batch}es decoded on other
+     * threads, its in-flight allocations and quarantine, then every logged change after it through the same
+     * {@link PageState#apply} that serving uses; {@link #finish} then claims every page once (the one overlap check)
+     * and derives the bitmaps. Not thread-safe: one thread calls it, except that separate batches may be filled on
+     * separate threads.
      */
     public final class Restorer {
+
+        private boolean finished;
 
         private Restorer() {
         }
 
-        public void put(String scopedKey, Placement placement) {
-            shardOf(scopedKey).entries.computeIfAbsent(scopedKey, k -> new ObjectEntry()).commit(placement);
+        /** One logged change, applied as it was when the master made it. */
+        public void apply(Change change) {
+            state.apply(change);
         }
 
-        /** The committed placement of a scoped key, or null. */
-        public Placement get(String scopedKey) {
-            ObjectEntry entry = shardOf(scopedKey).entries.get(scopedKey);
-            return entry == null ? null : entry.committed();
+        /** An in-flight allocation a snapshot holds. */
+        public void inFlight(Change.Allocated allocation) {
+            state.apply(allocation);
         }
 
-        public void remove(String scopedKey) {
-            shardOf(scopedKey).entries.remove(scopedKey);
+        /** A quarantined range a snapshot holds. */
+        public void quarantined(QuarantinedRange range) {
+            quarantine.add(new Quarantine.Range(state.clockOf(range.releaseMs()), range.bucket(), range.firstPage(), range.pages()));
         }
 
         public Batch newBatch() {
             return new Batch();
         }
 
-        /** Adds the batches' mappings (later batches win for a key in several), each shard's table filled by one thread. */
+        /** Adds a snapshot's mappings (later batches win for a key in several), each shard's table filled by one thread. */
         public void putAll(List<Batch> batches) {
-            java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
+            java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 int adding = 0;
                 for (Batch batch : batches) {
                     adding += batch.keys[i] == null ? 0 : batch.keys[i].size();
                 }
-                if (shards[i].entries.isEmpty()) {
-                    shards[i].entries = new HashMap<>((adding + 16) * 4 / 3); // sized once: no rehash while filling
+                KeyTable.Shard shard = keys.shard(i);
+                if (shard.entries.isEmpty()) {
+                    shard.entries = new HashMap<>((adding + 16) * 4 / 3); // sized once: no rehash while filling
                 }
-                HashMap<String, ObjectEntry> target = shards[i].entries;
                 for (Batch batch : batches) {
                     if (batch.keys[i] != null) {
                         for (int j = 0; j < batch.keys[i].size(); j++) {
-                            target.put(batch.keys[i].get(j), batch.entries[i].get(j));
+                            shard.entries.put(batch.keys[i].get(j), batch.entries[i].get(j));
                         }
                     }
                 }
@@ -794,49 +845,165 @@ public final class PageService {
         }
 
         /**
-         * Adds the in-flight allocations (which keep their deadlines) and quarantined ranges (their release times), on
-         * the wall clock, so a writer still writing after a restart keeps its pages; ones already past are reclaimed by
-         * the next {@link #reap}. Then claims every page and rebuilds the bitmaps.
+         * Counts what was restored, claims every page (refusing state where two claims share a page), derives the
+         * bitmaps, and lets the service serve. In-flight allocations keep their deadlines and quarantined ranges their
+         * release times, on the wall clock, so a writer still writing after a restart keeps its pages; ones already
+         * past are reclaimed by the next {@link #reap}.
          *
          * @throws IllegalStateException when two pieces of state claim the same page (names both)
          */
-        public void finish(Map<String, PendingRecord> pendingByKey, java.util.Collection<QuarantineRecord> quarantineRecords) {
-            long restoredLeaseUntil = nanoClock.getAsLong() + readLeaseNanos;
-            long[] committed = new long[SHARDS];
-            java.util.stream.IntStream.range(0, SHARDS).parallel().forEach(i -> {
-                for (Map.Entry<String, ObjectEntry> e : shards[i].entries.entrySet()) {
-                    // Leases granted before a restart are not logged: every mapping counts as read just now, so a
-                    // reader that looked it up before the crash still has its pages for one lease period.
-                    e.getValue().leaseUntilNanos = restoredLeaseUntil;
-                    claim(e.getValue(), e.getKey());
-                    committed[i]++;
+        public void finish() {
+            finishTables();
+            ClaimedPages claims = claimAll();
+            java.util.stream.IntStream.range(0, space.allocators.length).parallel()
+                    .forEach(b -> space.allocators[b].restoreAllocated(claims.claimed(b)));
+            state.finishRestore();
+        }
+
+        /**
+         * Counts what was restored and lets the tables be read, without claiming pages: for tools that report
+         * overlaps rather than refuse them. The service must not serve after this.
+         */
+        public void finishTables() {
+            if (finished) {
+                return;
+            }
+            finished = true;
+            long restoredLeaseUntil = state.now() + readLeaseNanos;
+            long[] committed = new long[KeyTable.SHARDS];
+            state.tenants.clear();
+            java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
+                KeyTable.Shard shard = keys.shard(i);
+                List<KeyTable.InFlight> inFlight = new ArrayList<>();
+                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
+                    KeyTable.Entry entry = e.getValue();
+                    if (entry.hasCommitted()) {
+                        // Leases granted before a restart are not logged: every mapping counts as read just now, so a
+                        // reader that looked it up before the crash still has its pages for one lease period.
+                        entry.leaseUntilNanos = restoredLeaseUntil;
+                        committed[i]++;
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        usage.keys.increment();
+                        usage.bytes.add(entry.size);
+                    }
+                    if (entry.inFlight != null) {
+                        inFlight.add(entry.inFlight);
+                        state.usage(KeyRules.tenantOf(e.getKey())).inFlight.increment();
+                    }
+                }
+                // Replay appended in log order and the snapshot in table order: put each shard's list in deadline order.
+                inFlight.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
+                shard.head = null;
+                shard.tail = null;
+                for (KeyTable.InFlight pending : inFlight) {
+                    pending.prev = null;
+                    pending.next = null;
+                    shard.append(pending);
                 }
             });
-            mappings.addAndGet(java.util.Arrays.stream(committed).sum());
-            List<Pending> restored = new ArrayList<>();
-            for (Map.Entry<String, PendingRecord> e : pendingByKey.entrySet()) {
-                PendingRecord p = e.getValue();
-                String scoped = e.getKey();
-                Shard shard = shardOf(scoped);
-                ObjectEntry entry = shard.entries.computeIfAbsent(scoped, k -> new ObjectEntry());
-                Placement placement = placement(p.getPlacement());
-                claim(placement, () -> "in-flight allocation of " + describeKey(scoped));
-                entry.pending = new Pending(scoped, entry, placement, clockOf(p.getDeadlineMs()), p.getOverwrite());
-                restored.add(entry.pending);
-                inFlight.incrementAndGet();
+            state.mappings.set(java.util.Arrays.stream(committed).sum());
+            long inFlightCount = 0;
+            for (int i = 0; i < KeyTable.SHARDS; i++) {
+                for (KeyTable.InFlight p = keys.shard(i).head; p != null; p = p.next) {
+                    inFlightCount++;
+                }
             }
-            restored.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
-            for (Pending pending : restored) {
-                shardOf(pending.scopedKey).append(pending);
-            }
-            for (QuarantineRecord q : quarantineRecords) {
-                Placement range = new Placement(q.getBucket(), q.getFirstPage() * layout.pageSize(), q.getPages() * layout.pageSize(), 0);
-                claim(range, () -> "quarantined range");
-                quarantine.add(new Quarantined(clockOf(q.getReleaseMs()), q.getBucket(), q.getFirstPage(), q.getPages()));
-                quarantinedPages.addAndGet(q.getPages());
-            }
-            java.util.Arrays.stream(allocators).parallel().forEach(BitmapPageAllocator::rebuildSummaries);
+            state.inFlight.set(inFlightCount);
         }
+    }
+
+    /**
+     * Every claim on pages (mappings, in-flight allocations, quarantined ranges) in one map of claimed pages, the one
+     * overlap check of a restore. Recovery's thread alone: nothing serves yet.
+     *
+     * @throws IllegalStateException naming a claim outside the layout, or two claims that share a page
+     */
+    private ClaimedPages claimAll() {
+        long pageSize = layout.pageSize();
+        ClaimedPages claims = new ClaimedPages(layout.bucketCount(), layout.pagesPerBucket());
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, bucket, offset, size) -> {
+                Placement p = new Placement(bucket, offset, size, 0);
+                String what = (kind == KeyTable.ClaimKind.MAPPING ? "mapping of " : "in-flight allocation of ") + describeKey(scopedKey);
+                checkInLayout(p, what);
+                claims.add(bucket, offset / pageSize, layout.pagesFor(size));
+            });
+        }
+        for (Quarantine.Range q : quarantine.ranges()) {
+            Placement p = new Placement(q.bucket(), q.firstPage() * pageSize, q.pages() * pageSize, 0);
+            checkInLayout(p, "quarantined range");
+            claims.add(q.bucket(), q.firstPage(), q.pages());
+        }
+        for (int b = 0; b < layout.bucketCount(); b++) {
+            long[] twice = claims.twice(b);
+            if (twice != null) {
+                long page = firstSetBit(twice);
+                List<String> owners = ownersOf(b, page);
+                throw new IllegalStateException(String.join(" overlaps ", owners) + " at page " + page + " of bucket " + b);
+            }
+        }
+        return claims;
+    }
+
+    private void checkInLayout(Placement p, String what) {
+        if (p.bucket() < 0 || p.bucket() >= layout.bucketCount() || p.offset() < 0 || p.offset() % layout.pageSize() != 0 || p.size() <= 0
+                || p.offset() + p.size() > layout.bucketSize()) {
+            throw new IllegalStateException(what + " at " + describe(p) + " is outside the layout (" + layout.bucketCount()
+                    + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
+        }
+    }
+
+    private static long firstSetBit(long[] words) {
+        for (int w = 0; w < words.length; w++) {
+            if (words[w] != 0) {
+                return ((long) w << 6) + Long.numberOfTrailingZeros(words[w]);
+            }
+        }
+        return -1;
+    }
+
+    /** Who holds a page, for an overlap report: a slow scan, only on that path. */
+    private List<String> ownersOf(int bucket, long page) {
+        long pageSize = layout.pageSize();
+        List<String> owners = new ArrayList<>();
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, b, offset, size) -> {
+                if (b == bucket && page >= offset / pageSize && page < offset / pageSize + layout.pagesFor(size)) {
+                    owners.add((kind == KeyTable.ClaimKind.MAPPING ? "the mapping of " : "the in-flight allocation of ") + describeKey(scopedKey)
+                            + " at " + describe(new Placement(b, offset, size, 0)));
+                }
+            });
+        }
+        for (Quarantine.Range q : quarantine.ranges()) {
+            if (q.bucket() == bucket && page >= q.firstPage() && page < q.firstPage() + q.pages()) {
+                owners.add("a quarantined range at pages " + q.firstPage() + "+" + q.pages());
+            }
+        }
+        return owners;
+    }
+
+    /** Every committed mapping, in-flight allocation and quarantined range: the tools' read of a recovered state. */
+    public interface StateVisitor {
+        void mapping(String tenant, String key, Placement placement);
+
+        void inFlight(Change.Allocated allocation);
+
+        void quarantined(QuarantinedRange range);
+    }
+
+    /** Visits the whole state, one shard at a time under its lock. */
+    public void visit(StateVisitor visitor) {
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            ShardCopy copy = copyShard(s);
+            for (int i = 0; i < copy.keys.length; i++) {
+                if (copy.buckets[i] >= 0) {
+                    visitor.mapping(KeyRules.tenantOf(copy.keys[i]), KeyRules.keyOf(copy.keys[i]),
+                            new Placement(copy.buckets[i], copy.offsets[i], copy.sizes[i], copy.crcs[i]));
+                }
+            }
+            copy.inFlight.forEach(visitor::inFlight);
+        }
+        exportQuarantine().forEach(visitor::quarantined);
     }
 
     /**
@@ -845,20 +1012,20 @@ public final class PageService {
      */
     public final class Batch {
         @SuppressWarnings("unchecked")
-        private final ArrayList<String>[] keys = new ArrayList[SHARDS];
+        private final ArrayList<String>[] keys = new ArrayList[KeyTable.SHARDS];
         @SuppressWarnings("unchecked")
-        private final ArrayList<ObjectEntry>[] entries = new ArrayList[SHARDS];
+        private final ArrayList<KeyTable.Entry>[] entries = new ArrayList[KeyTable.SHARDS];
 
         private Batch() {
         }
 
         public void add(String scopedKey, int bucket, long offset, long size, int crc32c) {
-            int shard = shardIndex(scopedKey);
+            int shard = KeyTable.shardIndex(scopedKey);
             if (keys[shard] == null) {
                 keys[shard] = new ArrayList<>();
                 entries[shard] = new ArrayList<>();
             }
-            ObjectEntry entry = new ObjectEntry();
+            KeyTable.Entry entry = new KeyTable.Entry();
             entry.bucket = bucket;
             entry.offset = offset;
             entry.size = size;
@@ -868,188 +1035,16 @@ public final class PageService {
         }
     }
 
-    private void claim(ObjectEntry entry, String scoped) {
-        claim(new Placement(entry.bucket, entry.offset, entry.size, entry.crc32c), () -> "mapping of " + describeKey(scoped), scoped);
-    }
-
-    /** Marks a restored range allocated; {@code what} names its owner, built only for an error. */
-    private void claim(Placement placement, java.util.function.Supplier<String> what) {
-        claim(placement, what, null);
-    }
-
-    /** @param claimantKey the scoped key whose mapping is being claimed (skipped when naming the other owner), or null */
-    private void claim(Placement placement, java.util.function.Supplier<String> what, String claimantKey) {
-        if (placement.bucket() < 0 || placement.bucket() >= allocators.length || placement.offset() % layout.pageSize() != 0
-                || placement.size() <= 0 || placement.offset() + placement.size() > layout.bucketSize()) {
-            throw new IllegalStateException(what.get() + " at " + describe(placement) + " is outside the layout (" + layout.bucketCount()
-                    + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
-        }
-        try {
-            allocators[placement.bucket()].markAllocatedForRestore(placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
-        } catch (io.mcctl.storage.alloc.PageRangeException e) {
-            throw new IllegalStateException(what.get() + " at " + describe(placement) + " overlaps "
-                    + ownerOf(placement.bucket(), e.offendingPage(), claimantKey) + " at page " + e.offendingPage() + " of bucket " + placement.bucket());
-        }
-    }
-
-    /** Who else holds a page, for an overlap report (a slow scan, only on that path). */
-    private String ownerOf(int bucket, long page, String claimantKey) {
-        try {
-            return findOwner(bucket, page, claimantKey);
-        } catch (RuntimeException e) {
-            return "another object"; // shards still being restored by the other thread
-        }
-    }
-
-    private String findOwner(int bucket, long page, String claimantKey) {
-        long offset = page * layout.pageSize();
-        for (Shard shard : shards) {
-            for (Map.Entry<String, ObjectEntry> e : shard.entries.entrySet()) {
-                ObjectEntry entry = e.getValue();
-                if (entry.hasCommitted() && entry.bucket == bucket && offset >= entry.offset && !e.getKey().equals(claimantKey)
-                        && offset < entry.offset + layout.pagesFor(entry.size) * layout.pageSize()) {
-                    return "the mapping of " + describeKey(e.getKey());
-                }
-                Placement p = entry.pending == null ? null : entry.pending.placement;
-                if (p != null && p.bucket() == bucket && offset >= p.offset() && offset < p.offset() + layout.pagesFor(p.size()) * layout.pageSize()) {
-                    return "the in-flight allocation of " + describeKey(e.getKey());
-                }
-            }
-        }
-        return "a quarantined range";
-    }
-
-    private static String describeKey(String scoped) {
-        return "key '" + KeyRules.keyOf(scoped) + "' of tenant '" + KeyRules.tenantOf(scoped) + "'";
-    }
-
-    // ---- checking the pages (fsck) ----
-
-    private void stampAllocation(int bucket, long firstPage, long pages, long nowNanos) {
-        int stamp = (int) Math.min(Integer.MAX_VALUE, nowNanos / 1_000_000_000L + 2);
-        int base = bucket * stampRegionsPerBucket;
-        int last = (int) ((firstPage + pages - 1) / STAMP_REGION_PAGES);
-        for (int region = (int) (firstPage / STAMP_REGION_PAGES); region <= last; region++) {
-            allocationStamps[base + region] = stamp;
-        }
-    }
-
-    /** Whether a region saw an allocation less than {@code minAgeNanos} before {@code nowNanos}. See {@link #allocationStamps}. */
-    boolean youngRegion(int bucket, int region, long nowNanos, long minAgeNanos) {
-        int stamp = allocationStamps[bucket * stampRegionsPerBucket + region];
-        // stamp - 1 seconds is at or after the allocation, so the age it gives is never more than the real one.
-        return minAgeNanos > 0 && stamp != 0 && nowNanos - (stamp - 1L) * 1_000_000_000L < minAgeNanos;
-    }
-
-    /**
-     * Compares every bucket's bitmap with the pages that mappings, in-flight allocations and quarantined ranges
-     * claim, without stopping service: see {@link PageChecker} for how the answer stays exact while calls go on.
-     * With {@code repair}, false-free pages are marked allocated the moment they are confirmed, and leaked ranges at
-     * least {@code minAgeNanos} old are freed after that. Repairs are not logged: after a restart the bitmaps are
-     * rebuilt from the claims, which gives the same result.
-     *
-     * @param minAgeNanos      unclaimed pages in a region allocated from less than this ago are reported as young
-     * @param maxRangesPerKind at most this many ranges listed per kind
-     */
-    public PageCheck checkPages(long minAgeNanos, boolean repair, int maxRangesPerKind) {
-        if (maxRangesPerKind < 1) {
-            throw new IllegalArgumentException("maxRangesPerKind must be at least 1, not " + maxRangesPerKind);
-        }
-        return new PageChecker(this, Math.max(0, minAgeNanos), repair, maxRangesPerKind).run();
-    }
-
-    Shard[] shards() {
-        return shards;
-    }
-
-    BitmapPageAllocator[] allocators() {
-        return allocators;
-    }
-
-    ReentrantLock quarantineLock() {
-        return quarantineLock;
-    }
-
-    /** The quarantined ranges as (bucket, first page, pages). Caller holds the quarantine lock. */
-    List<long[]> quarantinedRanges() {
-        List<long[]> out = new ArrayList<>(quarantine.size());
-        for (Quarantined q : quarantine) {
-            out.add(new long[] {q.bucket, q.firstPage, q.pages});
-        }
-        return out;
-    }
-
-    long now() {
-        return nanoClock.getAsLong();
-    }
-
-    // ---- views ----
-
-    /** Counters for stats and metrics. */
-    public record Stats(long mappings, long inFlight, long quarantinedPages, long pagesAllocated, long pagesTotal, long tenants) {
-    }
-
-    public Stats stats() {
-        long allocated = 0;
-        for (BitmapPageAllocator allocator : allocators) {
-            allocated += allocator.allocatedCount();
-        }
-        return new Stats(mappings.get(), inFlight.get(), quarantinedPages.get(), allocated,
-                layout.pagesPerBucket() * layout.bucketCount(), countTenants());
-    }
-
-    private long countTenants() {
-        Set<String> tenants = new HashSet<>();
-        for (Shard shard : shards) {
-            shard.lock.lock();
-            try {
-                for (String scoped : shard.entries.keySet()) {
-                    tenants.add(KeyRules.tenantOf(scoped));
-                }
-            } finally {
-                shard.lock.unlock();
-            }
-        }
-        return tenants.size();
-    }
-
-    /** The allocator of a bucket, for read-only reports (bitmap inspect, fsck). */
-    public BitmapPageAllocator allocator(int bucket) {
-        return allocators[bucket];
-    }
-
-    public long mappingCount() { return mappings.get(); }
-
-    public long inFlightCount() { return inFlight.get(); }
-
-    public long quarantinedPageCount() { return quarantinedPages.get(); }
-
-    public long pageAllocationsTotal() { return pageAllocations.sum(); }
-
-    public long pageFreesTotal() { return pageFrees.sum(); }
-
-    public long allocationFailuresTotal() { return allocationFailures.sum(); }
-
-    public long spillsTotal() { return spills.sum(); }
-
-    public long expiredAllocationsTotal() { return expiredAllocations.sum(); }
-
     // ---- helpers ----
 
-    private Shard shardOf(String scopedKey) {
-        // The top bits of a multiplicative hash: the shard's HashMap indexes by the low bits, so taking
-        // those here would crowd every shard's keys into a 64th of its table.
-        return shards[shardIndex(scopedKey)];
-    }
-
-    private static int shardIndex(String scopedKey) {
-        return (scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS);
-    }
-
-    private String describe(Placement p) {
-        return p.bucket() >= 0 && p.bucket() < bucketPaths.length
-                ? bucketPaths[p.bucket()] + "@" + p.offset() + "+" + p.size()
+    String describe(Placement p) {
+        return p.bucket() >= 0 && p.bucket() < layout.bucketCount()
+                ? space.path(p.bucket()) + "@" + p.offset() + "+" + p.size()
                 : "bucket " + p.bucket() + "@" + p.offset() + "+" + p.size();
+    }
+
+    static String describeKey(String scoped) {
+        return "key '" + KeyRules.keyOf(scoped) + "' of tenant '" + KeyRules.tenantOf(scoped) + "'";
     }
 
     private static String firstProblem(String... problems) {

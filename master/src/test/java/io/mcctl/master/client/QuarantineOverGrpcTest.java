@@ -38,6 +38,8 @@ class QuarantineOverGrpcTest {
     TierCluster.Node a;
     TierCluster.Node b;
     List<String> keys;
+    /** Where the first key was written: known to its writer without any lookup. */
+    DistributedDiskDescriptor written;
 
     @BeforeEach
     void start() throws IOException {
@@ -45,7 +47,9 @@ class QuarantineOverGrpcTest {
         a = cluster.node(0);
         b = cluster.node(1);
         keys = TestObjects.keysWithHome(cluster.layout(), HOME, "q-", 3);
-        assertTrue(a.writer().offload(TENANT, List.of(object(keys.get(0), SIZE)), false).get(0).ok());
+        TierWriter.Outcome outcome = a.writer().offload(TENANT, List.of(object(keys.get(0), SIZE)), false).get(0);
+        assertTrue(outcome.ok(), outcome.toString());
+        written = outcome.descriptor();
     }
 
     @AfterEach
@@ -88,7 +92,7 @@ class QuarantineOverGrpcTest {
 
     @Test
     void pages_of_a_removed_key_nobody_read_are_reusable_at_once() {
-        DistributedDiskDescriptor before = a.client().replicaList(TENANT, keys.get(0)).getReplicas(0).getDistributedDisk(); // no lease
+        DistributedDiskDescriptor before = written; // no lookup: every call that hands out a descriptor leases it
         a.client().remove(TENANT, keys.get(0));
         assertEquals(0, a.client().stats().getQuarantinedPages());
         DistributedDiskDescriptor next = a.client().allocate(TENANT, keys.get(1), SIZE, false).getDistributedDisk();

@@ -165,18 +165,16 @@ class SnapshotLoadTest {
     void a_snapshot_read_on_several_threads_into_a_page_service_holds_exactly_the_records() throws Exception {
         int count = (int) (3 * SnapshotFile.PARALLEL_MIN_RECORDS + 123); // three shares, one of them uneven
         Path file = snapshot(count, 5);
-        MappingTable.Records records = new MappingTable.Records();
-        records.load(SnapshotFile.open(file));
+        Map<String, MappingRecord> records = records(SnapshotFile.open(file));
         PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
-        ServiceMappingTable table = new ServiceMappingTable(pages);
         SnapshotFile.Reader reader = SnapshotFile.open(file);
         assertEquals(3, reader.readShares(SnapshotFile.Section.MAPPINGS, 3, i -> (SnapshotFile.RawRecordVisitor) (b, o, l) -> { }).size());
-        table.load(reader);
-        table.restorer().finish(Map.of(), java.util.List.of());
+        StateRecovery.loadMappings(reader, pages.restorer());
+        pages.restorer().finish();
 
         assertEquals(count, records.size());
         assertEquals(count, pages.mappingCount());
-        for (Map.Entry<String, MappingRecord> e : records.mappings().entrySet()) {
+        for (Map.Entry<String, MappingRecord> e : records.entrySet()) {
             PlacementRecord want = e.getValue().getPlacement();
             String[] parts = e.getKey().split("\0", 2);
             Placement got = pages.peek(parts[0], parts[1]).value();
@@ -189,22 +187,20 @@ class SnapshotLoadTest {
     void a_section_too_large_to_map_is_streamed_into_the_same_state() throws Exception {
         int count = 5_000;
         Path file = snapshot(count, 7);
-        MappingTable.Records mapped = new MappingTable.Records();
-        mapped.load(SnapshotFile.open(file));
-        MappingTable.Records streamed = new MappingTable.Records();
-        streamed.load(SnapshotFile.open(file).mappingAtMost(0));
-        assertEquals(mapped.mappings(), streamed.mappings());
+        Map<String, MappingRecord> mapped = records(SnapshotFile.open(file));
+        Map<String, MappingRecord> streamed = records(SnapshotFile.open(file).mappingAtMost(0));
+        assertEquals(mapped, streamed);
         PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
-        ServiceMappingTable table = new ServiceMappingTable(pages);
-        table.load(SnapshotFile.open(file).mappingAtMost(0));
-        table.restorer().finish(Map.of(), java.util.List.of());
+        StateRecovery.loadMappings(SnapshotFile.open(file).mappingAtMost(0), pages.restorer());
+        pages.restorer().finish();
         assertEquals(count, pages.mappingCount());
-        for (Map.Entry<String, MappingRecord> e : mapped.mappings().entrySet()) {
+        for (Map.Entry<String, MappingRecord> e : mapped.entrySet()) {
             PlacementRecord want = e.getValue().getPlacement();
-            assertEquals(new Placement(want.getBucket(), want.getOffset(), want.getSize(), want.getCrc32C()), table.restorer().get(e.getKey()));
+            assertEquals(new Placement(want.getBucket(), want.getOffset(), want.getSize(), want.getCrc32C()),
+                    pages.peek(e.getValue().getTenantId(), e.getValue().getKey()).value());
         }
         StateFixtures.flipByte(file, SnapshotFile.open(file).info(SnapshotFile.Section.MAPPINGS).offset() + 3);
-        assertThrows(CorruptStateException.class, () -> new MappingTable.Records().load(SnapshotFile.open(file).mappingAtMost(0)));
+        assertThrows(CorruptStateException.class, () -> records(SnapshotFile.open(file).mappingAtMost(0)));
     }
 
     @Test
@@ -215,8 +211,15 @@ class SnapshotLoadTest {
         long target = mappings.offset() + mappings.length() - 40; // inside one of the last records
         StateFixtures.flipByte(file, target);
         PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
-        CorruptStateException e = assertThrows(CorruptStateException.class, () -> new ServiceMappingTable(pages).load(SnapshotFile.open(file)));
+        CorruptStateException e = assertThrows(CorruptStateException.class, () -> StateRecovery.loadMappings(SnapshotFile.open(file), pages.restorer()));
         assertEquals(file, e.file());
         assertTrue(e.getMessage().contains("MAPPINGS"), e.getMessage());
+    }
+
+    /** A snapshot's mappings as records by scoped key, read by protobuf's own parser. */
+    static Map<String, MappingRecord> records(SnapshotFile.Reader reader) throws java.io.IOException {
+        Map<String, MappingRecord> out = new java.util.HashMap<>();
+        reader.read(SnapshotFile.Section.MAPPINGS, MappingRecord.parser(), m -> out.put(StateRecovery.scoped(m.getTenantId(), m.getKey()), m));
+        return out;
     }
 }

@@ -17,6 +17,7 @@ import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.Result;
@@ -119,7 +120,7 @@ class SnapshotRecoveryTest {
         LoggedService(BucketLayout layout, Duration deadline, Duration lease, int retention, long segmentBytes) throws IOException {
             pages = new PageService(layout, deadline, lease);
             wal = new WriteAheadLog(stateDir(), 0, segmentBytes, System::currentTimeMillis);
-            pages.setChangeLog(wal::append);
+            pages.setChangeLog(wal.changeLog());
             snapshotter = new Snapshotter(pages, wal, stateDir(), layoutRecord(layout), retention, Map.of(), 0);
         }
 
@@ -210,16 +211,20 @@ class SnapshotRecoveryTest {
 
     static Placement findPending(PageService pages, String tenant, String key) throws IOException {
         List<Placement> found = new ArrayList<>();
-        pages.exportState(new PageService.StateSink() {
+        pages.visit(new PageService.StateVisitor() {
             @Override
-            public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) {
+            public void mapping(String t, String k, Placement p) {
             }
 
             @Override
-            public void pending(PendingRecord p) {
-                if (p.getTenantId().equals(tenant) && p.getKey().equals(key)) {
-                    found.add(new Placement(p.getPlacement().getBucket(), p.getPlacement().getOffset(), p.getPlacement().getSize(), 0));
+            public void inFlight(Change.Allocated a) {
+                if (a.tenant().equals(tenant) && a.key().equals(key)) {
+                    found.add(a.placement().withCrc(0));
                 }
+            }
+
+            @Override
+            public void quarantined(PageService.QuarantinedRange q) {
             }
         });
         assertEquals(1, found.size(), tenant + "/" + key + " in flight");
@@ -255,12 +260,13 @@ class SnapshotRecoveryTest {
                             allocated::toString);
                 } while (!allocated.isOk() || !pages.notifySuccess("bulk", key, allocated.value().withCrc(i)).isOk());
             }
+            io.mcctl.master.service.ChangeLog log = service.wal.changeLog();
             pages.setChangeLog(change -> {
-                kinds.get(change.getChangeCase()).incrementAndGet();
-                if (change.getChangeCase() == WalRecord.ChangeCase.COMMITTED && change.getCommitted().hasReplaced()) {
+                kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
+                if (change instanceof Change.Committed c && c.replaced() != null) {
                     replacements.incrementAndGet();
                 }
-                service.wal.append(change);
+                log.append(change);
             });
             List<Thread> workers = new ArrayList<>();
             List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -342,8 +348,10 @@ class SnapshotRecoveryTest {
                 Result<Placement> allocated = pages.allocate(tenant, key, size, random.nextBoolean());
                 if (allocated.isOk()) {
                     double then = random.nextDouble();
-                    if (then < 0.8) {
+                    if (then < 0.75) {
                         pages.notifySuccess(tenant, key, allocated.value().withCrc(random.nextInt()));
+                    } else if (then < 0.8) {
+                        pages.renew(tenant, key, allocated.value()); // a long write, then abandoned
                     } else if (then < 0.9) {
                         pages.free(tenant, key, allocated.value());
                     } // else abandoned: it expires at its deadline
@@ -377,7 +385,7 @@ class SnapshotRecoveryTest {
         List<Path> stateDirs = new ArrayList<>();
         int[] windows = {0, 1, 2, 7, 60, 400};
         try (WriteAheadLog wal = new WriteAheadLog(log, 0, 64L << 20, () -> wallStart + now.get() / 1_000_000)) {
-            pages.setChangeLog(wal::append);
+            pages.setChangeLog(wal.changeLog());
             SplittableRandom random = new SplittableRandom(20240611);
             for (int step = 1; step <= 3000; step++) {
                 now.addAndGet(random.nextInt(0, 20) * 1_000_000L); // whole milliseconds, as the log's clock sees them
@@ -409,24 +417,18 @@ class SnapshotRecoveryTest {
         try (SnapshotFile.Writer writer = new SnapshotFile.Writer(stateDir, walSequence)) {
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            pages.exportState(new PageService.StateSink() {
-                @Override
-                public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
-                    writer.addMapping(scopedKey, bucket, offset, size, crc32c);
-                }
-
-                @Override
-                public void pending(PendingRecord p) {
-                    pending.add(p);
-                }
-            });
+            for (int s = 0; s < pages.shardCount(); s++) {
+                PageService.ShardCopy copy = pages.copyShard(s);
+                copy.emitMappings(0, copy.entries(), writer::addMapping);
+                copy.inFlight().forEach(a -> pending.add(ChangeCodec.pendingRecord(a)));
+            }
             writer.beginSection(SnapshotFile.Section.PENDING);
             for (PendingRecord p : pending) {
                 writer.add(p);
             }
             writer.beginSection(SnapshotFile.Section.QUARANTINE);
-            for (QuarantineRecord q : pages.exportQuarantine()) {
-                writer.add(q);
+            for (PageService.QuarantinedRange q : pages.exportQuarantine()) {
+                writer.add(ChangeCodec.quarantineRecord(q));
             }
             writer.beginSection(SnapshotFile.Section.META);
             writer.add(SnapshotMeta.newBuilder().setFormatVersion(SnapshotFile.FORMAT_VERSION).setClusterId("test-cluster")
@@ -468,7 +470,7 @@ class SnapshotRecoveryTest {
         BucketLayout oneBucket = new BucketLayout(dir.resolve("root"), 1, PAGE, 1 << 20);
         PageService pages = new PageService(oneBucket, Duration.ofSeconds(60), Duration.ofSeconds(60));
         try (WriteAheadLog wal = new WriteAheadLog(stateDir(), 0, 64L << 20, () -> System.currentTimeMillis() - 5_000)) {
-            pages.setChangeLog(wal::append);
+            pages.setChangeLog(wal.changeLog());
             Placement first = commit(pages, "alpha", "removed", 4 * PAGE, false);
             assertTrue(pages.remove("alpha", "removed").isOk()); // never looked up: freed at once
             Placement reused = commit(pages, "alpha", "reuser", 4 * PAGE, false);

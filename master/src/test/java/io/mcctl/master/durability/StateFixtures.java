@@ -8,7 +8,9 @@ import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
 import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import java.io.IOException;
@@ -50,22 +52,23 @@ final class StateFixtures {
      */
     static List<String> dump(PageService pages) throws IOException {
         TreeSet<String> lines = new TreeSet<>();
-        pages.exportState(new PageService.StateSink() {
+        pages.visit(new PageService.StateVisitor() {
             @Override
-            public void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) {
-                lines.add("mapping " + scopedKey.replace('\0', '/') + " " + text(PlacementRecord.newBuilder().setBucket(bucket).setOffset(offset)
-                        .setSize(size).setCrc32C(crc32c).build()));
+            public void mapping(String tenant, String key, Placement p) {
+                lines.add("mapping " + tenant + "/" + key + " " + text(ChangeCodec.record(p)));
             }
 
             @Override
-            public void pending(PendingRecord p) {
-                lines.add("in-flight " + p.getTenantId() + "/" + p.getKey() + " " + text(p.getPlacement()) + " deadline " + p.getDeadlineMs()
-                        + " overwrite " + p.getOverwrite());
+            public void inFlight(Change.Allocated a) {
+                lines.add("in-flight " + a.tenant() + "/" + a.key() + " " + text(ChangeCodec.record(a.placement())) + " deadline " + a.deadlineMs()
+                        + " overwrite " + a.overwrite());
+            }
+
+            @Override
+            public void quarantined(PageService.QuarantinedRange q) {
+                lines.add("quarantine bucket " + q.bucket() + " pages " + q.firstPage() + "+" + q.pages() + " until " + q.releaseMs());
             }
         });
-        for (QuarantineRecord q : pages.exportQuarantine()) {
-            lines.add("quarantine bucket " + q.getBucket() + " pages " + q.getFirstPage() + "+" + q.getPages() + " until " + q.getReleaseMs());
-        }
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             lines.add("bucket " + b + " allocated " + pages.allocator(b).allocatedCount() + " bitmap "
                     + Arrays.hashCode(pages.allocator(b).bitmapWords()));
@@ -113,10 +116,8 @@ final class StateFixtures {
 
     static Restored recover(Path stateDir, BucketLayout layout, boolean wal, java.util.function.LongSupplier nanoClock) throws IOException {
         StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, wal,
-                () -> new ServiceMappingTable(new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), nanoClock)));
-        ServiceMappingTable table = (ServiceMappingTable) recovered.table;
-        table.restorer().finish(recovered.pending, recovered.quarantine.values());
-        return new Restored(recovered, table.pages());
+                () -> new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), nanoClock));
+        return new Restored(recovered, recovered.pages);
     }
 
     /** Inverts every bit of the byte at {@code offset}. */

@@ -9,6 +9,7 @@ import io.mcctl.master.proto.v1.Allocated;
 import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
 import io.mcctl.master.service.ChangeLog;
 import io.mcctl.master.service.Placement;
 import java.nio.ByteBuffer;
@@ -116,15 +117,15 @@ class WalRecordEncoderTest {
                         .setDeadlineMs(1).setOverwrite(true)),
                 WalRecord.newBuilder().setCommitted(Committed.newBuilder().setTenantId("t").setKey("k2").setPlacement(record(written))
                         .setReplaced(record(older)).setReplacedReleaseMs(1_800_000_000_500L)),
-                WalRecord.newBuilder().setCommitted(Committed.newBuilder().setKey("no tenant").setPlacement(record(written))
-                        .setReplaced(record(older))));
+                WalRecord.newBuilder().setRemoved(io.mcctl.master.proto.v1.Removed.newBuilder().setTenantId("t").setKey("gone")
+                        .setPlacement(record(written)).setReleaseMs(5)));
         try (WriteAheadLog wal = new WriteAheadLog(dir, 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
             ChangeLog log = wal.changeLog();
-            log.allocated("t", "ключ/1", first, 1_800_000_000_000L, false);
-            log.committed("t", "ключ/1", written, null, 0);
-            log.allocated("t", "k2", first, 1, true);
-            log.committed("t", "k2", written, older, 1_800_000_000_500L);
-            log.record(expected.get(4).clone()); // the builder path, between hand-encoded records
+            log.append(new Change.Allocated("t", "ключ/1", first, 1_800_000_000_000L, false));
+            log.append(new Change.Committed("t", "ключ/1", written, null, 0));
+            log.append(new Change.Allocated("t", "k2", first, 1, true));
+            log.append(new Change.Committed("t", "k2", written, older, 1_800_000_000_500L));
+            log.append(new Change.Removed("t", "gone", written, 5)); // the builder path, between hand-encoded records
             wal.whenDurable().get(10, TimeUnit.SECONDS);
         }
         List<WalRecord> read = new ArrayList<>();

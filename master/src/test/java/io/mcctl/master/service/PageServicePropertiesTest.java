@@ -183,6 +183,16 @@ class PageServicePropertiesTest {
             this.service = new PageService(layout, DEADLINE, LEASE, () -> now);
         }
 
+        /**
+         * A deadline or release time as the service keeps it: every change carries its times in wall-clock
+         * milliseconds, as the log records them, and the service rounds them up to the next millisecond of its clock
+         * (counted from its construction), so that what replays is exactly what served.
+         */
+        long asLogged(long nanos) {
+            long sinceOrigin = nanos - setup.clockOrigin();
+            return setup.clockOrigin() + Math.floorDiv(sinceOrigin + 999_999, 1_000_000L) * 1_000_000L;
+        }
+
         static String scoped(String tenant, String key) {
             return tenant + "/" + key;
         }
@@ -256,7 +266,7 @@ class PageServicePropertiesTest {
         void retire(KeyState s, String what) {
             Placement old = s.committed;
             if (s.leased && s.leaseUntil - now > 0) {
-                quarantine.add(new Quarantined(s.leaseUntil, old.bucket(), old.offset() / PAGE, pages(old), "quarantined " + what + " " + old));
+                quarantine.add(new Quarantined(asLogged(s.leaseUntil), old.bucket(), old.offset() / PAGE, pages(old), "quarantined " + what + " " + old));
                 happened("event: mapping quarantined behind a lease");
             } else {
                 happened("event: mapping freed at once");
@@ -361,7 +371,7 @@ class PageServicePropertiesTest {
                             + " whose read lease runs until " + q.release() + " (now " + now + ")");
                 }
                 s.pending = p;
-                s.pendingDeadline = now + deadlineNanos;
+                s.pendingDeadline = asLogged(now + deadlineNanos);
                 occupancy(); // the new run overlaps nothing live
             }
             tidy(tenant, key);
@@ -609,7 +619,7 @@ class PageServicePropertiesTest {
                 }
                 assertEquals(listed.getOrDefault(tenant, new TreeMap<>()), got, "step " + step + ": listKeys(" + tenant + ")");
                 assertEquals(new ArrayList<>(got.keySet()), list.value().keys().stream().map(Map.Entry::getKey).toList(), "listed in key order");
-                assertEquals("", list.value().nextAfterKey());
+                assertEquals("", list.value().nextToken());
             }
         }
     }

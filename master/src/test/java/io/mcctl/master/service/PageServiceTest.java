@@ -592,11 +592,11 @@ class PageServiceTest {
                 PageService.KeyPage page = service.listKeys(tenant, prefix, pageSize, token).value();
                 assertTrue(page.keys().size() <= pageSize);
                 page.keys().forEach(e -> all.add(e.getKey()));
-                if (page.nextAfterKey().isEmpty()) {
+                if (page.nextToken().isEmpty()) {
                     return all;
                 }
                 assertEquals(pageSize, page.keys().size(), "only the last page is short");
-                token = page.nextAfterKey();
+                token = page.nextToken();
             }
             throw new AssertionError("listing never ended");
         }

@@ -108,11 +108,11 @@ public final class SavedBitmaps {
                     .sorted(Comparator.comparing(MappingRecord::getTenantId).thenComparing(MappingRecord::getKey)).toList()) {
                 out.claim(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
             }
-            for (PendingRecord p : recovered.pending.values().stream()
+            for (PendingRecord p : recovered.pending().values().stream()
                     .sorted(Comparator.comparing(PendingRecord::getTenantId).thenComparing(PendingRecord::getKey)).toList()) {
                 out.claim(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
             }
-            for (QuarantineRecord q : recovered.quarantine.values().stream()
+            for (QuarantineRecord q : recovered.quarantine().values().stream()
                     .sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList()) {
                 out.claim(PageClaims.quarantine(q, layout.pageSize(), null, -1));
             }

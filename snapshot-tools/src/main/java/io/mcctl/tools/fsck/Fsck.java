@@ -257,8 +257,8 @@ public final class Fsck {
         // In hash order: sorting a million keys costs as much as the rest of the check. A run that finds overlaps
         // sorts and checks again (see run), so which claim of a pair is named first never depends on hash order.
         List<MappingRecord> mappings = new ArrayList<>(recovered.mappings().values());
-        List<PendingRecord> pending = new ArrayList<>(recovered.pending.values());
-        List<QuarantineRecord> quarantine = new ArrayList<>(recovered.quarantine.values());
+        List<PendingRecord> pending = new ArrayList<>(recovered.pending().values());
+        List<QuarantineRecord> quarantine = new ArrayList<>(recovered.quarantine().values());
         return new State(layout, dir.toAbsolutePath().normalize(), mappings, pending, quarantine, warnings);
     }
 

@@ -380,10 +380,10 @@ public final class SnapshotVerifier {
             for (MappingRecord m : sorted(recovered.mappings().values())) {
                 sink.accept(PageClaims.placement(PageClaims.Kind.MAPPING, m.getTenantId(), m.getKey(), m.getPlacement(), layout.pageSize(), null, -1));
             }
-            for (PendingRecord p : sortedPending(recovered.pending.values())) {
+            for (PendingRecord p : sortedPending(recovered.pending().values())) {
                 sink.accept(PageClaims.placement(PageClaims.Kind.IN_FLIGHT, p.getTenantId(), p.getKey(), p.getPlacement(), layout.pageSize(), null, -1));
             }
-            for (QuarantineRecord q : recovered.quarantine.values().stream()
+            for (QuarantineRecord q : recovered.quarantine().values().stream()
                     .sorted(Comparator.comparingInt(QuarantineRecord::getBucket).thenComparingLong(QuarantineRecord::getFirstPage)).toList()) {
                 sink.accept(PageClaims.quarantine(q, layout.pageSize(), null, -1));
             }
@@ -393,7 +393,7 @@ public final class SnapshotVerifier {
             problems.add(new Problem(p.severity(), p.file() == null ? dir : p.file(), p.offset(), p.message()));
         }
         return new RecoveryResult(null, recovered.snapshot, recovered.snapshotSequence, recovered.replayed, recovered.lastSequence,
-                recovered.mappings().size(), recovered.pending.size(), recovered.quarantine.size(), claims.ok());
+                recovered.mappings().size(), recovered.pending().size(), recovered.quarantine().size(), claims.ok());
     }
 
     private static List<MappingRecord> sorted(java.util.Collection<MappingRecord> records) {

@@ -63,7 +63,7 @@ final class StateFixture implements AutoCloseable {
         this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
         this.wal = withWal ? new WriteAheadLog(stateDir, 0, 1 << 20, System::currentTimeMillis) : null;
         if (wal != null) {
-            pages.setChangeLog(wal::append);
+            pages.setChangeLog(wal.changeLog());
         }
         this.snapshotter = new Snapshotter(pages, wal, stateDir, layoutRecord, 10, Map.of("durability", withWal ? "wal" : "snapshot",
                 "read_lease", "1h"), 0);

@@ -95,6 +95,32 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         summariesStale = true;
     }
 
+    /**
+     * Sets the bitmap of an allocator that nothing has allocated from yet to {@code claimed} (bit i of word i/64 =
+     * page i allocated), as a restore derives it from every claim at once; bits past the last page are ignored. The
+     * search summaries are rebuilt once, by {@link #rebuildSummaries} or lazily by the next search.
+     *
+     * @throws IllegalStateException when pages are already allocated
+     */
+    public synchronized void restoreAllocated(long[] claimed) {
+        if (allocated != 0) {
+            throw new IllegalStateException("restore into an allocator with " + allocated + " pages allocated");
+        }
+        long count = 0;
+        for (int w = 0; w < words.length; w++) {
+            long base = (long) w << 6;
+            long valid = base + 64 <= pageCount ? -1L : base >= pageCount ? 0 : (1L << (pageCount - base)) - 1;
+            long bits = w < claimed.length ? claimed[w] & valid : 0;
+            words[w] = bits | ~valid;
+            count += Long.bitCount(bits);
+        }
+        allocated = count;
+        for (int leaf = 0; leaf < leafVersions.length; leaf++) {
+            leafVersions[leaf]++;
+        }
+        summariesStale = true;
+    }
+
     /** Brings the search summaries up to date after {@link #markAllocatedForRestore}. */
     public synchronized void rebuildSummaries() {
         if (summariesStale) {

@@ -1,0 +1,125 @@
+package io.mcctl.master.durability;
+
+import io.mcctl.master.proto.v1.Allocated;
+import io.mcctl.master.proto.v1.Committed;
+import io.mcctl.master.proto.v1.PendingDropped;
+import io.mcctl.master.proto.v1.PendingRecord;
+import io.mcctl.master.proto.v1.PlacementRecord;
+import io.mcctl.master.proto.v1.QuarantineRecord;
+import io.mcctl.master.proto.v1.Released;
+import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.Renewed;
+import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.master.service.Change;
+import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
+
+/**
+ * The master's changes and state as the log and snapshots write them: the one place that turns a {@link Change}
+ * into its protobuf record and back. The two hot records are also written from their fields by
+ * {@link WalRecordEncoder}, byte for byte what this gives.
+ */
+public final class ChangeCodec {
+
+    private ChangeCodec() {
+    }
+
+    /** The change a log record holds. */
+    public static Change decode(WalRecord record) {
+        return switch (record.getChangeCase()) {
+            case ALLOCATED -> {
+                Allocated a = record.getAllocated();
+                yield new Change.Allocated(a.getTenantId(), a.getKey(), placement(a.getPlacement()), a.getDeadlineMs(), a.getOverwrite());
+            }
+            case COMMITTED -> {
+                Committed c = record.getCommitted();
+                yield new Change.Committed(c.getTenantId(), c.getKey(), placement(c.getPlacement()),
+                        c.hasReplaced() ? placement(c.getReplaced()) : null, c.hasReplaced() ? c.getReplacedReleaseMs() : 0);
+            }
+            case PENDING_DROPPED -> {
+                PendingDropped d = record.getPendingDropped();
+                Change.DropReason reason = switch (d.getReason()) {
+                    case FREED -> Change.DropReason.FREED;
+                    case EXPIRED -> Change.DropReason.EXPIRED;
+                    case DROPPED -> Change.DropReason.DROPPED;
+                    case UNRECOGNIZED -> throw new IllegalArgumentException("a dropped allocation with reason " + d.getReasonValue()
+                            + ", which this mcctl does not know");
+                };
+                yield new Change.AllocationDropped(d.getTenantId(), d.getKey(), placement(d.getPlacement()), reason, d.getReleaseMs());
+            }
+            case REMOVED -> {
+                Removed r = record.getRemoved();
+                yield new Change.Removed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getReleaseMs());
+            }
+            case RELEASED -> {
+                Released r = record.getReleased();
+                yield new Change.Released(r.getBucket(), r.getFirstPage(), r.getPages());
+            }
+            case RENEWED -> {
+                Renewed r = record.getRenewed();
+                yield new Change.Renewed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getDeadlineMs());
+            }
+            case CHANGE_NOT_SET -> throw new IllegalArgumentException("a change of a kind this mcctl does not know (written by a newer one?)");
+        };
+    }
+
+    /** A change as a log record, without its sequence and time (the log adds those). */
+    public static WalRecord.Builder encode(Change change) {
+        WalRecord.Builder record = WalRecord.newBuilder();
+        if (change instanceof Change.Allocated a) {
+            record.setAllocated(Allocated.newBuilder().setTenantId(a.tenant()).setKey(a.key()).setPlacement(record(a.placement()))
+                    .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()));
+        } else if (change instanceof Change.Committed c) {
+            Committed.Builder committed = Committed.newBuilder().setTenantId(c.tenant()).setKey(c.key()).setPlacement(record(c.placement()));
+            if (c.replaced() != null) {
+                committed.setReplaced(record(c.replaced())).setReplacedReleaseMs(c.replacedReleaseMs());
+            }
+            record.setCommitted(committed);
+        } else if (change instanceof Change.AllocationDropped d) {
+            PendingDropped.Reason reason = switch (d.reason()) {
+                case FREED -> PendingDropped.Reason.FREED;
+                case EXPIRED -> PendingDropped.Reason.EXPIRED;
+                case DROPPED -> PendingDropped.Reason.DROPPED;
+            };
+            record.setPendingDropped(PendingDropped.newBuilder().setTenantId(d.tenant()).setKey(d.key()).setPlacement(record(d.placement()))
+                    .setReason(reason).setReleaseMs(d.releaseMs()));
+        } else if (change instanceof Change.Removed r) {
+            record.setRemoved(Removed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
+                    .setReleaseMs(r.releaseMs()));
+        } else if (change instanceof Change.Released r) {
+            record.setReleased(Released.newBuilder().setBucket(r.bucket()).setFirstPage(r.firstPage()).setPages(r.pages()));
+        } else if (change instanceof Change.Renewed r) {
+            record.setRenewed(Renewed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
+                    .setDeadlineMs(r.deadlineMs()));
+        } else {
+            throw new IllegalArgumentException("no record for change " + change);
+        }
+        return record;
+    }
+
+    public static PlacementRecord record(Placement p) {
+        return PlacementRecord.newBuilder().setBucket(p.bucket()).setOffset(p.offset()).setSize(p.size()).setCrc32C(p.crc32c()).build();
+    }
+
+    public static Placement placement(PlacementRecord r) {
+        return new Placement(r.getBucket(), r.getOffset(), r.getSize(), r.getCrc32C());
+    }
+
+    /** A snapshot's in-flight allocation. */
+    public static PendingRecord pendingRecord(Change.Allocated a) {
+        return PendingRecord.newBuilder().setTenantId(a.tenant()).setKey(a.key()).setPlacement(record(a.placement()))
+                .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()).build();
+    }
+
+    public static Change.Allocated inFlight(PendingRecord p) {
+        return new Change.Allocated(p.getTenantId(), p.getKey(), placement(p.getPlacement()), p.getDeadlineMs(), p.getOverwrite());
+    }
+
+    public static QuarantineRecord quarantineRecord(PageService.QuarantinedRange q) {
+        return QuarantineRecord.newBuilder().setBucket(q.bucket()).setFirstPage(q.firstPage()).setPages(q.pages()).setReleaseMs(q.releaseMs()).build();
+    }
+
+    public static PageService.QuarantinedRange quarantined(QuarantineRecord q) {
+        return new PageService.QuarantinedRange(q.getBucket(), q.getFirstPage(), q.getPages(), q.getReleaseMs());
+    }
+}

@@ -1,0 +1,130 @@
+package io.mcctl.master.service;
+
+import io.mcctl.storage.alloc.BitmapPageAllocator;
+import io.mcctl.storage.alloc.PageAllocator;
+import io.mcctl.storage.layout.BucketLayout;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The free and used pages of every bucket: one allocator per bucket (its own monitor guards its bitmap), the
+ * bucket files' paths, and when each region of pages last saw an allocation, so a check can tell a leak from
+ * pages handed out moments ago.
+ */
+final class BucketSpace {
+
+    static final int STAMP_REGION_PAGES = 512;
+
+    private final BucketLayout layout;
+    private final String[] bucketPaths;
+    private final Map<String, Integer> bucketByPath = new HashMap<>();
+    final BitmapPageAllocator[] allocators;
+    /**
+     * Per bucket, per region of {@value #STAMP_REGION_PAGES} pages: the second on the service's clock (rounded up,
+     * plus one so that 0 means never) of the latest allocation there. Written under the allocating key's shard lock
+     * (two shards may race on one slot, both with "about now"), read by a check after it has taken every shard lock
+     * once, which orders it after every write made before the check began.
+     */
+    private final int[] allocationStamps;
+    private final int stampRegionsPerBucket;
+
+    private final LongAdder pageAllocations = new LongAdder();
+    private final LongAdder pageFrees = new LongAdder();
+    private final LongAdder allocationFailures = new LongAdder();
+    private final LongAdder spills = new LongAdder();
+
+    BucketSpace(BucketLayout layout) {
+        this.layout = layout;
+        this.bucketPaths = new String[layout.bucketCount()];
+        this.allocators = new BitmapPageAllocator[layout.bucketCount()];
+        for (int b = 0; b < layout.bucketCount(); b++) {
+            bucketPaths[b] = layout.bucketPath(b).toString();
+            bucketByPath.put(bucketPaths[b], b);
+            allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
+        }
+        this.stampRegionsPerBucket = (int) ((layout.pagesPerBucket() + STAMP_REGION_PAGES - 1) / STAMP_REGION_PAGES);
+        this.allocationStamps = new int[layout.bucketCount() * stampRegionsPerBucket];
+    }
+
+    String path(int bucket) {
+        return bucketPaths[bucket];
+    }
+
+    /** The bucket a descriptor's file path names, or -1. */
+    int bucketOfPath(String filePath) {
+        Integer bucket = bucketByPath.get(filePath);
+        if (bucket != null) {
+            return bucket;
+        }
+        try {
+            return layout.bucketOf(Path.of(filePath)).orElse(-1); // the same file spelled another way
+        } catch (java.nio.file.InvalidPathException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * A run of {@code pages} in bucket {@code home} or, when none fits there, in the next bucket (home+1, home+2, ...
+     * wrapping) that has one, as a placement of {@code size} bytes; null when no bucket has room.
+     */
+    Placement allocate(int home, long pages, long size, long nowNanos) {
+        for (int i = 0; i < allocators.length; i++) {
+            int bucket = (home + i) % allocators.length;
+            long first = allocators[bucket].allocate(pages);
+            if (first != PageAllocator.NO_RUN_FITS) {
+                if (i > 0) {
+                    spills.increment();
+                }
+                pageAllocations.add(pages);
+                stamp(bucket, first, pages, nowNanos);
+                return new Placement(bucket, first * layout.pageSize(), size, 0);
+            }
+        }
+        allocationFailures.increment();
+        return null;
+    }
+
+    /** Returns the pages of a placement to the free pages. */
+    void free(Placement placement) {
+        free(placement.bucket(), placement.offset() / layout.pageSize(), layout.pagesFor(placement.size()));
+    }
+
+    void free(int bucket, long firstPage, long pages) {
+        allocators[bucket].free(firstPage, pages);
+        pageFrees.add(pages);
+    }
+
+    private void stamp(int bucket, long firstPage, long pages, long nowNanos) {
+        int stamp = (int) Math.min(Integer.MAX_VALUE, nowNanos / 1_000_000_000L + 2);
+        int base = bucket * stampRegionsPerBucket;
+        int last = (int) ((firstPage + pages - 1) / STAMP_REGION_PAGES);
+        for (int region = (int) (firstPage / STAMP_REGION_PAGES); region <= last; region++) {
+            allocationStamps[base + region] = stamp;
+        }
+    }
+
+    /** Whether a region saw an allocation less than {@code minAgeNanos} before {@code nowNanos}. */
+    boolean youngRegion(int bucket, int region, long nowNanos, long minAgeNanos) {
+        int stamp = allocationStamps[bucket * stampRegionsPerBucket + region];
+        // stamp - 1 seconds is at or after the allocation, so the age it gives is never more than the real one.
+        return minAgeNanos > 0 && stamp != 0 && nowNanos - (stamp - 1L) * 1_000_000_000L < minAgeNanos;
+    }
+
+    long allocatedPages() {
+        long allocated = 0;
+        for (BitmapPageAllocator allocator : allocators) {
+            allocated += allocator.allocatedCount();
+        }
+        return allocated;
+    }
+
+    long pageAllocationsTotal() { return pageAllocations.sum(); }
+
+    long pageFreesTotal() { return pageFrees.sum(); }
+
+    long allocationFailuresTotal() { return allocationFailures.sum(); }
+
+    long spillsTotal() { return spills.sum(); }
+}

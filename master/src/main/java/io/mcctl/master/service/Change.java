@@ -1,0 +1,51 @@
+package io.mcctl.master.service;
+
+/**
+ * One transition of the master's page state, as the write-ahead log records it and as {@link PageState#apply}
+ * carries it out: the live path builds a change after validating a request, logs it, then applies it; recovery
+ * decodes the same change from the log and applies it the same way. Times are wall-clock milliseconds, as
+ * logged, so that a change means the same on replay as when it was made.
+ *
+ * <p>Every change names the full placement it is about, so that applying a change that a (fuzzy) snapshot
+ * already holds changes nothing.
+ */
+public sealed interface Change {
+
+    /** Why an in-flight allocation ended without a commit. */
+    enum DropReason {
+        /** The writer gave it up: it wrote nothing more, so its pages are free at once. */
+        FREED,
+        /** Its deadline passed; the pages wait out the grace period, since a late writer may still write. */
+        EXPIRED,
+        /** An operator dropped it; the pages wait until its deadline plus the grace period. */
+        DROPPED
+    }
+
+    /** An allocation handed out; its pages are the writer's until {@code deadlineMs}. */
+    record Allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) implements Change {
+    }
+
+    /** An allocation's deadline moved to {@code deadlineMs} (a long write renewing it). */
+    record Renewed(String tenant, String key, Placement placement, long deadlineMs) implements Change {
+    }
+
+    /**
+     * An in-flight allocation committed as the key's mapping. {@code replaced} is the mapping it took the place of
+     * (null when there was none): its pages are freed at once when {@code replacedReleaseMs} is 0, else held in
+     * quarantine until then.
+     */
+    record Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) implements Change {
+    }
+
+    /** An in-flight allocation ended without a commit; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
+    record AllocationDropped(String tenant, String key, Placement placement, DropReason reason, long releaseMs) implements Change {
+    }
+
+    /** A committed mapping removed; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
+    record Removed(String tenant, String key, Placement placement, long releaseMs) implements Change {
+    }
+
+    /** A quarantined range returned to the free pages. */
+    record Released(int bucket, long firstPage, long pages) implements Change {
+    }
+}

@@ -1,0 +1,185 @@
+package io.mcctl.master.service;
+
+import java.util.HashMap;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The mapping table and the in-flight allocations: every key that has a committed mapping, an allocation in
+ * flight, or both, split into {@value #SHARDS} shards by the scoped key's hash.
+ *
+ * <p>Locks: each {@link Shard#lock} guards its shard's map, every {@link Entry} in it and its list of in-flight
+ * allocations. A caller holds at most one shard lock, except a page check confirming an overlap, which takes
+ * several in index order.
+ */
+final class KeyTable {
+
+    static final int SHARD_BITS = 11;
+    static final int SHARDS = 1 << SHARD_BITS;
+
+    /**
+     * One key's state, kept small because there is one per live mapping: the committed placement inline
+     * ({@code bucket < 0} when there is none), its read lease, and the in-flight allocation, if any, as a separate
+     * object. Guarded by its shard's lock.
+     */
+    static final class Entry {
+        int bucket = -1;
+        long offset;
+        long size;
+        int crc32c;
+        /** Until when the pages of the committed mapping are leased to readers (service clock); live only, never logged. */
+        long leaseUntilNanos;
+        InFlight inFlight;
+
+        boolean hasCommitted() {
+            return bucket >= 0;
+        }
+
+        Placement committed() {
+            return bucket < 0 ? null : new Placement(bucket, offset, size, crc32c);
+        }
+
+        boolean committedSameRange(Placement p) {
+            return bucket >= 0 && p != null && p.bucket() == bucket && p.offset() == offset && p.size() == size;
+        }
+
+        boolean committedEquals(Placement p) {
+            return committedSameRange(p) && p.crc32c() == crc32c;
+        }
+
+        void commit(Placement placement) {
+            bucket = placement.bucket();
+            offset = placement.offset();
+            size = placement.size();
+            crc32c = placement.crc32c();
+        }
+
+        void clearCommitted() {
+            bucket = -1;
+            leaseUntilNanos = 0;
+        }
+
+        boolean isEmpty() {
+            return bucket < 0 && inFlight == null;
+        }
+    }
+
+    /**
+     * An allocation waiting for its notify. Linked into its shard's list in deadline order (deadlines are taken
+     * under the shard lock from a monotonic clock plus a constant, so appending keeps the order; a renewal moves it
+     * to the end), and unlinked the moment it ends: nothing lingers until its deadline.
+     */
+    static final class InFlight {
+        final String scopedKey;
+        final Entry owner;
+        final Placement placement;
+        long deadlineNanos;
+        final boolean overwrite;
+        InFlight prev;
+        InFlight next;
+
+        InFlight(String scopedKey, Entry owner, Placement placement, long deadlineNanos, boolean overwrite) {
+            this.scopedKey = scopedKey;
+            this.owner = owner;
+            this.placement = placement;
+            this.deadlineNanos = deadlineNanos;
+            this.overwrite = overwrite;
+        }
+    }
+
+    static final class Shard {
+        final ReentrantLock lock = new ReentrantLock();
+        /** Replaced only while restoring, before serving. */
+        HashMap<String, Entry> entries = new HashMap<>();
+        /** Oldest deadline first. */
+        InFlight head;
+        InFlight tail;
+
+        void append(InFlight inFlight) {
+            inFlight.prev = tail;
+            if (tail == null) {
+                head = inFlight;
+            } else {
+                tail.next = inFlight;
+            }
+            tail = inFlight;
+        }
+
+        void unlink(InFlight inFlight) {
+            if (inFlight.prev == null) {
+                head = inFlight.next;
+            } else {
+                inFlight.prev.next = inFlight.next;
+            }
+            if (inFlight.next == null) {
+                tail = inFlight.prev;
+            } else {
+                inFlight.next.prev = inFlight.prev;
+            }
+            inFlight.prev = null;
+            inFlight.next = null;
+        }
+
+        /** Drops a key whose entry holds nothing any more. */
+        void removeIfEmpty(String scopedKey, Entry entry) {
+            if (entry.isEmpty()) {
+                entries.remove(scopedKey);
+            }
+        }
+    }
+
+    /** What a claim on pages is, for a check. */
+    enum ClaimKind { MAPPING, IN_FLIGHT }
+
+    /** Receives one claim on pages. */
+    @FunctionalInterface
+    interface ClaimVisitor {
+        void claim(ClaimKind kind, String scopedKey, int bucket, long offset, long size);
+    }
+
+    private final Shard[] shards = new Shard[SHARDS];
+
+    KeyTable() {
+        for (int s = 0; s < SHARDS; s++) {
+            shards[s] = new Shard();
+        }
+    }
+
+    Shard shard(int index) {
+        return shards[index];
+    }
+
+    Shard shardOf(String scopedKey) {
+        return shards[shardIndex(scopedKey)];
+    }
+
+    static int shardIndex(String scopedKey) {
+        // The top bits of a multiplicative hash: the shard's HashMap indexes by the low bits, so taking those here
+        // would crowd every shard's keys into a 64th of its table.
+        return (scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS);
+    }
+
+    /** Every claim of a shard: committed mappings and in-flight allocations. Caller holds the shard's lock. */
+    static void forEachClaim(Shard shard, ClaimVisitor visitor) {
+        for (var e : shard.entries.entrySet()) {
+            Entry entry = e.getValue();
+            if (entry.hasCommitted()) {
+                visitor.claim(ClaimKind.MAPPING, e.getKey(), entry.bucket, entry.offset, entry.size);
+            }
+            if (entry.inFlight != null) {
+                Placement p = entry.inFlight.placement;
+                visitor.claim(ClaimKind.IN_FLIGHT, e.getKey(), p.bucket(), p.offset(), p.size());
+            }
+        }
+    }
+
+    /** Whether the key still holds exactly this claim. Caller holds the shard's lock. */
+    static boolean holds(Shard shard, String scopedKey, ClaimKind kind, int bucket, long offset, long size) {
+        Entry entry = shard.entries.get(scopedKey);
+        if (entry == null) {
+            return false;
+        }
+        Placement claim = new Placement(bucket, offset, size, 0);
+        return kind == ClaimKind.MAPPING ? entry.committedSameRange(claim)
+                : entry.inFlight != null && entry.inFlight.placement.sameRange(claim);
+    }
+}

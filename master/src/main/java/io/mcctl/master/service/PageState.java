@@ -1,0 +1,219 @@
+package io.mcctl.master.service;
+
+import io.mcctl.storage.layout.BucketLayout;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+/**
+ * The master's page state and its one set of transitions. {@link #apply} is the only code that changes the
+ * mapping table, the in-flight allocations and the quarantine: the serving path calls it after validating a
+ * request and logging the change, and recovery calls it for every record it replays, so what a restart rebuilds
+ * is what the master held.
+ *
+ * <p>Two things differ between the two callers, and only these. Serving keeps the bucket bitmaps in step with
+ * each change (a range freed is cleared at once); recovery derives them once, from every claim, when it finishes,
+ * because the snapshot it starts from was copied shard by shard while the master served and may hold a change
+ * twice (a mapping and the quarantined range it became) until the log's records after it have replayed. For the
+ * same reason each transition is guarded so that applying a change the state already holds changes nothing;
+ * while serving, validation has made every guard true.
+ *
+ * <p>Locks: the caller holds the shard lock of the change's key (none for {@link Change.Released}, which takes the
+ * quarantine lock); {@link Quarantine#lock} and the allocators' monitors nest inside it. Recovery is one thread.
+ */
+final class PageState {
+
+    /** Keys and bytes of one tenant's committed mappings, and its allocations in flight. */
+    static final class TenantUsage {
+        final LongAdder keys = new LongAdder();
+        final LongAdder bytes = new LongAdder();
+        final LongAdder inFlight = new LongAdder();
+    }
+
+    final BucketLayout layout;
+    final KeyTable keys = new KeyTable();
+    final Quarantine quarantine = new Quarantine();
+    final BucketSpace space;
+    final AtomicLong mappings = new AtomicLong();
+    final AtomicLong inFlight = new AtomicLong();
+    final ConcurrentHashMap<String, TenantUsage> tenants = new ConcurrentHashMap<>();
+
+    private final LongSupplier nanoClock;
+    private final long wallOriginMillis;
+    /** False while recovery fills the state; set once before serving. */
+    private boolean bitmapsInStep = true;
+
+    /** @param wallClock wall-clock milliseconds, read once: the log's times are taken against it */
+    PageState(BucketLayout layout, LongSupplier nanoClock, LongSupplier wallClock) {
+        this.layout = layout;
+        this.space = new BucketSpace(layout);
+        // Times are kept relative to construction so they never go below zero and 0 can mean "no read lease";
+        // System.nanoTime() itself may be negative.
+        long origin = nanoClock.getAsLong();
+        this.nanoClock = () -> nanoClock.getAsLong() - origin;
+        this.wallOriginMillis = wallClock.getAsLong();
+    }
+
+    long now() {
+        return nanoClock.getAsLong();
+    }
+
+    /** Wall-clock milliseconds of a time on this state's clock, rounded up: a deadline or release logged is never early. */
+    long wallMillis(long nanos) {
+        return wallOriginMillis + Math.floorDiv(nanos + 999_999, 1_000_000L);
+    }
+
+    /** This state's clock reading for wall-clock milliseconds. */
+    long clockOf(long wallMillis) {
+        return (wallMillis - wallOriginMillis) * 1_000_000L;
+    }
+
+    void startRestore() {
+        bitmapsInStep = false;
+    }
+
+    void finishRestore() {
+        bitmapsInStep = true;
+    }
+
+    // ---- the transitions ----
+
+    void apply(Change change) {
+        if (change instanceof Change.Allocated a) {
+            allocated(a);
+        } else if (change instanceof Change.Committed c) {
+            committed(c);
+        } else if (change instanceof Change.AllocationDropped d) {
+            dropped(d);
+        } else if (change instanceof Change.Removed r) {
+            removed(r);
+        } else if (change instanceof Change.Released r) {
+            released(r);
+        } else if (change instanceof Change.Renewed r) {
+            renewed(r);
+        } else {
+            throw new IllegalArgumentException("unknown change " + change);
+        }
+    }
+
+    private void allocated(Change.Allocated a) {
+        String scoped = KeyRules.scopedKey(a.tenant(), a.key());
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
+        if (entry.inFlight != null) {
+            if (entry.inFlight.placement.sameRange(a.placement())) {
+                return; // a snapshot taken after this record already holds it
+            }
+            // Recovery only: the snapshot holds an allocation of this key that this record came before; the records
+            // after this one bring the key back to where it was.
+            endInFlight(shard, entry, a.tenant());
+        }
+        entry.inFlight = new KeyTable.InFlight(scoped, entry, a.placement(), clockOf(a.deadlineMs()), a.overwrite());
+        shard.append(entry.inFlight);
+        inFlight.incrementAndGet();
+        usage(a.tenant()).inFlight.increment();
+    }
+
+    private void renewed(Change.Renewed r) {
+        String scoped = KeyRules.scopedKey(r.tenant(), r.key());
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        KeyTable.Entry entry = shard.entries.get(scoped);
+        if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(r.placement())) {
+            return;
+        }
+        // The new deadline is now plus the full deadline, the latest of the shard: moving to the end keeps the order.
+        shard.unlink(entry.inFlight);
+        entry.inFlight.deadlineNanos = clockOf(r.deadlineMs());
+        shard.append(entry.inFlight);
+    }
+
+    private void committed(Change.Committed c) {
+        String scoped = KeyRules.scopedKey(c.tenant(), c.key());
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
+        // The allocation this commit ends is in flight no more, even when the snapshot already holds the commit: its
+        // Allocated record, replayed just before, has put it back.
+        if (entry.inFlight != null && entry.inFlight.placement.sameRange(c.placement())) {
+            endInFlight(shard, entry, c.tenant());
+        }
+        if (entry.committedEquals(c.placement())) {
+            return;
+        }
+        if (entry.hasCommitted()) {
+            if (entry.committedSameRange(c.replaced())) {
+                release(c.replaced(), c.replacedReleaseMs());
+            }
+            usage(c.tenant()).bytes.add(-entry.size);
+        } else {
+            mappings.incrementAndGet();
+            usage(c.tenant()).keys.increment();
+        }
+        entry.commit(c.placement());
+        entry.leaseUntilNanos = 0;
+        usage(c.tenant()).bytes.add(c.placement().size());
+    }
+
+    private void dropped(Change.AllocationDropped d) {
+        String scoped = KeyRules.scopedKey(d.tenant(), d.key());
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        KeyTable.Entry entry = shard.entries.get(scoped);
+        if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(d.placement())) {
+            return;
+        }
+        endInFlight(shard, entry, d.tenant());
+        release(d.placement(), d.releaseMs());
+        shard.removeIfEmpty(scoped, entry);
+    }
+
+    private void removed(Change.Removed r) {
+        String scoped = KeyRules.scopedKey(r.tenant(), r.key());
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        KeyTable.Entry entry = shard.entries.get(scoped);
+        if (entry == null || !entry.committedSameRange(r.placement())) {
+            return;
+        }
+        TenantUsage usage = usage(r.tenant());
+        usage.keys.decrement();
+        usage.bytes.add(-entry.size);
+        entry.clearCommitted();
+        mappings.decrementAndGet();
+        release(r.placement(), r.releaseMs());
+        shard.removeIfEmpty(scoped, entry);
+    }
+
+    private void released(Change.Released r) {
+        if (quarantine.remove(r.bucket(), r.firstPage(), r.pages())) {
+            freePages(r.bucket(), r.firstPage(), r.pages());
+        }
+    }
+
+    private void endInFlight(KeyTable.Shard shard, KeyTable.Entry entry, String tenant) {
+        usage(tenant).inFlight.decrement();
+        shard.unlink(entry.inFlight);
+        entry.inFlight = null;
+        inFlight.decrementAndGet();
+    }
+
+    /** A range leaving a mapping or an allocation: free at once ({@code releaseMs} 0), or quarantined until then. */
+    private void release(Placement placement, long releaseMs) {
+        long firstPage = placement.offset() / layout.pageSize();
+        long pages = layout.pagesFor(placement.size());
+        if (releaseMs > 0) {
+            quarantine.add(new Quarantine.Range(clockOf(releaseMs), placement.bucket(), firstPage, pages));
+        } else {
+            freePages(placement.bucket(), firstPage, pages);
+        }
+    }
+
+    private void freePages(int bucket, long firstPage, long pages) {
+        if (bitmapsInStep) {
+            space.free(bucket, firstPage, pages);
+        }
+    }
+
+    TenantUsage usage(String tenant) {
+        TenantUsage usage = tenants.get(tenant);
+        return usage != null ? usage : tenants.computeIfAbsent(tenant, t -> new TenantUsage());
+    }
+}

@@ -1,0 +1,344 @@
+package io.mcctl.master.durability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.mcctl.master.PropertyTimeout;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.service.PageCheck;
+import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Result;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
+
+/**
+ * The master's page state against a simple model, over a real write-ahead log and real snapshots in a temp
+ * directory, with crashes at random points: a crash leaves the state directory as a kill -9 would (whatever the log
+ * had written), recovery rebuilds a new service from it, and the run goes on with that one. Every step is checked
+ * against the model (what each key holds, what each call answers), and the pages against the claims (the master's
+ * own page check: nothing leaked, nothing claimed twice). A crash taken while a change is still unacknowledged may
+ * keep or lose that change, and nothing else; one taken with everything acknowledged must recover exactly the live
+ * state (mappings, in-flight allocations with their deadlines, quarantine with its release times, bitmaps).
+ */
+@AddLifecycleHook(PropertyTimeout.class)
+class CrashRecoveryPropertiesTest {
+
+    static final long PAGE = 4096;
+    static final Duration DEADLINE = Duration.ofSeconds(30);
+    static final Duration GRACE = Duration.ofSeconds(10);
+    static final Duration LEASE = Duration.ofSeconds(5);
+    static final String[] KEYS = {"a", "b", "c", "d", "e", "f", "ключ", "g/\uD83D\uDE00"};
+    static final String[] TENANTS = {"t1", "t2"};
+
+    enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
+        CRASH_UNACKNOWLEDGED }
+
+    record Step(Kind kind, int tenant, int key, int pages) {
+        @Override
+        public String toString() {
+            return kind + "(" + TENANTS[tenant] + "/" + KEYS[key] + (kind == Kind.ALLOCATE || kind == Kind.ALLOCATE_OVERWRITE ? ", " + pages + " pages" : "") + ")";
+        }
+    }
+
+    @Provide
+    Arbitrary<List<Step>> runs() {
+        Arbitrary<Kind> kinds = Arbitraries.frequency(
+                Tuple.of(12, Kind.ALLOCATE), Tuple.of(4, Kind.ALLOCATE_OVERWRITE), Tuple.of(12, Kind.NOTIFY), Tuple.of(1, Kind.NOTIFY_WRONG),
+                Tuple.of(3, Kind.FREE), Tuple.of(5, Kind.REMOVE), Tuple.of(5, Kind.LOOKUP), Tuple.of(2, Kind.RENEW), Tuple.of(2, Kind.DROP),
+                Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
+                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED));
+        Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
+                Arbitraries.integers().between(0, KEYS.length - 1), Arbitraries.integers().between(1, 40)).as(Step::new);
+        return step.list().ofMinSize(20).ofMaxSize(120);
+    }
+
+    /** What the model holds for a key. */
+    static final class KeyModel {
+        Placement committed;
+        Placement inFlight;
+        /** On the run's clock. */
+        long deadline;
+
+        /** Whether the in-flight allocation is past its deadline at {@code now} (the service's own test: deadline - now <= 0). */
+        boolean expired(long now) {
+            return inFlight != null && deadline - now <= 0;
+        }
+    }
+
+    /** The run's clock in nanoseconds, kept across crashes, and a wall clock tied to it: deadlines are exact on both sides. */
+    final AtomicLong clock = new AtomicLong();
+    static final long WALL_BASE_MS = 1_800_000_000_000L;
+
+    /** A live service over its own log, with a clock the run moves by hand. */
+    final class Live implements AutoCloseable {
+        final PageService pages;
+        final WriteAheadLog wal;
+        final Snapshotter snapshotter;
+
+        Live(Path stateDir) throws IOException {
+            StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, true,
+                    () -> new PageService(layout, DEADLINE, GRACE, LEASE, clock::get, () -> WALL_BASE_MS + clock.get() / 1_000_000));
+            pages = recovered.pages;
+            wal = new WriteAheadLog(stateDir, recovered.lastSequence, 64 << 10, System::currentTimeMillis);
+            pages.setChangeLog(wal.changeLog());
+            snapshotter = new Snapshotter(pages, wal, stateDir, StateFixtures.layoutRecord(layout), 2, Map.of(), recovered.lastSequence);
+        }
+
+        void durable() throws Exception {
+            wal.whenDurable().get(10, TimeUnit.SECONDS);
+        }
+
+        @Override
+        public void close() throws IOException {
+            wal.close();
+        }
+    }
+
+    BucketLayout layout;
+
+    @Property(tries = 40)
+    void recovered_state_equals_the_live_state_for_everything_acknowledged(@ForAll("runs") List<Step> steps) throws Exception {
+        Path root = Files.createTempDirectory("mcctl-crash-property");
+        clock.set(0);
+        try {
+            run(root, steps);
+        } finally {
+            deleteTree(root);
+        }
+    }
+
+    private void run(Path root, List<Step> steps) throws Exception {
+        // Few pages, so that allocations meet full buckets, spills and quarantine.
+        layout = new BucketLayout(root.resolve("root"), 2, PAGE, 64 * PAGE);
+        Path stateDir = root.resolve("state");
+        Files.createDirectories(stateDir);
+        Map<String, KeyModel> model = new HashMap<>();
+        Live live = new Live(stateDir);
+        int crashes = 0;
+        try {
+            for (int i = 0; i < steps.size(); i++) {
+                PropertyTimeout.check();
+                Step step = steps.get(i);
+                String where = "step " + i + " " + step + " of " + steps;
+                String tenant = TENANTS[step.tenant()];
+                String key = KEYS[step.key()];
+                KeyModel km = model.computeIfAbsent(tenant + "\0" + key, k -> new KeyModel());
+                long now = clock.get();
+                switch (step.kind()) {
+                    case ALLOCATE, ALLOCATE_OVERWRITE -> {
+                        boolean overwrite = step.kind() == Kind.ALLOCATE_OVERWRITE;
+                        Result<Placement> r = live.pages.allocate(tenant, key, step.pages() * PAGE - 7, overwrite);
+                        if (km.expired(now)) {
+                            km.inFlight = null; // the allocate reclaims it first
+                        }
+                        if (km.inFlight != null) {
+                            assertEquals(ErrorCode.REPLICA_IS_NOT_READY, r.error(), where);
+                        } else if (km.committed != null && !overwrite) {
+                            assertEquals(ErrorCode.OBJECT_ALREADY_EXISTS, r.error(), where);
+                        } else if (r.isOk()) {
+                            km.inFlight = r.value();
+                            km.deadline = now + DEADLINE.toNanos();
+                        } else {
+                            assertEquals(ErrorCode.NO_AVAILABLE_HANDLE, r.error(), where);
+                        }
+                    }
+                    case NOTIFY -> {
+                        Placement written = km.inFlight != null ? km.inFlight.withCrc(i) : new Placement(0, 0, 1, i);
+                        Result<Void> r = live.pages.notifySuccess(tenant, key, written);
+                        if (km.expired(now)) {
+                            assertEquals(ErrorCode.OBJECT_NOT_FOUND, r.error(), where + ": past its deadline");
+                            km.inFlight = null;
+                        } else if (km.inFlight != null) {
+                            assertTrue(r.isOk(), where + ": " + r);
+                            km.committed = written;
+                            km.inFlight = null;
+                        } else if (!r.isOk()) {
+                            assertTrue(r.error() == ErrorCode.OBJECT_NOT_FOUND || r.error() == ErrorCode.INVALID_PARAMS, where + ": " + r);
+                        } else {
+                            assertEquals(km.committed, written, where + ": only the very commit may be repeated");
+                        }
+                    }
+                    case NOTIFY_WRONG -> {
+                        if (km.inFlight != null) {
+                            Placement wrong = new Placement(km.inFlight.bucket(), km.inFlight.offset() + PAGE, km.inFlight.size(), 1);
+                            assertEquals(ErrorCode.INVALID_PARAMS, live.pages.notifySuccess(tenant, key, wrong).error(), where);
+                        }
+                    }
+                    case FREE -> {
+                        Result<Void> r = live.pages.free(tenant, key, km.inFlight);
+                        assertEquals(km.inFlight != null, r.isOk(), where + ": " + r);
+                        km.inFlight = null;
+                    }
+                    case REMOVE -> {
+                        Result<Void> r = live.pages.remove(tenant, key);
+                        assertEquals(km.committed != null, r.isOk(), where + ": " + r);
+                        km.committed = null;
+                    }
+                    case LOOKUP -> {
+                        Result<Placement> r = live.pages.getMapping(tenant, key);
+                        if (km.committed != null) {
+                            assertEquals(km.committed, r.value(), where);
+                        } else {
+                            assertEquals(km.inFlight != null ? ErrorCode.REPLICA_IS_NOT_READY : ErrorCode.OBJECT_NOT_FOUND, r.error(), where);
+                        }
+                    }
+                    case RENEW -> {
+                        Result<Long> r = live.pages.renew(tenant, key, km.inFlight);
+                        assertEquals(km.inFlight != null && !km.expired(now), r.isOk(), where + ": " + r);
+                        if (r.isOk()) {
+                            km.deadline = now + DEADLINE.toNanos();
+                        }
+                    }
+                    case DROP -> {
+                        Result<Placement> r = live.pages.dropInFlight(tenant, key);
+                        assertEquals(km.inFlight != null, r.isOk(), where + ": " + r);
+                        km.inFlight = null;
+                    }
+                    case ADVANCE -> clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(step.pages() * 1_500L));
+                    case EXPIRE_ALL -> {
+                        // Past every deadline, grace and lease.
+                        clock.addAndGet(TimeUnit.HOURS.toNanos(2));
+                        live.pages.reap();
+                        model.values().forEach(m -> m.inFlight = null);
+                        assertEquals(0, live.pages.inFlightCount(), where);
+                        assertEquals(0, live.pages.quarantinedPageCount(), where + ": every range's time has come");
+                    }
+                    case SNAPSHOT -> {
+                        live.durable();
+                        live.snapshotter.take();
+                    }
+                    case CRASH -> {
+                        live.durable();
+                        List<String> before = StateFixtures.dump(live.pages);
+                        Live recovered = crash(live, stateDir, root, crashes++);
+                        assertSameState(before, StateFixtures.dump(recovered.pages), where);
+                        live = recovered;
+                    }
+                    case CRASH_UNACKNOWLEDGED -> {
+                        // A change appended and not waited for: the crash may keep or lose it, and nothing else. Only where
+                        // the allocate makes one change (no expired allocation of the key to reclaim first).
+                        if (km.inFlight != null) {
+                            break;
+                        }
+                        live.durable();
+                        List<String> without = StateFixtures.dump(live.pages);
+                        Result<Placement> r = live.pages.allocate(tenant, key, PAGE, true);
+                        List<String> with = StateFixtures.dump(live.pages);
+                        Live recovered = crash(live, stateDir, root, crashes++);
+                        List<String> got = StateFixtures.dump(recovered.pages);
+                        if (r.isOk()) {
+                            boolean kept = sameState(with, got);
+                            assertTrue(kept || sameState(without, got), where + ": recovered neither with nor without the unacknowledged change:\n"
+                                    + String.join("\n", got));
+                            km.inFlight = kept ? r.value() : null;
+                            km.deadline = now + DEADLINE.toNanos();
+                        } else {
+                            assertSameState(without, got, where);
+                        }
+                        live = recovered;
+                    }
+                }
+                live.durable();
+                checkPages(live.pages, where);
+                checkModel(live.pages, model, where);
+            }
+        } finally {
+            live.close();
+        }
+    }
+
+    /**
+     * Leaves the state directory as a kill -9 of the master would: the files as they are, with no clean close (which
+     * would trim the log), copied aside before the old log's writer could change them; then recovers from the copy.
+     */
+    private Live crash(Live live, Path stateDir, Path root, int crash) throws Exception {
+        Path copy = root.resolve("crash-" + crash);
+        Files.createDirectories(copy);
+        try (Stream<Path> files = Files.list(stateDir)) {
+            for (Path file : files.toList()) {
+                Files.copy(file, copy.resolve(file.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
+            }
+        }
+        live.close(); // the old process is gone: its state directory is the copy from now on
+        deleteTree(stateDir);
+        Files.move(copy, stateDir);
+        return new Live(stateDir);
+    }
+
+    private static void checkPages(PageService pages, String where) {
+        PageCheck check = pages.checkPages(0, false, 10);
+        assertEquals(0, check.overlapPages(), where + ": overlaps " + check.overlaps());
+        assertEquals(0, check.leakedPages(), where + ": leaked " + check.leaked());
+        assertEquals(0, check.falseFreePages(), where + ": false free " + check.falseFree());
+    }
+
+    private static void checkModel(PageService pages, Map<String, KeyModel> model, String where) {
+        long committed = 0;
+        long inFlight = 0;
+        for (Map.Entry<String, KeyModel> e : model.entrySet()) {
+            String[] parts = e.getKey().split("\0", 2);
+            KeyModel km = e.getValue();
+            Result<Placement> peek = pages.peek(parts[0], parts[1]);
+            if (km.committed != null) {
+                committed++;
+                assertEquals(km.committed, peek.value(), where + ": " + e.getKey());
+            } else if (km.inFlight != null) {
+                assertEquals(ErrorCode.REPLICA_IS_NOT_READY, peek.error(), where + ": " + e.getKey());
+            } else {
+                assertEquals(ErrorCode.OBJECT_NOT_FOUND, peek.error(), where + ": " + e.getKey());
+            }
+            if (km.inFlight != null) {
+                inFlight++;
+            }
+        }
+        assertEquals(committed, pages.mappingCount(), where);
+        assertEquals(inFlight, pages.inFlightCount(), where);
+    }
+
+    private static boolean sameState(List<String> a, List<String> b) {
+        return a.equals(b);
+    }
+
+    private static void assertSameState(List<String> want, List<String> got, String where) {
+        if (!want.equals(got)) {
+            List<String> missing = new ArrayList<>(want);
+            missing.removeAll(got);
+            List<String> extra = new ArrayList<>(got);
+            extra.removeAll(want);
+            fail(where + ": recovered state differs from the live one\n  lost: " + missing + "\n  gained: " + extra);
+        }
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(root)) {
+            for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+package io.mcctl.master.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.mcctl.master.TestObjects;
+import io.mcctl.master.TierCluster;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.client.TierReader;
+import io.mcctl.master.client.TierWriter;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A write-ahead log that really fails: the state directory is a small tmpfs (the tests run as root; elsewhere the
+ * test is skipped), filled until the log's next write gets ENOSPC. The master must never answer OK for a change
+ * the log may not hold, must say once what happened, refuse changes with UNAVAILABLE, keep serving lookups and
+ * report itself unhealthy; a restart once space is back recovers every acknowledged object.
+ */
+@Timeout(120)
+class LogFailureTest {
+
+    @TempDir
+    Path dir;
+    Path mount;
+
+    @AfterEach
+    void unmount() throws Exception {
+        if (mount != null) {
+            run("umount", "-l", mount.toString()); // lazily: a segment that recovery mapped stays mapped until the collector unmaps it
+        }
+    }
+
+    @Test
+    void a_full_state_directory_stops_changes_once_keeps_lookups_and_loses_nothing_acknowledged() throws Exception {
+        mount = dir.resolve("state");
+        Files.createDirectories(mount);
+        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", mount.toString()) == 0;
+        if (!mounted) {
+            mount = null;
+        }
+        assumeTrue(mounted, "needs root to mount a tmpfs");
+        // Room for far more objects than the log can record on the tmpfs: the log fails first.
+        BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
+        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(5), MasterSettings.Durability.wal, mount, null, 2, 64L << 20, Map.of());
+        List<String> acknowledged = new ArrayList<>();
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            for (int i = 0; i < 20; i++) {
+                String key = "before-" + i;
+                assertTrue(node.writer().offload("t", List.of(TestObjects.object(key, 3000)), false).get(0).ok(), key);
+                acknowledged.add(key);
+            }
+            fill(mount);
+            // Offload until the log's write fails: every offload either succeeds (acknowledged) or fails, never both.
+            Object failed = null;
+            for (int i = 0; i < 20_000 && failed == null; i++) {
+                String key = "during-" + i;
+                try {
+                    TierWriter.Outcome outcome = node.writer().offload("t", List.of(TestObjects.object(key, 100)), false).get(0);
+                    if (outcome.ok()) {
+                        acknowledged.add(key);
+                    } else {
+                        failed = outcome;
+                    }
+                } catch (MasterException e) {
+                    failed = e;
+                    assertTrue(e.getMessage().contains("takes no changes"), e.getMessage());
+                }
+            }
+            assertNotNull(failed, "the log never failed on a full filesystem");
+
+            String refusal = cluster.master().pages().refusal();
+            assertNotNull(refusal, "the master refuses changes; the offload failed with " + failed);
+            assertTrue(refusal.contains("No space left on device"), refusal);
+            assertTrue(refusal.contains(mount.toString()), "names the segment: " + refusal);
+
+            MasterException allocate = assertThrows(MasterException.class, () -> node.client().allocate("t", "after", 10, false));
+            assertTrue(allocate.getMessage().contains("takes no changes") && allocate.getMessage().contains("restart"), allocate.toString());
+            StatusRuntimeException raw = assertThrows(StatusRuntimeException.class,
+                    () -> io.mcctl.master.proto.v1.MasterServiceGrpc.newBlockingStub(io.grpc.ManagedChannelBuilder
+                            .forTarget(cluster.target()).usePlaintext().build()).withDeadlineAfter(10, TimeUnit.SECONDS)
+                            .remove(io.mcctl.master.proto.v1.RemoveRequest.newBuilder().setTenantId("t").setKey("before-0").build()));
+            assertEquals(Status.Code.UNAVAILABLE, raw.getStatus().getCode());
+            assertTrue(raw.getStatus().getDescription().contains("restart"), raw.getStatus().getDescription());
+
+            // Lookups go on: every acknowledged object still reads back.
+            List<TierReader.Outcome> read = node.reader().get("t", acknowledged);
+            for (int i = 0; i < acknowledged.size(); i++) {
+                assertTrue(read.get(i).ok(), acknowledged.get(i) + ": " + read.get(i));
+            }
+            GetStatsResponse stats = node.client().stats();
+            assertEquals(refusal, stats.getChangesRefused());
+            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + cluster.master().metricsPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, health.statusCode());
+            assertTrue(health.body().contains("No space left on device"), health.body());
+            String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + cluster.master().metricsPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            assertTrue(metrics.contains("mcctl_master_changes_refused 1"), metrics);
+            assertEquals(0, cluster.master().pages().reap(), "the reaper does nothing once changes are refused");
+        }
+        // Space comes back (the operator grows the filesystem), then the restart.
+        Files.delete(mount.resolve("filler"));
+        assertEquals(0, run("mount", "-o", "remount,size=16m", mount.toString()));
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            assertEquals(null, cluster.master().pages().refusal());
+            List<TierReader.Outcome> read = cluster.node(0).reader().get("t", acknowledged);
+            for (int i = 0; i < acknowledged.size(); i++) {
+                assertTrue(read.get(i).ok(), "acknowledged before the failure, lost after the restart: " + acknowledged.get(i));
+                assertArrayEquals(TestObjects.content(acknowledged.get(i), acknowledged.get(i).startsWith("before") ? 3000 : 100),
+                        TestObjects.bytesOf(read.get(i).data()));
+            }
+            assertTrue(cluster.node(0).writer().offload("t", List.of(TestObjects.object("after-restart", 10)), false).get(0).ok());
+            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + cluster.master().metricsPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode());
+            assertFalse(health.body().contains("unhealthy"));
+        }
+    }
+
+    /** Writes a filler file until the filesystem is full. */
+    private static void fill(Path mount) throws IOException {
+        byte[] block = new byte[4096];
+        try (OutputStream out = Files.newOutputStream(mount.resolve("filler"))) {
+            while (true) {
+                out.write(block);
+            }
+        } catch (IOException full) {
+            // ENOSPC: the filesystem is full
+        }
+    }
+
+    private static int run(String... command) throws Exception {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(30, TimeUnit.SECONDS) ? p.exitValue() : -1;
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+}
