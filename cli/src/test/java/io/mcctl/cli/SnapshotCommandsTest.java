@@ -74,7 +74,7 @@ class SnapshotCommandsTest {
             Files.createDirectories(dir);
             LayoutFile.Record record = LayoutFile.loadOrCreate(layout);
             this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
-            this.wal = new WriteAheadLog(dir, 0, 1 << 20, System::currentTimeMillis);
+            this.wal = new WriteAheadLog(dir, record.clusterId(), 0, 1 << 20, System::currentTimeMillis);
             pages.setChangeLog(wal::append);
             this.snapshotter = new Snapshotter(pages, wal, dir, record, 10, Map.of("durability", "wal"), 0);
         }

@@ -62,7 +62,7 @@ public final class StateRecovery {
      * @param replayWal false under snapshot durability: the state is the newest snapshot's
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, true, MappingTable.Records::new);
+        return recover(stateDir, layout, replayWal, true, null, MappingTable.Records::new);
     }
 
     /**
@@ -71,7 +71,13 @@ public final class StateRecovery {
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, java.util.function.Supplier<MappingTable> tables)
             throws IOException {
-        return recover(stateDir, layout, replayWal, true, tables);
+        return recover(stateDir, layout, replayWal, true, null, tables);
+    }
+
+    /** Recovery as a starting master runs it: every log segment must belong to {@code clusterId}. */
+    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, String clusterId,
+                                    java.util.function.Supplier<MappingTable> tables) throws IOException {
+        return recover(stateDir, layout, replayWal, true, clusterId, tables);
     }
 
     /**
@@ -79,13 +85,14 @@ public final class StateRecovery {
      * state directory of a master that may still be running.
      */
     public static Recovered recoverReadOnly(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        return recover(stateDir, layout, replayWal, false, MappingTable.Records::new);
+        return recover(stateDir, layout, replayWal, false, null, MappingTable.Records::new);
     }
 
-    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair,
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, String clusterId,
                                      java.util.function.Supplier<MappingTable> tables) throws IOException {
         Recovered state = new Recovered(layout.pageSize(), tables.get());
         long begin = System.nanoTime();
+        CorruptStateException newestUnusable = null;
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
                 Recovered attempt = new Recovered(layout.pageSize(), tables.get());
@@ -95,6 +102,7 @@ public final class StateRecovery {
                 break;
             } catch (CorruptStateException e) {
                 state.warnings.add("snapshot " + listed.path().getFileName() + " is unusable (" + e.getMessage() + "); trying an older one");
+                newestUnusable = newestUnusable == null ? e : newestUnusable;
             }
         }
         if (state.snapshot == null && !state.warnings.isEmpty() && !replayWal) {
@@ -105,19 +113,32 @@ public final class StateRecovery {
         long replayBegin = System.nanoTime();
         if (replayWal) {
             Recovered target = state;
-            target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, (record, file, offset) -> {
-                apply(target, record);
-                target.replayed++;
-            });
+            try {
+                target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, clusterId, (record, file, offset) -> {
+                    apply(target, record);
+                    target.replayed++;
+                });
+                List<WalSegments.Segment> segments = WalSegments.list(stateDir);
+                if (state.snapshot == null && target.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
+                    throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
+                            + " and no snapshot covers the records before it");
+                }
+            } catch (CorruptStateException e) {
+                if (newestUnusable == null) {
+                    throw e;
+                }
+                // What the log lacks is what the corrupt snapshot held: it is named first, being the cause and the way out.
+                throw new CorruptStateException(newestUnusable.file(), newestUnusable.offset(), "snapshot is corrupt ("
+                        + newestUnusable.what() + ") and the older snapshots and log cannot stand in for it: " + e.getMessage()
+                        + " ('mcctl snapshot recover' shows what can be kept)");
+            }
             state.lastSequence = target.wal.lastSequence();
+            for (String passed : state.wal.skipped()) {
+                state.warnings.add("damaged log record passed over: " + passed);
+            }
             if (state.wal.torn()) {
                 state.warnings.add((repair ? "cut a torn record off the end of " : "a torn record ends ") + state.wal.tornFile().getFileName()
                         + " at byte " + state.wal.tornOffset());
-            }
-            List<WalSegments.Segment> segments = WalSegments.list(stateDir);
-            if (state.snapshot == null && state.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
-                throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
-                        + " and no snapshot covers the records before it");
             }
         }
         state.replayMillis = (System.nanoTime() - replayBegin) / 1_000_000;

@@ -118,7 +118,7 @@ class WalRecordEncoderTest {
                         .setReplaced(record(older)).setReplacedReleaseMs(1_800_000_000_500L)),
                 WalRecord.newBuilder().setCommitted(Committed.newBuilder().setKey("no tenant").setPlacement(record(written))
                         .setReplaced(record(older))));
-        try (WriteAheadLog wal = new WriteAheadLog(dir, 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
             ChangeLog log = wal.changeLog();
             log.allocated("t", "ключ/1", first, 1_800_000_000_000L, false);
             log.committed("t", "ключ/1", written, null, 0);
@@ -138,7 +138,7 @@ class WalRecordEncoderTest {
     @Test
     void a_record_refused_for_a_missing_field_leaves_nothing_in_the_log() throws Exception {
         Placement placement = new Placement(1, 0, 10, 0);
-        try (WriteAheadLog wal = new WriteAheadLog(dir, 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
             wal.appendAllocated("t", "before", placement, 5, false);
             assertThrows(NullPointerException.class, () -> wal.appendAllocated("t", null, placement, 5, false));
             assertThrows(NullPointerException.class, () -> wal.appendCommitted(null, "k", placement, null, 0));

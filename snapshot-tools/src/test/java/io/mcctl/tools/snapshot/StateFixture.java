@@ -61,7 +61,7 @@ final class StateFixture implements AutoCloseable {
         Files.createDirectories(stateDir);
         this.layoutRecord = LayoutFile.loadOrCreate(layout);
         this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
-        this.wal = withWal ? new WriteAheadLog(stateDir, 0, 1 << 20, System::currentTimeMillis) : null;
+        this.wal = withWal ? new WriteAheadLog(stateDir, layoutRecord.clusterId(), 0, 1 << 20, System::currentTimeMillis) : null;
         if (wal != null) {
             pages.setChangeLog(wal::append);
         }
