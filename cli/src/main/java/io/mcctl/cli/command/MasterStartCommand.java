@@ -3,6 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.SettingsOptions;
+import io.mcctl.master.durability.StateLock;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.EffectiveConfig;
@@ -26,7 +27,9 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl master start}: the master in the foreground until SIGTERM or Ctrl-C. */
 @Command(name = "start", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Run the master in the foreground: page RPCs over gRPC, Prometheus metrics and health over HTTP.",
-                "Lays out the root on first start (layout record and bucket files). SIGTERM or Ctrl-C stops it cleanly."})
+                "Lays out the root on first start (layout record and bucket files). SIGTERM or Ctrl-C stops it cleanly.",
+                "Holds <state dir>/in_use.lock while it runs: a second master on the same state directory exits 6 (IN_USE), "
+                        + "naming the holder, and changes nothing."})
 public final class MasterStartCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
     private static final Logger LOG = LoggerFactory.getLogger("mcctl.master");
@@ -87,10 +90,19 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
                 stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
                 config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce);
-        if (config.get(StorageSettings.HEALTH_CHECK)) {
-            healthCheck(layout, options.fsType());
+        // The state directory's lock comes first: a second master on the same state changes nothing, not even the
+        // health check's probe files under the root.
+        StateLock lock = StateLock.acquire(options.resolvedStateDir());
+        MasterServer server;
+        try {
+            if (config.get(StorageSettings.HEALTH_CHECK)) {
+                healthCheck(layout, options.fsType());
+            }
+            server = MasterServer.start(options, lock);
+        } catch (Exception e) {
+            lock.close();
+            throw e;
         }
-        MasterServer server = MasterServer.start(options);
         Thread hook = new Thread(() -> {
             LOG.info("stopping");
             server.close();
