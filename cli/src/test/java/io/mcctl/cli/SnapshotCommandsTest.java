@@ -161,7 +161,7 @@ class SnapshotCommandsTest {
         byte[] bytes = Files.readAllBytes(segment);
         ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         List<Long> out = new ArrayList<>();
-        for (int at = 0; at + 8 <= bytes.length; at += 8 + buffer.getInt(at)) {
+        for (int at = io.mcctl.master.durability.WalSegmentHeader.BYTES; at + 8 <= bytes.length; at += 8 + buffer.getInt(at)) {
             out.add((long) at);
         }
         return out;

@@ -113,6 +113,15 @@ class StateOwnershipProcessTest {
                         && errors.get(0).contains(", serving 127.0.0.1:" + first.port()), errors.get(0));
             }
             assertEquals(before, listing(root), "a refused start changes nothing under the root or in the state directory");
+
+            // An offline reader works on, and says once that the state is live.
+            McctlProcess.Done list = McctlProcess.run(dir, Map.of(), "snapshot", "list", stateDir.toString());
+            assertEquals(ExitCodes.OK, list.exitCode(), list.err());
+            List<String> warnings = list.err().lines().toList();
+            assertEquals(1, warnings.size(), list.err());
+            assertTrue(warnings.get(0).startsWith("mcctl: warning: state " + stateDir.toRealPath() + " is held by pid " + pid)
+                    && warnings.get(0).endsWith("the state is live and may change while this reads it"), warnings.get(0));
+            assertEquals(before, listing(root), "nor does a reader");
             assertTrue(Files.notExists(dir.resolve("other-root")), "the refused master laid out no root of its own");
             readBack(first, written);
 

@@ -213,12 +213,12 @@ final class StateFixture implements AutoCloseable {
         }
     }
 
-    /** The byte offsets of the frames of a log segment. */
+    /** The byte offsets of the frames of a log segment (after its header). */
     static List<Long> frameOffsets(Path segment) throws IOException {
         byte[] bytes = Files.readAllBytes(segment);
         ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         List<Long> out = new ArrayList<>();
-        int at = 0;
+        int at = io.mcctl.master.durability.WalSegmentHeader.BYTES;
         while (at + 8 <= bytes.length) {
             out.add((long) at);
             at += 8 + buffer.getInt(at);
