@@ -103,6 +103,16 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
             lock.close();
             throw e;
         }
+        if (config.get(StorageSettings.PREALLOCATE_BUCKETS)) {
+            try {
+                double seconds = io.mcctl.storage.layout.SpaceBacking.preallocate(layout);
+                LOG.info("preallocate_buckets: real space reserved for {} bucket files of {} bytes in {} s", layout.bucketCount(),
+                        layout.bucketSize(), String.format(java.util.Locale.ROOT, "%.1f", seconds));
+            } catch (java.io.IOException e) {
+                server.close();
+                throw new CliException(ExitCodes.FAILED, e.getMessage(), e);
+            }
+        }
         Thread hook = new Thread(() -> {
             LOG.info("stopping");
             server.close();

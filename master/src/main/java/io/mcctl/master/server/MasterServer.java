@@ -26,6 +26,7 @@ import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.storage.layout.SpaceBacking;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -138,6 +139,7 @@ public final class MasterServer implements AutoCloseable {
             LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
                     init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
             StateCluster.require(stateDir, init.layout().clusterId(), layoutFile);
+            SpaceBacking.measure(options.layout()).warning(options.layout()).ifPresent(warning -> LOG.warn("free space: {}", warning));
             boolean walMode = options.durability() == MasterSettings.Durability.wal;
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
