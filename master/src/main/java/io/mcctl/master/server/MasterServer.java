@@ -213,7 +213,8 @@ public final class MasterServer implements AutoCloseable {
                 try {
                     snapshotter.take();
                 } catch (IOException | RuntimeException e) {
-                    LOG.error("periodic snapshot failed; will retry at the next interval", e);
+                    // One line: a full disk fails every interval, and the writer has already removed its temp file.
+                    LOG.error("periodic snapshot failed ({}); will retry at the next interval", rootMessage(e));
                 }
             }, every, every, TimeUnit.MILLISECONDS);
         }
