@@ -175,6 +175,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot verify" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot diff" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot export" ];    then _picocli_mcctl_snapshot; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot recover" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot wal" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot wal dump" ];    then _picocli_mcctl_snapshot_wal; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap inspect" ];    then _picocli_mcctl_bitmap; return $?; fi
@@ -208,27 +209,29 @@ function _complete_mcctl() {
   local cmds18=(snapshot verify)
   local cmds19=(snapshot diff)
   local cmds20=(snapshot export)
-  local cmds21=(snapshot wal)
-  local cmds22=(snapshot wal dump)
-  local cmds23=(bitmap inspect)
-  local cmds24=(mount validate)
-  local cmds25=(bench allocator)
-  local cmds26=(bench master)
-  local cmds27=(bench io)
-  local cmds28=(bench restart)
-  local cmds29=(bench fsck)
-  local cmds30=(config show)
+  local cmds21=(snapshot recover)
+  local cmds22=(snapshot wal)
+  local cmds23=(snapshot wal dump)
+  local cmds24=(bitmap inspect)
+  local cmds25=(mount validate)
+  local cmds26=(bench allocator)
+  local cmds27=(bench master)
+  local cmds28=(bench io)
+  local cmds29=(bench restart)
+  local cmds30=(bench fsck)
+  local cmds31=(config show)
 
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
   if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
   if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
   if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
@@ -512,7 +515,7 @@ function _picocli_mcctl_snapshot() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="create list inspect verify diff export wal"
+  local commands="create list inspect verify diff export recover wal"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -707,7 +710,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -739,6 +742,9 @@ function _picocli_mcctl_master_start() {
     '--health-check')
       return
       ;;
+    '--preallocate')
+      return
+      ;;
     '--port')
       return
       ;;
@@ -767,6 +773,15 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--wal-segment-size')
+      return
+      ;;
+    '--eviction')
+      return
+      ;;
+    '--eviction-high-watermark')
+      return
+      ;;
+    '--eviction-low-watermark')
       return
       ;;
   esac
@@ -1017,6 +1032,36 @@ function _picocli_mcctl_snapshot_export() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `recover` subcommand.
+function _picocli_mcctl_snapshot_recover() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'--discard-damaged' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--state-dir'"
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--state-dir')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `wal` subcommand.
 function _picocli_mcctl_snapshot_wal() {
   # Get completion data
@@ -1146,7 +1191,7 @@ function _picocli_mcctl_mount_validate() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check'"
+  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1188,6 +1233,9 @@ function _picocli_mcctl_mount_validate() {
       return
       ;;
     '--health-check')
+      return
+      ;;
+    '--preallocate')
       return
       ;;
   esac
@@ -1416,7 +1464,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1454,6 +1502,9 @@ function _picocli_mcctl_config_show() {
     '--health-check')
       return
       ;;
+    '--preallocate')
+      return
+      ;;
     '--port')
       return
       ;;
@@ -1482,6 +1533,15 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--wal-segment-size')
+      return
+      ;;
+    '--eviction')
+      return
+      ;;
+    '--eviction-high-watermark')
+      return
+      ;;
+    '--eviction-low-watermark')
       return
       ;;
   esac

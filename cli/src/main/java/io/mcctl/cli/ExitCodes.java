@@ -14,8 +14,10 @@ public final class ExitCodes {
     public static final int NOT_FOUND = 3;
     /** The master or the shared mount cannot be reached. */
     public static final int UNAVAILABLE = 4;
-    /** Stored bytes failed their checksum. */
+    /** Stored bytes failed their checksum, or state on disk is damaged. */
     public static final int CORRUPT = 5;
+    /** The state directory is held by a running master (its in_use.lock). Nothing was changed. */
+    public static final int IN_USE = 6;
     /** A bug in mcctl: run again with -x and report the stack trace. */
     public static final int INTERNAL = 70;
 
@@ -26,7 +28,8 @@ public final class ExitCodes {
             + "  2   USAGE        bad input or an invalid setting; nothing was changed%n"
             + "  3   NOT_FOUND    the key, object or file asked for does not exist%n"
             + "  4   UNAVAILABLE  the master or the shared mount cannot be reached%n"
-            + "  5   CORRUPT      stored bytes failed their checksum%n"
+            + "  5   CORRUPT      stored bytes failed their checksum, or state on disk is damaged%n"
+            + "  6   IN_USE       the state directory is held by a running master; nothing was changed%n"
             + "  70  INTERNAL     a bug in mcctl (run again with -x and report it)%n"
             + "  fsck uses fsck(8) codes: 0 clean, 1 corrected, 4 left uncorrected, 8 operational error";
 

@@ -1,6 +1,7 @@
 package io.mcctl.cli;
 
 import io.mcctl.master.client.MasterException;
+import io.mcctl.master.durability.StateInUseException;
 import io.mcctl.storage.config.ConfigException;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
@@ -136,6 +137,9 @@ public final class Main {
                 case INVALID_PARAMS -> ExitCodes.USAGE;
                 default -> ExitCodes.FAILED;
             };
+        }
+        if (ex instanceof StateInUseException) {
+            return ExitCodes.IN_USE;
         }
         if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException) {
             return ExitCodes.USAGE;

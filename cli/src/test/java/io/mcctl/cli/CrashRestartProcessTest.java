@@ -63,7 +63,8 @@ class CrashRestartProcessTest {
 
     McctlProcess.Master startMaster(String allocationDeadline) throws Exception {
         return McctlProcess.Master.start(dir, Map.of(), "--root", root().toString(), "--bucket-count", "8", "--bucket-size", "4MiB",
-                "--page-size", "4KiB", "--allocation-deadline", allocationDeadline, "--read-lease", "1s");
+                "--page-size", "4KiB", "--allocation-deadline", allocationDeadline, "--read-lease", "1s",
+                "--eviction", "false"); // every acknowledged object must stay: this is about crashes, not a full cache
     }
 
     static void kill9(McctlProcess.Master master) throws InterruptedException {

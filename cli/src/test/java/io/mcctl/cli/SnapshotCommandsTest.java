@@ -74,7 +74,7 @@ class SnapshotCommandsTest {
             Files.createDirectories(dir);
             LayoutFile.Record record = LayoutFile.loadOrCreate(layout);
             this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
-            this.wal = new WriteAheadLog(dir, 0, 1 << 20, System::currentTimeMillis);
+            this.wal = new WriteAheadLog(dir, record.clusterId(), 0, 1 << 20, System::currentTimeMillis);
             pages.setChangeLog(wal.changeLog());
             this.snapshotter = new Snapshotter(pages, wal, dir, record, 10, Map.of("durability", "wal"), 0);
         }
@@ -161,7 +161,7 @@ class SnapshotCommandsTest {
         byte[] bytes = Files.readAllBytes(segment);
         ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         List<Long> out = new ArrayList<>();
-        for (int at = 0; at + 8 <= bytes.length; at += 8 + buffer.getInt(at)) {
+        for (int at = io.mcctl.master.durability.WalSegmentHeader.BYTES; at + 8 <= bytes.length; at += 8 + buffer.getInt(at)) {
             out.add((long) at);
         }
         return out;

@@ -33,7 +33,10 @@ class WalDumpCommandTest {
 
     @Test
     void text_shows_every_record_on_one_line_then_a_summary() {
-        List<String> lines = CliRun.run("snapshot", "wal", "dump", state.dir()).expectOk().out().lines().toList();
+        List<String> all = CliRun.run("snapshot", "wal", "dump", state.dir()).expectOk().out().lines().toList();
+        assertTrue(all.get(0).matches("segment wal-0+1\\.log \\(\\d+ bytes\\): format 2 \\(readers of 2 or later\\), cluster \\S+, "
+                + "first record 1, leader epoch 0"), all.get(0));
+        List<String> lines = all.subList(1, all.size());
         assertEquals(18, lines.size(), String.join("\n", lines));
         for (int i = 0; i < 17; i++) {
             assertTrue(lines.get(i).startsWith((i + 1) + "  "), lines.get(i));
@@ -49,9 +52,15 @@ class WalDumpCommandTest {
 
     @Test
     void json_is_one_line_per_record_and_an_end_line() throws Exception {
-        List<String> lines = CliRun.run("snapshot", "wal", "dump", state.dir(), "-o", "json", "--from", "10").expectOk().out().lines().toList();
-        assertEquals(9, lines.size());
+        List<String> all = CliRun.run("snapshot", "wal", "dump", state.dir(), "-o", "json", "--from", "10").expectOk().out().lines().toList();
         ObjectMapper json = new ObjectMapper();
+        JsonNode header = json.readTree(all.get(0));
+        assertEquals("segment", header.get("type").asText());
+        assertEquals(2, header.get("format_version").asInt());
+        assertEquals(1, header.get("first_sequence").asLong());
+        assertEquals(0, header.get("leader_epoch").asLong());
+        List<String> lines = all.subList(1, all.size());
+        assertEquals(9, lines.size());
         for (int i = 0; i < 8; i++) {
             JsonNode record = json.readTree(lines.get(i));
             assertEquals("record", record.get("type").asText());
@@ -75,7 +84,10 @@ class WalDumpCommandTest {
     void a_torn_tail_is_reported_at_the_end_and_exits_ok() throws Exception {
         long last = SnapshotCommandsTest.frameOffsets(segment).get(16);
         SnapshotCommandsTest.truncate(segment, Files.size(segment) - 4);
-        List<String> lines = CliRun.run("snapshot", "wal", "dump", state.dir()).expectOk().out().lines().toList();
+        List<String> all = CliRun.run("snapshot", "wal", "dump", state.dir()).expectOk().out().lines().toList();
+        assertTrue(all.get(0).matches("segment wal-0+1\\.log \\(\\d+ bytes\\): format 2 \\(readers of 2 or later\\), cluster \\S+, "
+                + "first record 1, leader epoch 0"), all.get(0));
+        List<String> lines = all.subList(1, all.size());
         assertEquals(18, lines.size(), String.join("\n", lines));
         assertTrue(lines.get(15).startsWith("16  "), lines.get(15));
         assertTrue(lines.get(16).startsWith("torn tail: " + segment + " at byte " + last + ": "), lines.get(16));
@@ -88,8 +100,8 @@ class WalDumpCommandTest {
         SnapshotCommandsTest.flipByte(segment, frame + 20);
         CliRun run = CliRun.run("snapshot", "wal", "dump", state.dir()).expectExit(ExitCodes.FAILED);
         List<String> lines = run.out().lines().toList();
-        assertEquals(5, lines.size(), run.out());
-        assertEquals("4 records, sequences 1 to 4 in 1 segment; stopped at a corrupt record", lines.get(4));
+        assertEquals(6, lines.size(), run.out()); // the segment's header, 4 records, the summary
+        assertEquals("4 records, sequences 1 to 4 in 1 segment; stopped at a corrupt record", lines.get(5));
         SnapshotCommandsTest.assertOneErrorLine(run, segment + " at byte " + frame + ": record fails its CRC32C");
 
         CliRun json = CliRun.run("snapshot", "wal", "dump", state.dir(), "-o", "json").expectExit(ExitCodes.FAILED);

@@ -87,6 +87,7 @@ public final class BitmapInspectCommand implements Callable<Integer> {
             source = readLive(request, reports);
         } else {
             source = readSaved(request, reports);
+            io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), stateDir, snapshot); // after the input is found good
         }
         PrintWriter out = spec.commandLine().getOut();
         if (bucket != null) {

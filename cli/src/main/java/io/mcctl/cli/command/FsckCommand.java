@@ -153,6 +153,7 @@ public final class FsckCommand implements Callable<Integer> {
                     throw operational("master " + target + ": " + e.getMessage(), e);
                 }
             } else {
+                io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), stateDir, snapshot);
                 report = Fsck.run(new Fsck.Options(stateDir, snapshot, root, deep, rateLimitBytes), progress);
             }
         } catch (NoSuchFileException e) {

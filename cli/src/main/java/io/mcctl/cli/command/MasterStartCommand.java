@@ -3,7 +3,9 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.SettingsOptions;
+import io.mcctl.master.durability.StateLock;
 import io.mcctl.master.server.MasterServer;
+import io.mcctl.master.service.PageService;
 import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
@@ -26,7 +28,9 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl master start}: the master in the foreground until SIGTERM or Ctrl-C. */
 @Command(name = "start", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Run the master in the foreground: page RPCs over gRPC, Prometheus metrics and health over HTTP.",
-                "Lays out the root on first start (layout record and bucket files). SIGTERM or Ctrl-C stops it cleanly."})
+                "Lays out the root on first start (layout record and bucket files). SIGTERM or Ctrl-C stops it cleanly.",
+                "Holds <state dir>/in_use.lock while it runs: a second master on the same state directory exits 6 (IN_USE), "
+                        + "naming the holder, and changes nothing."})
 public final class MasterStartCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
     private static final Logger LOG = LoggerFactory.getLogger("mcctl.master");
@@ -65,6 +69,18 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         LOG.info("health check: {} checks run, {} warnings", results.size(), warnings);
     }
 
+    /** The eviction settings as one policy; a low watermark above the high one is refused in one line. */
+    static PageService.EvictionPolicy evictionPolicy(EffectiveConfig config) {
+        double high = config.get(MasterSettings.EVICTION_HIGH_WATERMARK);
+        double low = config.get(MasterSettings.EVICTION_LOW_WATERMARK);
+        if (low > high) {
+            throw new CliException(ExitCodes.USAGE, "eviction_low_watermark " + low + " (from " + config.sourceOf(MasterSettings.EVICTION_LOW_WATERMARK)
+                    + ") is above eviction_high_watermark " + high + " (from " + config.sourceOf(MasterSettings.EVICTION_HIGH_WATERMARK)
+                    + "); the low watermark must be at most the high one");
+        }
+        return config.get(MasterSettings.EVICTION) ? new PageService.EvictionPolicy(true, high, low) : PageService.EvictionPolicy.OFF;
+    }
+
     @Override
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
@@ -86,11 +102,31 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 config.get(MasterSettings.BIND), config.get(MasterSettings.PORT), config.get(MasterSettings.METRICS_PORT),
                 config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
                 stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
-                config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce);
-        if (config.get(StorageSettings.HEALTH_CHECK)) {
-            healthCheck(layout, options.fsType());
+                config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
+                MasterServer.Options.DEFAULT_ALLOCATION_GRACE, evictionPolicy(config));
+        // The state directory's lock comes first: a second master on the same state changes nothing, not even the
+        // health check's probe files under the root.
+        StateLock lock = StateLock.acquire(options.resolvedStateDir());
+        MasterServer server;
+        try {
+            if (config.get(StorageSettings.HEALTH_CHECK)) {
+                healthCheck(layout, options.fsType());
+            }
+            server = MasterServer.start(options, lock);
+        } catch (Exception e) {
+            lock.close();
+            throw e;
         }
-        MasterServer server = MasterServer.start(options);
+        if (config.get(StorageSettings.PREALLOCATE_BUCKETS)) {
+            try {
+                double seconds = io.mcctl.storage.layout.SpaceBacking.preallocate(layout);
+                LOG.info("preallocate_buckets: real space reserved for {} bucket files of {} bytes in {} s", layout.bucketCount(),
+                        layout.bucketSize(), String.format(java.util.Locale.ROOT, "%.1f", seconds));
+            } catch (java.io.IOException e) {
+                server.close();
+                throw new CliException(ExitCodes.FAILED, e.getMessage(), e);
+            }
+        }
         Thread hook = new Thread(() -> {
             LOG.info("stopping");
             server.close();

@@ -41,6 +41,7 @@ public final class SnapshotDiffCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         SnapshotListCommand.requireSnapshotFile(a, "mcctl snapshot diff");
         SnapshotListCommand.requireSnapshotFile(b, "mcctl snapshot diff");
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), a, b);
         SnapshotDiff.Report diff = SnapshotDiff.diff(a, b);
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {

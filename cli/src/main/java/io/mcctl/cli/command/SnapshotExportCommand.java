@@ -35,6 +35,7 @@ public final class SnapshotExportCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         SnapshotListCommand.requireSnapshotFile(file, "mcctl snapshot export");
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), file);
         PrintWriter out = spec.commandLine().getOut();
         StateExport.export(file, out);
         out.flush();

@@ -62,6 +62,7 @@ public final class SnapshotInspectCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --tenant: " + KeyRules.checkTenant(tenant));
         }
         SnapshotListCommand.requireSnapshotFile(file, "mcctl snapshot inspect");
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), file);
         boolean list = keys || tenant != null || !prefix.isEmpty() || limit > 0;
         SnapshotInspector.Report report = SnapshotInspector.inspect(file,
                 list ? new SnapshotInspector.KeyFilter(true, tenant, prefix, limit) : SnapshotInspector.KeyFilter.NONE);

@@ -39,6 +39,7 @@ public final class SnapshotListCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         requireStateDir(dir);
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), dir);
         StateListing.Listing listing = StateListing.list(dir);
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {

@@ -42,6 +42,7 @@ public final class SnapshotVerifyCommand implements Callable<Integer> {
         if (!Files.exists(target)) {
             throw new CliException(ExitCodes.NOT_FOUND, "no such snapshot file or state directory: " + target);
         }
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), target);
         SnapshotVerifier.Report report = SnapshotVerifier.verify(target);
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {

@@ -21,8 +21,12 @@ import picocli.CommandLine.Spec;
 @Command(name = "dump", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Print the decoded records of a state directory's write-ahead log in order: sequence, time (ISO-8601, UTC), "
                 + "change (allocated, committed, pending_dropped, removed, released) and its fields; places read bucket@offset+size.",
-                "Text: one line per record, then a summary line. JSON (-o json): JSON Lines, one object per record with "
-                        + "\"type\":\"record\", then one \"type\":\"end\" object (records, last_sequence, torn, torn_file, torn_offset, error).",
+                "First one line per segment with its header: format version, minimum reader version, cluster id, first record "
+                        + "and leader epoch (format 1: a segment written before segments had a header).",
+                "Text: one line per record, then a summary line. JSON (-o json): JSON Lines, one \"type\":\"segment\" object per "
+                        + "segment (segment, bytes, format_version, legacy, min_reader_version, cluster_id, first_sequence, leader_epoch, "
+                        + "error), one object per record with \"type\":\"record\", then one \"type\":\"end\" object (records, "
+                        + "last_sequence, torn, torn_file, torn_offset, error).",
                 "A torn tail (a write cut short by a crash) is reported at the end and exits 0; a corrupt record stops the dump "
                         + "with the file and byte offset and exits 1. Nothing is changed."})
 public final class WalDumpCommand implements Callable<Integer> {
@@ -49,8 +53,12 @@ public final class WalDumpCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --from " + from + ": allowed is a record sequence of 1 or more");
         }
         SnapshotListCommand.requireStateDir(dir);
+        io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), dir);
         PrintWriter out = spec.commandLine().getOut();
         boolean json = output.json();
+        for (java.util.Map<String, Object> segment : WalDump.segments(dir)) {
+            out.println(json ? jsonLine(segment) : WalDump.segmentText(segment));
+        }
         WalDump.Result result = WalDump.dump(dir, from, (record, file, offset) -> {
             out.println(json ? jsonLine(WalDump.json(record, file, offset)) : WalDump.text(record));
         });
@@ -69,7 +77,8 @@ public final class WalDumpCommand implements Callable<Integer> {
             if (result.segments() > 0) {
                 out.println(SnapshotListCommand.plural(result.records(), "record") + (result.records() == 0 ? ""
                         : ", sequences " + (result.lastSequence() - result.records() + 1) + " to " + result.lastSequence())
-                        + " in " + SnapshotListCommand.plural(result.segments(), "segment") + (result.corruption() != null ? "; stopped at a corrupt record"
+                        + " in " + SnapshotListCommand.plural(result.segments(), "segment") + (result.corruption() != null ? (result.corruption() instanceof io.mcctl.master.durability.CorruptStateException
+                        ? "; stopped at a corrupt record" : "; stopped at a record this mcctl cannot read")
                         : result.torn() ? "; ends in a torn tail" : ""));
             }
         }

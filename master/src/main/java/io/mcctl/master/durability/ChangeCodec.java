@@ -49,7 +49,14 @@ public final class ChangeCodec {
             }
             case REMOVED -> {
                 Removed r = record.getRemoved();
-                yield new Change.Removed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getReleaseMs());
+                Change.RemoveReason reason = switch (r.getReason()) {
+                    case REMOVED -> Change.RemoveReason.REMOVED;
+                    case EVICTED_WATERMARK -> Change.RemoveReason.EVICTED_WATERMARK;
+                    case EVICTED_ALLOCATION -> Change.RemoveReason.EVICTED_ALLOCATION;
+                    case UNRECOGNIZED -> throw new IllegalArgumentException("a removal with reason " + r.getReasonValue()
+                            + ", which this mcctl does not know");
+                };
+                yield new Change.Removed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getReleaseMs(), reason);
             }
             case RELEASED -> {
                 Released r = record.getReleased();
@@ -84,8 +91,13 @@ public final class ChangeCodec {
             record.setPendingDropped(PendingDropped.newBuilder().setTenantId(d.tenant()).setKey(d.key()).setPlacement(record(d.placement()))
                     .setReason(reason).setReleaseMs(d.releaseMs()));
         } else if (change instanceof Change.Removed r) {
+            Removed.Reason reason = switch (r.reason()) {
+                case REMOVED -> Removed.Reason.REMOVED;
+                case EVICTED_WATERMARK -> Removed.Reason.EVICTED_WATERMARK;
+                case EVICTED_ALLOCATION -> Removed.Reason.EVICTED_ALLOCATION;
+            };
             record.setRemoved(Removed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
-                    .setReleaseMs(r.releaseMs()));
+                    .setReleaseMs(r.releaseMs()).setReason(reason));
         } else if (change instanceof Change.Released r) {
             record.setReleased(Released.newBuilder().setBucket(r.bucket()).setFirstPage(r.firstPage()).setPages(r.pages()));
         } else if (change instanceof Change.Renewed r) {

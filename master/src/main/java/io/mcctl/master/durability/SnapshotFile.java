@@ -131,7 +131,12 @@ public final class SnapshotFile {
             this.channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
             ByteBuffer header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
             header.put(HEADER_MAGIC).putInt(FORMAT_VERSION).putInt(0).flip();
-            writeAll(header);
+            try {
+                writeAll(header);
+            } catch (IOException | RuntimeException e) {
+                close(); // no caller gets this writer to close: the temp file goes here (a full disk fails this early)
+                throw e;
+            }
         }
 
         public void beginSection(Section section) throws IOException {

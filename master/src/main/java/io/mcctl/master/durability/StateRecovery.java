@@ -106,7 +106,13 @@ public final class StateRecovery {
      * @param replayWal false under snapshot durability: the state is the newest snapshot's
      */
     public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, Supplier<PageService> services) throws IOException {
-        Recovered state = recover(stateDir, layout, replayWal, true, services);
+        return recover(stateDir, layout, replayWal, null, services);
+    }
+
+    /** Recovery as a starting master runs it: every log segment must belong to {@code clusterId} (null: not checked). */
+    public static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, String clusterId, Supplier<PageService> services)
+            throws IOException {
+        Recovered state = recover(stateDir, layout, replayWal, true, clusterId, services);
         try {
             state.pages.restorer().finish();
         } catch (IllegalStateException e) {
@@ -126,7 +132,7 @@ public final class StateRecovery {
      * master that may still be running.
      */
     public static Recovered recoverReadOnly(Path stateDir, BucketLayout layout, boolean replayWal) throws IOException {
-        Recovered state = recover(stateDir, layout, replayWal, false, () -> toolService(layout));
+        Recovered state = recover(stateDir, layout, replayWal, false, null, () -> toolService(layout));
         state.pages.restorer().finishTables();
         return state;
     }
@@ -135,11 +141,16 @@ public final class StateRecovery {
         return new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
     }
 
-    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, Supplier<PageService> services)
-            throws IOException {
+    /**
+     * @param clusterId when set, every log segment must belong to this cluster (a starting master's check); null for
+     *                  tools, which read whatever is there
+     */
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, String clusterId,
+                                     Supplier<PageService> services) throws IOException {
         Recovered state = new Recovered(services.get());
         state.pages.restorer();
         long begin = System.nanoTime();
+        CorruptStateException newestUnusable = null;
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
                 Recovered attempt = new Recovered(services.get());
@@ -149,6 +160,7 @@ public final class StateRecovery {
                 break;
             } catch (CorruptStateException e) {
                 state.warnings.add("snapshot " + listed.path().getFileName() + " is unusable (" + e.getMessage() + "); trying an older one");
+                newestUnusable = newestUnusable == null ? e : newestUnusable;
             }
         }
         if (state.snapshot == null && !state.warnings.isEmpty() && !replayWal) {
@@ -160,25 +172,38 @@ public final class StateRecovery {
         if (replayWal) {
             Recovered target = state;
             PageService.Restorer restorer = target.pages.restorer();
-            target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, (record, file, offset) -> {
-                Change change;
-                try {
-                    change = ChangeCodec.decode(record);
-                } catch (IllegalArgumentException e) {
-                    throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
+            try {
+                target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, clusterId, (record, file, offset) -> {
+                    Change change;
+                    try {
+                        change = ChangeCodec.decode(record);
+                    } catch (IllegalArgumentException e) {
+                        throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
+                    }
+                    restorer.apply(change);
+                    target.replayed++;
+                });
+                List<WalSegments.Segment> segments = WalSegments.list(stateDir);
+                if (state.snapshot == null && target.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
+                    throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
+                            + " and no snapshot covers the records before it");
                 }
-                restorer.apply(change);
-                target.replayed++;
-            });
+            } catch (CorruptStateException e) {
+                if (newestUnusable == null) {
+                    throw e;
+                }
+                // What the log lacks is what the corrupt snapshot held: it is named first, being the cause and the way out.
+                throw new CorruptStateException(newestUnusable.file(), newestUnusable.offset(), "snapshot is corrupt ("
+                        + newestUnusable.what() + ") and the older snapshots and log cannot stand in for it: " + e.getMessage()
+                        + " ('mcctl snapshot recover' shows what can be kept)");
+            }
             state.lastSequence = target.wal.lastSequence();
+            for (String passed : state.wal.skipped()) {
+                state.warnings.add("damaged log record passed over: " + passed);
+            }
             if (state.wal.torn()) {
                 state.warnings.add((repair ? "cut a torn record off the end of " : "a torn record ends ") + state.wal.tornFile().getFileName()
                         + " at byte " + state.wal.tornOffset());
-            }
-            List<WalSegments.Segment> segments = WalSegments.list(stateDir);
-            if (state.snapshot == null && state.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
-                throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
-                        + " and no snapshot covers the records before it");
             }
         }
         state.replayMillis = (System.nanoTime() - replayBegin) / 1_000_000;

@@ -8,10 +8,14 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Reads the write-ahead log in order. The last segment may end in zeros written ahead of the records
+ * Reads the write-ahead log in order. A segment starts with a {@link WalSegmentHeader} (or, written before
+ * there was one, straight with its first frame); a header from another cluster, or of a format this mcctl
+ * cannot read, stops the read, and so does a record whose change this mcctl does not know: never skipped.
+ * The last segment may end in zeros written ahead of the records
  * ({@link WriteAheadLog}): a frame header of zeros with only zeros after it is its end (cut off when
  * repairing). A frame of the last segment that runs past the end of the file, or fails its checksum with
  * no whole record after it, is a torn write from a crash: it is reported (and cut off when repairing) and
@@ -26,8 +30,11 @@ public final class WalReader {
         void accept(WalRecord record, Path file, long offset) throws IOException;
     }
 
-    /** How a read ended. */
-    public record Outcome(long lastSequence, long records, Path tornFile, long tornOffset) {
+    /**
+     * How a read ended. {@code skipped} describes damaged frames passed over because a snapshot covers them (at or
+     * below the sequence the read started after), one line each.
+     */
+    public record Outcome(long lastSequence, long records, Path tornFile, long tornOffset, List<String> skipped) {
         public boolean torn() {
             return tornFile != null;
         }
@@ -38,21 +45,36 @@ public final class WalReader {
     private WalReader() {
     }
 
+    /** {@link #read(Path, long, boolean, String, RecordConsumer)} that takes the cluster from the first segment header. */
+    public static Outcome read(Path dir, long afterSequence, boolean repair, RecordConsumer consumer) throws IOException {
+        return read(dir, afterSequence, repair, null, consumer);
+    }
+
     /**
-     * Reads every record with a sequence above {@code afterSequence}.
+     * Reads every record with a sequence above {@code afterSequence}. Records at or below it are framed but not
+     * decoded, and a damaged frame among them is passed over (reported in {@link Outcome#skipped}) when the next
+     * whole record, or the next segment, is still within what the snapshot covers.
      *
      * @param repair cut a torn tail off the last segment, so the file ends at its last whole record
+     * @param clusterId the cluster every segment header must name; null: whichever the first header names
+     * @throws CorruptStateException damage, with the file and offset
+     * @throws UnreadableStateException a segment of another cluster or of a newer format, or a record whose change
+     *         this mcctl does not know, with the file and offset
      */
-    public static Outcome read(Path dir, long afterSequence, boolean repair, RecordConsumer consumer) throws IOException {
+    public static Outcome read(Path dir, long afterSequence, boolean repair, String clusterId, RecordConsumer consumer) throws IOException {
         List<WalSegments.Segment> segments = WalSegments.list(dir);
         long expected = -1;
         long last = afterSequence;
         long count = 0;
+        String cluster = clusterId;
+        List<String> skipped = new ArrayList<>();
         for (int s = 0; s < segments.size(); s++) {
             WalSegments.Segment segment = segments.get(s);
             boolean lastSegment = s == segments.size() - 1;
-            if (!lastSegment && segments.get(s + 1).firstSequence() - 1 <= afterSequence) {
-                continue; // wholly covered
+            // The first sequence the next segment holds, minus one: the last this one can hold (unknown for the last).
+            long coveredUpTo = lastSegment ? -1 : segments.get(s + 1).firstSequence() - 1;
+            if (!lastSegment && coveredUpTo <= afterSequence) {
+                continue; // wholly covered: not even opened
             }
             try (FileChannel channel = FileChannel.open(segment.path(), repair && lastSegment
                     ? new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE}
@@ -64,6 +86,26 @@ public final class WalReader {
                 // One mapping per segment instead of two reads per record: replay reads every frame once.
                 ByteBuffer data = channel.map(FileChannel.MapMode.READ_ONLY, 0, size).order(ByteOrder.LITTLE_ENDIAN);
                 long offset = 0;
+                if (WalSegmentHeader.startsWithMagic(data)) {
+                    WalSegmentHeader header;
+                    try {
+                        header = WalSegmentHeader.decode(segment.path(), data);
+                    } catch (CorruptStateException e) {
+                        // The header is written and synced before any record: a torn one ends a log that has nothing after it.
+                        if (lastSegment && zerosFrom(data, Math.min(size, WalSegmentHeader.BYTES))) {
+                            if (repair) {
+                                channel.truncate(0);
+                                channel.force(true);
+                            }
+                            return new Outcome(last, count, segment.path(), 0, skipped);
+                        }
+                        throw e;
+                    }
+                    header.check(segment.path(), segment.firstSequence(), cluster);
+                    cluster = header.clusterId();
+                    offset = WalSegmentHeader.BYTES;
+                }
+                data.order(ByteOrder.LITTLE_ENDIAN);
                 while (offset < size) {
                     String torn = null;
                     WalRecord record = null;
@@ -83,9 +125,6 @@ public final class WalReader {
                             break; // the zeros written ahead of the records: the end of the log
                         }
                         if (length <= 0 || length > FrameCodec.MAX_PAYLOAD) {
-                            if (!lastSegment) {
-                                throw new CorruptStateException(segment.path(), offset, "frame length " + length + " is not a record");
-                            }
                             torn = "frame length " + length;
                         } else if (offset + FrameCodec.HEADER_BYTES + length > size) {
                             torn = "frame of " + length + " bytes runs past the end of the file";
@@ -95,9 +134,6 @@ public final class WalReader {
                             long end = offset + FrameCodec.HEADER_BYTES + length;
                             next = end;
                             if (FrameCodec.crc(bytes, 0, length) != crc) {
-                                if (!lastSegment) {
-                                    throw new CorruptStateException(segment.path(), offset, "record fails its CRC32C");
-                                }
                                 // The last record written before a crash; if a whole record follows, it is damage instead.
                                 torn = LAST_RECORD_CRC;
                             } else {
@@ -112,17 +148,36 @@ public final class WalReader {
                                     } catch (InvalidProtocolBufferException e) {
                                         throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
                                     }
+                                    if (record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET) {
+                                        throw new UnreadableStateException(segment.path(), offset, "record " + record.getSequence()
+                                                + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
+                                    }
                                 }
                             }
                         }
                     }
                     if (torn != null) {
+                        long due = expected >= 0 ? expected : segment.firstSequence();
+                        if (due <= afterSequence) {
+                            // Damage among records the snapshot covers: find where the uncovered records go on.
+                            // (A segment read at all holds uncovered records, so they must be found again in it.)
+                            Found resume = recordAfter(channel, offset + 1, size, due + 1, afterSequence + 1);
+                            if (resume != null) {
+                                skipped.add(segment.path().getFileName() + " at byte " + offset + ": " + torn + "; records " + due + " to "
+                                        + (resume.sequence() - 1) + " passed over (the snapshot covers them)");
+                                offset = resume.offset();
+                                expected = resume.sequence();
+                                continue;
+                            }
+                        }
                         if (!lastSegment) {
-                            throw new CorruptStateException(segment.path(), offset, torn);
+                            throw new CorruptStateException(segment.path(), offset, torn.equals(LAST_RECORD_CRC) ? "record fails its CRC32C"
+                                    : torn.startsWith("frame length") ? torn + " is not a record" : torn);
                         }
                         // A crash tears only the end: if a whole record of a later sequence follows, the bad
                         // frame is damage in the middle of acknowledged records, and cutting there would lose them.
-                        long later = laterRecordAfter(channel, offset + 1, size, Math.max(expected, last + 1));
+                        Found found = recordAfter(channel, offset + 1, size, Math.max(expected, last + 1), Long.MAX_VALUE);
+                        long later = found == null ? -1 : found.offset();
                         if (later >= 0) {
                             throw new CorruptStateException(segment.path(), offset, torn.equals(LAST_RECORD_CRC)
                                     ? "record fails its CRC32C (a whole record follows at byte " + later + ")"
@@ -132,7 +187,7 @@ public final class WalReader {
                             channel.truncate(offset);
                             channel.force(true);
                         }
-                        return new Outcome(last, count, segment.path(), offset);
+                        return new Outcome(last, count, segment.path(), offset, skipped);
                     }
                     long sequence = record != null ? record.getSequence() : skippedSequence;
                     if (expected >= 0 && sequence != expected) {
@@ -152,7 +207,7 @@ public final class WalReader {
                 }
             }
         }
-        return new Outcome(last, count, null, -1);
+        return new Outcome(last, count, null, -1, skipped);
     }
 
     /** Whether every byte of {@code data} from {@code offset} to its end is zero. */
@@ -187,13 +242,17 @@ public final class WalReader {
         return -1;
     }
 
+    /** A whole record found by {@link #recordAfter}. */
+    private record Found(long offset, long sequence) {
+    }
+
     /**
-     * Offset of the first whole frame at or after {@code from} that decodes to a record with a sequence of
-     * at least {@code minSequence}, or -1. A byte-by-byte search: only run on a frame already found bad.
+     * The first whole frame at or after {@code from} that decodes to a record with a sequence from {@code minSequence}
+     * to {@code maxSequence}, or null. A byte-by-byte search: only run on a frame already found bad.
      */
-    private static long laterRecordAfter(FileChannel channel, long from, long size, long minSequence) throws IOException {
+    private static Found recordAfter(FileChannel channel, long from, long size, long minSequence, long maxSequence) throws IOException {
         if (from >= size || size - from > Integer.MAX_VALUE - 16) {
-            return -1;
+            return null;
         }
         ByteBuffer rest = ByteBuffer.allocate((int) (size - from)).order(ByteOrder.LITTLE_ENDIAN);
         readFully(channel, rest, from);
@@ -209,14 +268,14 @@ public final class WalReader {
             try {
                 WalRecord record = WalRecord.parseFrom(java.util.Arrays.copyOfRange(bytes, at + FrameCodec.HEADER_BYTES,
                         at + FrameCodec.HEADER_BYTES + length));
-                if (record.getSequence() >= minSequence) {
-                    return from + at;
+                if (record.getSequence() >= minSequence && record.getSequence() <= maxSequence) {
+                    return new Found(from + at, record.getSequence());
                 }
             } catch (InvalidProtocolBufferException e) {
                 // not a frame after all
             }
         }
-        return -1;
+        return null;
     }
 
     private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {

@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * call waiting at that moment shares one fsync. Callers that must not answer before their change is
  * durable take {@link #whenDurable()}: a future, not a blocked thread.
  *
- * <p>Segments roll at a size limit and are named by their first sequence ({@link WalSegments}).
+ * <p>Segments roll at a size limit and are named by their first sequence ({@link WalSegments}). Each starts with a
+ * {@link WalSegmentHeader} and is created new (CREATE_NEW): the log never writes over a file that is there.
  *
  * <p>Ahead of the records, the writer keeps a few MiB of the segment written with zeros and made durable, so
  * a commit overwrites blocks that exist and its fdatasync flushes data only. Appending instead makes every
@@ -52,6 +53,7 @@ public final class WriteAheadLog implements AutoCloseable {
     }
 
     private final Path dir;
+    private final String clusterId;
     private final long segmentBytes;
     private final LongSupplier wallClock;
     /** Buffered bytes at which the writer starts without waiting for a waiter. */
@@ -87,10 +89,12 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /**
      * Opens the log for appending after {@code lastSequence} (the last record recovery saw), in a new
-     * segment: a segment that may end in a torn record is never appended to.
+     * segment: a segment that may end in a torn record is never appended to. Each segment's header names
+     * {@code clusterId} (the root's layout record's).
      */
-    public WriteAheadLog(Path dir, long lastSequence, long segmentBytes, LongSupplier wallClock) throws IOException {
+    public WriteAheadLog(Path dir, String clusterId, long lastSequence, long segmentBytes, LongSupplier wallClock) throws IOException {
         this.dir = dir;
+        this.clusterId = clusterId;
         this.segmentBytes = segmentBytes;
         this.wallClock = wallClock;
         this.lastAppended = lastSequence;
@@ -250,18 +254,38 @@ public final class WriteAheadLog implements AutoCloseable {
     private void openSegment(long firstSequence) throws IOException {
         Path path = dir.resolve(WalSegments.fileName(firstSequence));
         segmentPath = path;
-        // A segment of this name can exist only without records: opened by a master that stopped before its
-        // first record reached the disk (recovery read every record of every segment, and cut its zeros).
-        segment = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        if (!onlyZeros(segment)) {
-            segment.close();
-            throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
+        if (Files.exists(path)) {
+            // A segment of this name can exist only without records: opened by a master that stopped before its first
+            // record reached the disk (recovery read every record of every segment, and cut its zeros). It goes, so that
+            // the new one is created afresh, never opened over what is there.
+            if (!holdsNoRecords(path)) {
+                throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
+            }
+            Files.delete(path);
         }
-        segment.position(0);
-        segmentSize = 0;
-        zeroedEnd = segment.size();
+        byte[] header = WalSegmentHeader.current(firstSequence, clusterId).encode();
+        segment = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        ByteBuffer headerBytes = ByteBuffer.wrap(header);
+        while (headerBytes.hasRemaining()) {
+            segment.write(headerBytes, headerBytes.position());
+        }
+        segment.position(header.length);
+        segmentSize = header.length;
+        zeroedEnd = header.length;
         writeZerosAhead();
+        if (zeroedEnd == header.length) {
+            segment.force(true); // no zeros went ahead (a full disk): the header is made durable on its own
+        }
         DurableFiles.fsyncDirectory(dir);
+    }
+
+    /** Whether a segment file holds a header (or part of one) and zeros at most: no record. */
+    private static boolean holdsNoRecords(Path path) throws IOException {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+            ByteBuffer data = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+            long from = WalSegmentHeader.startsWithMagic(data) ? Math.min(WalSegmentHeader.BYTES, data.limit()) : 0;
+            return WalReader.zerosFrom(data, from);
+        }
     }
 
     /** Zeros written ahead of the records at a time, and how few may be left before more are written. */
@@ -294,11 +318,6 @@ public final class WriteAheadLog implements AutoCloseable {
             zeroAhead = false;
             LOG.warn("could not write zeros ahead in the write-ahead log ({}); appending from now on", e.toString());
         }
-    }
-
-    /** Whether every byte of the file is zero (an empty file is). */
-    private static boolean onlyZeros(FileChannel channel) throws IOException {
-        return WalReader.zerosFrom(channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size()), 0);
     }
 
     /** Cuts the zeros after the last record, so a segment that is not the last ends at its last record. */

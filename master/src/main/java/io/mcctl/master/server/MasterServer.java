@@ -1,24 +1,34 @@
 package io.mcctl.master.server;
 
 import io.grpc.ForwardingServerCallListener;
+import io.grpc.HandlerRegistry;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.Server;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
+import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.mcctl.master.durability.CorruptStateException;
 import io.mcctl.master.durability.Snapshotter;
+import io.mcctl.master.durability.StateCluster;
+import io.mcctl.master.durability.StateInUseException;
+import io.mcctl.master.durability.StateLock;
 import io.mcctl.master.durability.StateRecovery;
 import io.mcctl.master.durability.WriteAheadLog;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.storage.layout.SpaceBacking;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,13 +40,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A running master: lays out the root, then serves the page RPCs over gRPC and metrics over HTTP, with a
+ * A running master: holds its state directory ({@link StateLock}), lays out the root, then serves the page RPCs over gRPC and metrics over HTTP, with a
  * reaper that reclaims expired allocations and releases quarantine.
  */
 public final class MasterServer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     private static final long REAP_INTERVAL_MILLIS = 50;
+    /** Objects the evictor takes out per pass of the reaper: bounded, so expiry and releases are never held up long. */
+    private static final int MAX_EVICTIONS_PER_PASS = 20_000;
 
     /** The largest request the master reads: room for a full batch of the longest keys. */
     public static final int MAX_REQUEST_BYTES = 64 << 20;
@@ -48,10 +60,19 @@ public final class MasterServer implements AutoCloseable {
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
                           Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
                           Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                          Duration allocationGrace) {
+                          Duration allocationGrace, PageService.EvictionPolicy eviction) {
 
         /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
         public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
+
+        /** With eviction off: a full tier answers NO_AVAILABLE_HANDLE (the shorter constructors, for tests and benchmarks). */
+        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
+                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
+                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
+                       Duration allocationGrace) {
+            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
+                    snapshotRetention, walSegmentBytes, settings, allocationGrace, PageService.EvictionPolicy.OFF);
+        }
 
         /** With the default allocation grace. */
         public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
@@ -74,6 +95,8 @@ public final class MasterServer implements AutoCloseable {
     }
 
     private final Options options;
+    /** Held from before the state directory is read until the log is closed. */
+    private final StateLock owner;
     private final PageService pages;
     private final LayoutFile.Record layoutRecord;
     private final BucketFiles.InitResult init;
@@ -84,9 +107,11 @@ public final class MasterServer implements AutoCloseable {
     private final Snapshotter snapshotter;
     private final StateRecovery.Recovered recovered;
 
-    private MasterServer(Options options, PageService pages, BucketFiles.InitResult init, Server server, HTTPServer metricsServer,
-                         ScheduledExecutorService reaper, WriteAheadLog wal, Snapshotter snapshotter, StateRecovery.Recovered recovered) {
+    private MasterServer(Options options, StateLock owner, PageService pages, BucketFiles.InitResult init, Server server,
+                         HTTPServer metricsServer, ScheduledExecutorService reaper, WriteAheadLog wal, Snapshotter snapshotter,
+                         StateRecovery.Recovered recovered) {
         this.options = options;
+        this.owner = owner;
         this.pages = pages;
         this.init = init;
         this.layoutRecord = init.layout();
@@ -99,67 +124,102 @@ public final class MasterServer implements AutoCloseable {
     }
 
     public static MasterServer start(Options options) throws IOException {
-        BucketFiles.InitResult init = BucketFiles.initialise(options.layout());
-        LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
-                init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
+        return start(options, null);
+    }
+
+    /**
+     * Starts a master on {@code lock}'s state directory (null: locks it here). In this order, so that a start that
+     * fails for want of the state directory or the port has changed nothing: lock the state directory, bind the gRPC
+     * port (calls are answered UNAVAILABLE until recovery is done), check the state's cluster against the root's
+     * layout record, lay out the root, recover, open the log.
+     *
+     * @throws StateInUseException when another master holds the state directory
+     */
+    public static MasterServer start(Options options, StateLock lock) throws IOException {
         Path stateDir = options.resolvedStateDir();
-        Files.createDirectories(stateDir);
-        boolean walMode = options.durability() == MasterSettings.Durability.wal;
-        long started = System.nanoTime();
-        // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
-        StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode,
-                () -> new PageService(options.layout(), options.allocationDeadline(), options.allocationGrace(), options.readLease(),
-                        System::nanoTime));
-        for (String warning : recovered.warnings) {
-            LOG.warn("recovery: {}", warning);
-        }
-        PageService pages = recovered.pages;
-        LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
-                        + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
-                pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
-                recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
-                (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
-                (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
-        WriteAheadLog wal = walMode
-                ? new WriteAheadLog(stateDir, recovered.lastSequence, options.walSegmentBytes(), System::currentTimeMillis) : null;
-        if (wal != null) {
-            pages.setChangeLog(wal.changeLog());
-            // Fail-stop: after a failed write or fsync the log's state on disk is unknown (the kernel may have dropped
-            // the dirty pages), so the master never retries it and takes no more changes; lookups go on.
-            wal.onFailure(reason -> {
-                pages.refuseChanges(reason + "; the master accepts no changes until it is restarted (lookups still work): "
-                        + "fix the cause, then restart it to recover from the log");
-                LOG.error("{}", pages.refusal());
-            });
-        }
-        Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
-                recovered.lastSequence);
-        MasterMetrics metrics = new MasterMetrics(pages, wal);
-        MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
-                wal == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : wal::whenDurable, snapshotter);
-        // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.
+        StateLock owner = lock != null ? lock : StateLock.acquire(stateDir);
+        Starting starting = new Starting();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
                 // handler, which answers per key, instead of failing whole as RESOURCE_EXHAUSTED at the default 4 MiB.
                 .maxInboundMessageSize(MAX_REQUEST_BYTES)
-                .addService(ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()))
+                .fallbackHandlerRegistry(starting)
                 .build();
         try {
             server.start();
         } catch (IOException e) {
-            closeQuietly(wal);
+            closeQuietly(owner);
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.port() + " for gRPC: " + rootMessage(e), e);
         }
+        WriteAheadLog wal = null;
+        try {
+            owner.serving(options.bindHost() + ":" + server.getPort());
+            Path layoutFile = options.layout().layoutFile();
+            StateCluster.require(stateDir, Files.exists(layoutFile) ? LayoutFile.read(layoutFile).clusterId() : null, layoutFile);
+            BucketFiles.InitResult init = BucketFiles.initialise(options.layout());
+            LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
+                    init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
+            StateCluster.require(stateDir, init.layout().clusterId(), layoutFile);
+            SpaceBacking.measure(options.layout()).warning(options.layout()).ifPresent(warning -> LOG.warn("free space: {}", warning));
+            boolean walMode = options.durability() == MasterSettings.Durability.wal;
+            long started = System.nanoTime();
+            // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
+            StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode, init.layout().clusterId(),
+                    () -> new PageService(options.layout(), options.allocationDeadline(), options.allocationGrace(), options.readLease(),
+                            System::nanoTime));
+            for (String warning : recovered.warnings) {
+                LOG.warn("recovery: {}", warning);
+            }
+            PageService pages = recovered.pages;
+            pages.setEviction(options.eviction());
+            LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
+                            + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
+                    pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
+                    recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
+                    (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
+                    (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
+            wal = walMode ? new WriteAheadLog(stateDir, init.layout().clusterId(), recovered.lastSequence, options.walSegmentBytes(),
+                    System::currentTimeMillis) : null;
+            if (wal != null) {
+                pages.setChangeLog(wal.changeLog());
+                // Fail-stop: after a failed write or fsync the log's state on disk is unknown (the kernel may have dropped
+                // the dirty pages), so the master never retries it and takes no more changes; lookups go on.
+                wal.onFailure(reason -> {
+                    pages.refuseChanges(reason + "; the master accepts no changes until it is restarted (lookups still work): "
+                            + "fix the cause, then restart it to recover from the log");
+                    LOG.error("{}", pages.refusal());
+                });
+            }
+            Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
+                    recovered.lastSequence);
+            MasterMetrics metrics = new MasterMetrics(pages, wal);
+            WriteAheadLog log = wal;
+            MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
+                    log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
+            return serve(options, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
+                    ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()));
+        } catch (IOException | RuntimeException e) {
+            server.shutdownNow();
+            closeQuietly(wal);
+            closeQuietly(owner);
+            throw e;
+        }
+    }
+
+    /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
+    private static MasterServer serve(Options options, StateLock owner, Starting starting, Server server, PageService pages,
+                                      BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
+                                      StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service)
+            throws IOException {
         HTTPServer metricsServer;
         try {
             metricsServer = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
                     .registry(metrics.registry()).defaultHandler(new HealthHandler(pages)).buildAndStart();
         } catch (IOException e) {
-            server.shutdownNow();
-            closeQuietly(wal);
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
+        starting.ready(service);
         ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread thread = new Thread(r, "mcctl-master-reaper");
             thread.setDaemon(true);
@@ -169,6 +229,7 @@ public final class MasterServer implements AutoCloseable {
         reaper.scheduleWithFixedDelay(() -> {
             try {
                 pages.reap();
+                pages.evictToWatermark(MAX_EVICTIONS_PER_PASS);
                 lastReapFailure[0] = null;
             } catch (io.mcctl.master.service.ChangeLog.Refused e) {
                 // The log failed: said once where it failed; the reaper does nothing until the restart.
@@ -186,11 +247,12 @@ public final class MasterServer implements AutoCloseable {
                 try {
                     snapshotter.take();
                 } catch (IOException | RuntimeException e) {
-                    LOG.error("periodic snapshot failed; will retry at the next interval", e);
+                    // One line: a full disk fails every interval, and the writer has already removed its temp file.
+                    LOG.error("periodic snapshot failed ({}); will retry at the next interval", rootMessage(e));
                 }
             }, every, every, TimeUnit.MILLISECONDS);
         }
-        return new MasterServer(options, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
+        return new MasterServer(options, owner, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
     }
 
     /**
@@ -225,6 +287,59 @@ public final class MasterServer implements AutoCloseable {
                 }
             };
         }
+    }
+
+    private static void closeQuietly(StateLock lock) {
+        try {
+            lock.close();
+        } catch (IOException e) {
+            LOG.warn("releasing the state directory lock after a failed start failed too", e);
+        }
+    }
+
+    /**
+     * The service registry while the master starts: until {@link #ready} every call is answered UNAVAILABLE, which
+     * clients retry, instead of a refused connection; after it, the master's service. One volatile read per call.
+     */
+    static final class Starting extends HandlerRegistry {
+        /** The service's methods by full name, once it serves; written once. */
+        private volatile java.util.Map<String, ServerMethodDefinition<?, ?>> serving;
+
+        void ready(ServerServiceDefinition service) {
+            java.util.Map<String, ServerMethodDefinition<?, ?>> methods = new java.util.HashMap<>();
+            for (ServerMethodDefinition<?, ?> method : service.getMethods()) {
+                methods.put(method.getMethodDescriptor().getFullMethodName(), method);
+            }
+            serving = methods;
+        }
+
+        @Override
+        public ServerMethodDefinition<?, ?> lookupMethod(String methodName, String authority) {
+            java.util.Map<String, ServerMethodDefinition<?, ?>> methods = serving;
+            if (methods != null) {
+                return methods.get(methodName);
+            }
+            MethodDescriptor<InputStream, InputStream> method = MethodDescriptor.<InputStream, InputStream>newBuilder()
+                    .setType(MethodDescriptor.MethodType.UNKNOWN).setFullMethodName(methodName)
+                    .setRequestMarshaller(RAW).setResponseMarshaller(RAW).build();
+            return ServerMethodDefinition.create(method, (call, headers) -> {
+                call.close(Status.UNAVAILABLE.withDescription("the master is starting: it is recovering its state"), new Metadata());
+                return new ServerCall.Listener<>() {
+                };
+            });
+        }
+
+        private static final MethodDescriptor.Marshaller<InputStream> RAW = new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(InputStream value) {
+                return value;
+            }
+
+            @Override
+            public InputStream parse(InputStream stream) {
+                return stream;
+            }
+        };
     }
 
     private static void closeQuietly(WriteAheadLog wal) {
@@ -310,5 +425,6 @@ public final class MasterServer implements AutoCloseable {
                 LOG.warn("closing the write-ahead log failed", e);
             }
         }
+        closeQuietly(owner);
     }
 }

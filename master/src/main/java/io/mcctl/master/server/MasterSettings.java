@@ -68,8 +68,37 @@ public final class MasterSettings {
                 return size;
             }, io.mcctl.storage.config.SizeParser::format, "at least 1MiB", "size at which a write-ahead log segment is closed and a new one begun");
 
+    public static final Setting<Boolean> EVICTION = Setting.of("eviction", "MCCTL_EVICTION", "--eviction", "true",
+            io.mcctl.storage.config.StorageSettings::parseBoolean, String::valueOf, "true or false",
+            "evict least recently used objects when the tier fills (false: a full tier refuses allocations with NO_AVAILABLE_HANDLE)");
+
+    public static final Setting<Double> EVICTION_HIGH_WATERMARK = Setting.of("eviction_high_watermark", "MCCTL_EVICTION_HIGH_WATERMARK",
+            "--eviction-high-watermark", "0.90", MasterSettings::parseFraction, MasterSettings::formatFraction,
+            "a fraction above 0 and at most 1", "used share of all pages above which the evictor starts (pages in quarantine not counted)");
+
+    public static final Setting<Double> EVICTION_LOW_WATERMARK = Setting.of("eviction_low_watermark", "MCCTL_EVICTION_LOW_WATERMARK",
+            "--eviction-low-watermark", "0.70", MasterSettings::parseFraction, MasterSettings::formatFraction,
+            "a fraction above 0 and at most the high watermark", "used share of all pages the evictor brings the tier down to");
+
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, READ_LEASE, DURABILITY, STATE_DIR,
-            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE);
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK);
+
+    static double parseFraction(String text) {
+        double value;
+        try {
+            value = Double.parseDouble(text);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("");
+        }
+        if (!(value > 0 && value <= 1)) {
+            throw new IllegalArgumentException("");
+        }
+        return value;
+    }
+
+    static String formatFraction(double value) {
+        return String.format(java.util.Locale.ROOT, "%.2f", value);
+    }
 
     static Durability parseDurability(String text) {
         try {

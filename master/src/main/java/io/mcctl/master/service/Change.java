@@ -41,8 +41,23 @@ public sealed interface Change {
     record AllocationDropped(String tenant, String key, Placement placement, DropReason reason, long releaseMs) implements Change {
     }
 
-    /** A committed mapping removed; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
-    record Removed(String tenant, String key, Placement placement, long releaseMs) implements Change {
+    /** Why a committed mapping went. */
+    enum RemoveReason {
+        /** A client removed it. */
+        REMOVED,
+        /** Evicted by the background evictor: used pages above the high watermark. */
+        EVICTED_WATERMARK,
+        /** Evicted to make room for an allocation that found no run of free pages. */
+        EVICTED_ALLOCATION
+    }
+
+    /** A committed mapping removed or evicted; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
+    record Removed(String tenant, String key, Placement placement, long releaseMs, RemoveReason reason) implements Change {
+
+        /** A client's remove. */
+        public Removed(String tenant, String key, Placement placement, long releaseMs) {
+            this(tenant, key, placement, releaseMs, RemoveReason.REMOVED);
+        }
     }
 
     /** A quarantined range returned to the free pages. */

@@ -8,36 +8,46 @@ import java.util.function.LongBinaryOperator;
  * i), plus the pages claimed more than once. Word-at-a-time, so a check of a million claims costs a few million
  * word operations, not one per page.
  *
+ * <p>The one overlap check of mcctl: a restore refuses state it finds here claimed twice, the live page check
+ * confirms what it finds here, and the offline tools report it.
+ *
  * <p>Not thread-safe: filled and read by the one thread running a check.
  */
-final class ClaimedPages {
+public final class ClaimedPages {
 
     private final long pagesPerBucket;
+    private final int words;
     private final long[][] claimed;
     /** Pages claimed at least twice; a bucket's array is made on its first overlap. */
     private final long[][] twice;
     private final long[] claimedPages;
     private final long[] claimedEndPage;
 
-    ClaimedPages(int buckets, long pagesPerBucket) {
+    public ClaimedPages(int buckets, long pagesPerBucket) {
         this.pagesPerBucket = pagesPerBucket;
-        int words = (int) ((pagesPerBucket + 63) >>> 6);
-        this.claimed = new long[buckets][words];
+        this.words = (int) ((pagesPerBucket + 63) >>> 6);
+        this.claimed = new long[buckets][]; // a bucket's words are made on its first claim
         this.twice = new long[buckets][];
         this.claimedPages = new long[buckets];
         this.claimedEndPage = new long[buckets];
     }
 
-    /** Adds a claim on pages [firstPage, firstPage + pages) of a bucket; the range must lie inside the bucket. */
-    void add(int bucket, long firstPage, long pages) {
+    /**
+     * Adds a claim on pages [firstPage, firstPage + pages) of a bucket; the range must lie inside the bucket.
+     *
+     * @return whether any of its pages was claimed before
+     */
+    public boolean add(int bucket, long firstPage, long pages) {
         if (bucket < 0 || bucket >= claimed.length || firstPage < 0 || pages <= 0 || firstPage + pages > pagesPerBucket) {
             throw new IllegalArgumentException("claim of pages [" + firstPage + ", " + (firstPage + pages) + ") of bucket " + bucket
                     + " is outside the layout");
         }
-        long[] words = claimed[bucket];
+        long[] words = claimed(bucket);
+        boolean[] overlapped = {false};
         PageWords.forEach(firstPage, pages, (w, mask) -> {
             long already = words[w] & mask;
             if (already != 0) {
+                overlapped[0] = true;
                 if (twice[bucket] == null) {
                     twice[bucket] = new long[words.length];
                 }
@@ -48,9 +58,13 @@ final class ClaimedPages {
         });
         claimedPages[bucket] += pages;
         claimedEndPage[bucket] = Math.max(claimedEndPage[bucket], firstPage + pages);
+        return overlapped[0];
     }
 
     long[] claimed(int bucket) {
+        if (claimed[bucket] == null) {
+            claimed[bucket] = new long[words];
+        }
         return claimed[bucket];
     }
 

@@ -28,6 +28,10 @@ final class KeyTable {
         int crc32c;
         /** Until when the pages of the committed mapping are leased to readers (service clock); live only, never logged. */
         long leaseUntilNanos;
+        /** When the committed mapping was last committed or handed out by a lookup (service clock): eviction's age. */
+        long lastUsedNanos;
+        /** Where the committed mapping sits in its shard's eviction samples, or -1. */
+        int sampleIndex = -1;
         InFlight inFlight;
 
         boolean hasCommitted() {
@@ -88,11 +92,74 @@ final class KeyTable {
 
     static final class Shard {
         final ReentrantLock lock = new ReentrantLock();
+        final int index;
+
+        Shard(int index) {
+            this.index = index;
+        }
+
         /** Replaced only while restoring, before serving. */
         HashMap<String, Entry> entries = new HashMap<>();
         /** Oldest deadline first. */
         InFlight head;
         InFlight tail;
+        /**
+         * The shard's committed mappings in no order, so that eviction can sample them at random: keys and entries side
+         * by side, {@link Entry#sampleIndex} pointing back. {@link #samples} is also read without the lock, as a hint
+         * that a shard is empty.
+         */
+        String[] sampleKeys = new String[4];
+        Entry[] sampleEntries = new Entry[4];
+        volatile int samples;
+
+        void addSample(String scopedKey, Entry entry) {
+            if (entry.sampleIndex >= 0) {
+                return;
+            }
+            int n = samples;
+            if (n == sampleKeys.length) {
+                sampleKeys = java.util.Arrays.copyOf(sampleKeys, n * 2);
+                sampleEntries = java.util.Arrays.copyOf(sampleEntries, n * 2);
+            }
+            sampleKeys[n] = scopedKey;
+            sampleEntries[n] = entry;
+            entry.sampleIndex = n;
+            samples = n + 1;
+        }
+
+        void removeSample(Entry entry) {
+            int i = entry.sampleIndex;
+            if (i < 0) {
+                return;
+            }
+            int last = samples - 1;
+            if (i != last) {
+                sampleKeys[i] = sampleKeys[last];
+                sampleEntries[i] = sampleEntries[last];
+                sampleEntries[i].sampleIndex = i;
+            }
+            sampleKeys[last] = null;
+            sampleEntries[last] = null;
+            entry.sampleIndex = -1;
+            samples = last;
+        }
+
+        /** Rebuilds the samples from the table (after a restore filled it in bulk). */
+        void resetSamples() {
+            for (int i = 0; i < samples; i++) {
+                sampleEntries[i].sampleIndex = -1;
+            }
+            int n = Math.max(4, entries.size());
+            sampleKeys = new String[n];
+            sampleEntries = new Entry[n];
+            samples = 0;
+            for (var e : entries.entrySet()) {
+                if (e.getValue().hasCommitted()) {
+                    e.getValue().sampleIndex = -1;
+                    addSample(e.getKey(), e.getValue());
+                }
+            }
+        }
 
         void append(InFlight inFlight) {
             inFlight.prev = tail;
@@ -140,7 +207,7 @@ final class KeyTable {
 
     KeyTable() {
         for (int s = 0; s < SHARDS; s++) {
-            shards[s] = new Shard();
+            shards[s] = new Shard(s);
         }
     }
 

@@ -147,38 +147,55 @@ public final class PageService {
         checkAccepting();
         String scoped = KeyRules.scopedKey(tenant, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
-        int home = layout.homeBucket(key);
-        long pages = layout.pagesFor(size);
         shard.lock.lock();
         try {
-            long now = state.now();
-            KeyTable.Entry entry = shard.entries.get(scoped);
-            if (entry != null && entry.inFlight != null) {
-                if (entry.inFlight.deadlineNanos - now > 0) {
-                    return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
-                }
-                expire(entry.inFlight);
-            }
-            if (entry != null && entry.hasCommitted() && !overwrite) {
-                return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
-                        + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
-            }
-            Placement placement = space.allocate(home, pages, size, now);
-            if (placement == null) {
-                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size));
-            }
-            Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite);
-            try {
-                changeLog.append(change);
-            } catch (ChangeLog.Refused e) {
-                space.free(placement); // the run was reserved for this change alone: nothing else can have seen it
-                throw e;
-            }
-            state.apply(change);
-            return Result.ok(placement);
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, eviction.enabled());
         } finally {
             shard.lock.unlock();
         }
+    }
+
+    /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
+    private Result<Placement> allocateLocked(String tenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
+                                             boolean mayEvict) {
+        long now = state.now();
+        long pages = layout.pagesFor(size);
+        KeyTable.Entry entry = shard.entries.get(scoped);
+        if (entry != null && entry.inFlight != null) {
+            if (entry.inFlight.deadlineNanos - now > 0) {
+                return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
+            }
+            expire(entry.inFlight);
+        }
+        if (entry != null && entry.hasCommitted() && !overwrite) {
+            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
+                    + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
+        }
+        Placement placement = space.allocate(layout.homeBucket(key), pages, size, now);
+        if (placement == null && mayEvict) {
+            // Room is made with this key's shard lock let go (eviction takes other shards' locks, one at a time), then the
+            // allocation is tried once more, from the start: the key may have changed meanwhile, and another caller may
+            // have taken the room, which is then a miss.
+            shard.lock.unlock();
+            try {
+                evictForRoom(pages);
+            } finally {
+                shard.lock.lock();
+            }
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, false);
+        }
+        if (placement == null) {
+            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size));
+        }
+        Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite);
+        try {
+            changeLog.append(change);
+        } catch (ChangeLog.Refused e) {
+            space.free(placement); // the run was reserved for this change alone: nothing else can have seen it
+            throw e;
+        }
+        state.apply(change);
+        return Result.ok(placement);
     }
 
     private String noRoomMessage(long pages, long size) {
@@ -326,6 +343,9 @@ public final class PageService {
         try {
             KeyTable.Entry entry = shard.entries.get(scoped);
             if (entry == null || !entry.hasCommitted()) {
+                if (lease) {
+                    state.usage(tenant).misses.increment();
+                }
                 if (entry != null && entry.inFlight != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
@@ -333,6 +353,7 @@ public final class PageService {
             }
             if (lease) {
                 grantLease(entry);
+                state.usage(tenant).hits.increment();
             }
             return Result.ok(entry.committed());
         } finally {
@@ -342,10 +363,12 @@ public final class PageService {
 
     /** Caller holds the entry's shard lock. */
     private void grantLease(KeyTable.Entry entry) {
-        long until = state.now() + readLeaseNanos;
+        long now = state.now();
+        long until = now + readLeaseNanos;
         if (until - entry.leaseUntilNanos > 0) {
             entry.leaseUntilNanos = until;
         }
+        entry.lastUsedNanos = now; // handed out: recently used, for eviction
     }
 
     /** Removes the committed mapping of (tenant, key); its pages wait in quarantine until its read leases run out. */
@@ -546,6 +569,210 @@ public final class PageService {
      */
     private long releaseMillis(KeyTable.Entry entry, long now) {
         return entry.leaseUntilNanos - now > 0 ? state.wallMillis(entry.leaseUntilNanos) : 0;
+    }
+
+    // ---- eviction ----
+
+    /**
+     * When the tier evicts. The watermarks are fractions of all pages of all buckets, counted as the pages that stay
+     * used once quarantine drains (allocated minus quarantined): allocations spill to any bucket with room, so a
+     * bucket-local watermark would evict from a full home bucket while others have space.
+     */
+    public record EvictionPolicy(boolean enabled, double highWatermark, double lowWatermark) {
+        public static final EvictionPolicy OFF = new EvictionPolicy(false, 1, 1);
+
+        public EvictionPolicy {
+            if (!(lowWatermark > 0 && lowWatermark <= highWatermark && highWatermark <= 1)) {
+                throw new IllegalArgumentException("eviction watermarks must satisfy 0 < low <= high <= 1, not low " + lowWatermark
+                        + " and high " + highWatermark);
+            }
+        }
+    }
+
+    /** Shards visited and mappings sampled per eviction: the oldest of about this many is the victim (approximate LRU). */
+    static final int EVICTION_SAMPLES = 32;
+    static final int EVICTION_SAMPLES_PER_SHARD = 4;
+    /** Most victims one allocation evicts to make room for itself: bounded work on the caller's path. */
+    static final int MAX_EVICTIONS_FOR_ROOM = 64;
+
+    private volatile EvictionPolicy eviction = EvictionPolicy.OFF;
+    private final LongAdder evictionRuns = new LongAdder();
+    private final LongAdder evictionNanos = new LongAdder();
+    private final LongAdder evictedWatermark = new LongAdder();
+    private final LongAdder evictedWatermarkBytes = new LongAdder();
+    private final LongAdder evictedAllocation = new LongAdder();
+    private final LongAdder evictedAllocationBytes = new LongAdder();
+
+    public void setEviction(EvictionPolicy policy) {
+        this.eviction = policy;
+    }
+
+    public EvictionPolicy eviction() {
+        return eviction;
+    }
+
+    /** Pages that stay used once quarantine drains. */
+    private long pagesInUse() {
+        return space.allocatedPages() - quarantine.pages();
+    }
+
+    /**
+     * The background evictor's pass: when the pages in use are above the high watermark, evicts least recently used
+     * objects until they are below the low watermark, at most {@code maxEvictions} in this pass. Never evicts an
+     * allocation in flight; an evicted object's pages wait out its read leases in quarantine like a removed one's.
+     *
+     * @return objects evicted
+     */
+    public long evictToWatermark(int maxEvictions) {
+        EvictionPolicy policy = eviction;
+        if (!policy.enabled() || refusal != null) {
+            return 0;
+        }
+        long total = layout.pagesPerBucket() * layout.bucketCount();
+        long inUse = pagesInUse();
+        if (inUse <= policy.highWatermark() * total) {
+            return 0;
+        }
+        long began = System.nanoTime();
+        long target = (long) (policy.lowWatermark() * total);
+        long evicted = 0;
+        while (inUse > target && evicted < maxEvictions) {
+            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false);
+            if (freed < 0) {
+                break; // nothing left to evict
+            }
+            if (freed > 0) {
+                evicted++;
+                inUse -= freed;
+            }
+        }
+        evictionRuns.increment();
+        evictionNanos.add(System.nanoTime() - began);
+        return evicted;
+    }
+
+    /** Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at once). */
+    private void evictForRoom(long pages) {
+        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages); i++) {
+            if (evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true) < 0) {
+                return;
+            }
+        }
+    }
+
+    private boolean roomFor(long pages) {
+        for (BitmapPageAllocator allocator : space.allocators) {
+            if (allocator.largestFreeRun() >= pages) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Evicts the least recently used of about {@value #EVICTION_SAMPLES} committed mappings sampled from shards taken
+     * from a random start (each under its own lock, one at a time), after checking under its lock again that it has not
+     * changed. Returns the pages it took out of use, 0 when the chosen one changed meanwhile, -1 when no shard holds a
+     * committed mapping.
+     */
+    private long evictOne(Change.RemoveReason reason, boolean preferUnleased) {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        int start = random.nextInt(KeyTable.SHARDS);
+        String victimKey = null;
+        KeyTable.Shard victimShard = null;
+        Placement victim = null;
+        long victimUsed = 0;
+        long bestAge = Long.MAX_VALUE;
+        int sampled = 0;
+        long now = state.now();
+        for (int i = 0; i < KeyTable.SHARDS && sampled < EVICTION_SAMPLES; i++) {
+            KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
+            if (shard.samples == 0) {
+                continue; // a hint read without the lock: an empty shard is passed over cheaply
+            }
+            shard.lock.lock();
+            try {
+                int n = shard.samples;
+                for (int j = 0; j < Math.min(n, EVICTION_SAMPLES_PER_SHARD); j++) {
+                    int k = n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
+                    KeyTable.Entry entry = shard.sampleEntries[k];
+                    // Older is smaller; a live lease counts as used just now when the room is wanted at once.
+                    long age = preferUnleased && entry.leaseUntilNanos - now > 0 ? Long.MAX_VALUE - 1 : entry.lastUsedNanos;
+                    if (victim == null || age < bestAge) {
+                        bestAge = age;
+                        victimKey = shard.sampleKeys[k];
+                        victimShard = shard;
+                        victim = entry.committed();
+                        victimUsed = entry.lastUsedNanos;
+                    }
+                    sampled++;
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        if (victim == null) {
+            return -1;
+        }
+        victimShard.lock.lock();
+        try {
+            KeyTable.Entry entry = victimShard.entries.get(victimKey);
+            if (entry == null || !entry.committedEquals(victim) || entry.lastUsedNanos != victimUsed) {
+                return 0; // changed or used since it was sampled: the next sample decides
+            }
+            String tenant = KeyRules.tenantOf(victimKey);
+            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason));
+            (reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermark : evictedAllocation).increment();
+            (reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermarkBytes : evictedAllocationBytes).add(victim.size());
+            return layout.pagesFor(victim.size());
+        } finally {
+            victimShard.lock.unlock();
+        }
+    }
+
+    public long evictedTotal(Change.RemoveReason reason) {
+        return reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermark.sum() : evictedAllocation.sum();
+    }
+
+    public long evictedBytesTotal(Change.RemoveReason reason) {
+        return reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermarkBytes.sum() : evictedAllocationBytes.sum();
+    }
+
+    public long evictionRunsTotal() {
+        return evictionRuns.sum();
+    }
+
+    public double evictionSeconds() {
+        return evictionNanos.sum() / 1e9;
+    }
+
+    /** Per tenant with any activity: {keys, bytes, hits, misses, evicted keys, evicted bytes}. */
+    public Map<String, long[]> tenantCounters() {
+        Map<String, long[]> out = new java.util.TreeMap<>();
+        state.tenants.forEach((tenant, u) -> out.put(tenant, new long[] {u.keys.sum(), u.bytes.sum(), u.hits.sum(), u.misses.sum(),
+                u.evictedKeys.sum(), u.evictedBytes.sum()}));
+        return out;
+    }
+
+    /** Milliseconds since the least recently used committed mapping was used, from a sample; 0 when there is none. */
+    public long oldestUseAgeMillis() {
+        long now = state.now();
+        long oldest = Long.MAX_VALUE;
+        for (int s = 0; s < KeyTable.SHARDS; s += 8) {
+            KeyTable.Shard shard = keys.shard(s);
+            if (shard.samples == 0) {
+                continue;
+            }
+            shard.lock.lock();
+            try {
+                for (int i = 0; i < shard.samples; i++) {
+                    oldest = Math.min(oldest, shard.sampleEntries[i].lastUsedNanos);
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        return oldest == Long.MAX_VALUE ? 0 : Math.max(0, (now - oldest) / 1_000_000);
     }
 
     // ---- checking the pages (fsck) ----
@@ -879,8 +1106,10 @@ public final class PageService {
                     KeyTable.Entry entry = e.getValue();
                     if (entry.hasCommitted()) {
                         // Leases granted before a restart are not logged: every mapping counts as read just now, so a
-                        // reader that looked it up before the crash still has its pages for one lease period.
+                        // reader that looked it up before the crash still has its pages for one lease period. Use
+                        // times are not logged either: eviction starts afresh.
                         entry.leaseUntilNanos = restoredLeaseUntil;
+                        entry.lastUsedNanos = restoredLeaseUntil - readLeaseNanos;
                         committed[i]++;
                         PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
                         usage.keys.increment();
@@ -891,6 +1120,7 @@ public final class PageService {
                         state.usage(KeyRules.tenantOf(e.getKey())).inFlight.increment();
                     }
                 }
+                shard.resetSamples();
                 // Replay appended in log order and the snapshot in table order: put each shard's list in deadline order.
                 inFlight.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
                 shard.head = null;

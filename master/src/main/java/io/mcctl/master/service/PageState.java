@@ -29,6 +29,12 @@ final class PageState {
         final LongAdder keys = new LongAdder();
         final LongAdder bytes = new LongAdder();
         final LongAdder inFlight = new LongAdder();
+        /** Objects and bytes evicted, live or replayed. */
+        final LongAdder evictedKeys = new LongAdder();
+        final LongAdder evictedBytes = new LongAdder();
+        /** Lookups that found a committed mapping, and ones that did not (live only). */
+        final LongAdder hits = new LongAdder();
+        final LongAdder misses = new LongAdder();
     }
 
     final BucketLayout layout;
@@ -148,9 +154,11 @@ final class PageState {
         } else {
             mappings.incrementAndGet();
             usage(c.tenant()).keys.increment();
+            shard.addSample(scoped, entry);
         }
         entry.commit(c.placement());
         entry.leaseUntilNanos = 0;
+        entry.lastUsedNanos = now();
         usage(c.tenant()).bytes.add(c.placement().size());
     }
 
@@ -176,6 +184,11 @@ final class PageState {
         TenantUsage usage = usage(r.tenant());
         usage.keys.decrement();
         usage.bytes.add(-entry.size);
+        if (r.reason() != Change.RemoveReason.REMOVED) {
+            usage.evictedKeys.increment();
+            usage.evictedBytes.add(entry.size);
+        }
+        shard.removeSample(entry);
         entry.clearCommitted();
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs());

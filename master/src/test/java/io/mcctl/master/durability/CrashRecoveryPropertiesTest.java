@@ -53,7 +53,10 @@ class CrashRecoveryPropertiesTest {
     static final String[] TENANTS = {"t1", "t2"};
 
     enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
-        CRASH_UNACKNOWLEDGED }
+        CRASH_UNACKNOWLEDGED, EVICT }
+
+    /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
+    static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
 
     record Step(Kind kind, int tenant, int key, int pages) {
         @Override
@@ -68,7 +71,7 @@ class CrashRecoveryPropertiesTest {
                 Tuple.of(12, Kind.ALLOCATE), Tuple.of(4, Kind.ALLOCATE_OVERWRITE), Tuple.of(12, Kind.NOTIFY), Tuple.of(1, Kind.NOTIFY_WRONG),
                 Tuple.of(3, Kind.FREE), Tuple.of(5, Kind.REMOVE), Tuple.of(5, Kind.LOOKUP), Tuple.of(2, Kind.RENEW), Tuple.of(2, Kind.DROP),
                 Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
-                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED));
+                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.EVICT));
         Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
                 Arbitraries.integers().between(0, KEYS.length - 1), Arbitraries.integers().between(1, 40)).as(Step::new);
         return step.list().ofMinSize(20).ofMaxSize(120);
@@ -101,7 +104,8 @@ class CrashRecoveryPropertiesTest {
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, true,
                     () -> new PageService(layout, DEADLINE, GRACE, LEASE, clock::get, () -> WALL_BASE_MS + clock.get() / 1_000_000));
             pages = recovered.pages;
-            wal = new WriteAheadLog(stateDir, recovered.lastSequence, 64 << 10, System::currentTimeMillis);
+            pages.setEviction(EVICTION);
+            wal = new WriteAheadLog(stateDir, "test-cluster", recovered.lastSequence, 64 << 10, System::currentTimeMillis);
             pages.setChangeLog(wal.changeLog());
             snapshotter = new Snapshotter(pages, wal, stateDir, StateFixtures.layoutRecord(layout), 2, Map.of(), recovered.lastSequence);
         }
@@ -146,6 +150,8 @@ class CrashRecoveryPropertiesTest {
                 String key = KEYS[step.key()];
                 KeyModel km = model.computeIfAbsent(tenant + "\0" + key, k -> new KeyModel());
                 long now = clock.get();
+                Live stepStart = live;
+                long evictedBefore = evicted(live.pages);
                 switch (step.kind()) {
                     case ALLOCATE, ALLOCATE_OVERWRITE -> {
                         boolean overwrite = step.kind() == Kind.ALLOCATE_OVERWRITE;
@@ -225,6 +231,7 @@ class CrashRecoveryPropertiesTest {
                         assertEquals(0, live.pages.inFlightCount(), where);
                         assertEquals(0, live.pages.quarantinedPageCount(), where + ": every range's time has come");
                     }
+                    case EVICT -> live.pages.evictToWatermark(1000);
                     case SNAPSHOT -> {
                         live.durable();
                         live.snapshotter.take();
@@ -244,7 +251,9 @@ class CrashRecoveryPropertiesTest {
                         }
                         live.durable();
                         List<String> without = StateFixtures.dump(live.pages);
+                        live.pages.setEviction(PageService.EvictionPolicy.OFF); // one change, not evictions before it
                         Result<Placement> r = live.pages.allocate(tenant, key, PAGE, true);
+                        live.pages.setEviction(EVICTION);
                         List<String> with = StateFixtures.dump(live.pages);
                         Live recovered = crash(live, stateDir, root, crashes++);
                         List<String> got = StateFixtures.dump(recovered.pages);
@@ -261,6 +270,9 @@ class CrashRecoveryPropertiesTest {
                     }
                 }
                 live.durable();
+                if (live == stepStart) {
+                    reconcileEvictions(live.pages, model, evicted(live.pages) - evictedBefore, where);
+                }
                 checkPages(live.pages, where);
                 checkModel(live.pages, model, where);
             }
@@ -285,6 +297,28 @@ class CrashRecoveryPropertiesTest {
         deleteTree(stateDir);
         Files.move(copy, stateDir);
         return new Live(stateDir);
+    }
+
+    private static long evicted(PageService pages) {
+        return pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
+                + pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION);
+    }
+
+    /**
+     * The model learns which committed objects the step evicted: exactly as many as the service counted, each a
+     * committed mapping (never an allocation in flight, which {@link #checkModel} then still finds).
+     */
+    private static void reconcileEvictions(PageService pages, Map<String, KeyModel> model, long evicted, String where) {
+        long gone = 0;
+        for (Map.Entry<String, KeyModel> e : model.entrySet()) {
+            KeyModel km = e.getValue();
+            String[] parts = e.getKey().split("\0", 2);
+            if (km.committed != null && !pages.peek(parts[0], parts[1]).isOk()) {
+                gone++;
+                km.committed = null;
+            }
+        }
+        assertEquals(evicted, gone, where + ": committed objects gone against evictions counted");
     }
 
     private static void checkPages(PageService pages, String where) {

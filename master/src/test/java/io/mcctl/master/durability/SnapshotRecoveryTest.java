@@ -119,7 +119,7 @@ class SnapshotRecoveryTest {
 
         LoggedService(BucketLayout layout, Duration deadline, Duration lease, int retention, long segmentBytes) throws IOException {
             pages = new PageService(layout, deadline, lease);
-            wal = new WriteAheadLog(stateDir(), 0, segmentBytes, System::currentTimeMillis);
+            wal = new WriteAheadLog(stateDir(), "test-cluster", 0, segmentBytes, System::currentTimeMillis);
             pages.setChangeLog(wal.changeLog());
             snapshotter = new Snapshotter(pages, wal, stateDir(), layoutRecord(layout), retention, Map.of(), 0);
         }
@@ -384,7 +384,7 @@ class SnapshotRecoveryTest {
         Path log = dir.resolve("log");
         List<Path> stateDirs = new ArrayList<>();
         int[] windows = {0, 1, 2, 7, 60, 400};
-        try (WriteAheadLog wal = new WriteAheadLog(log, 0, 64L << 20, () -> wallStart + now.get() / 1_000_000)) {
+        try (WriteAheadLog wal = new WriteAheadLog(log, "test-cluster", 0, 64L << 20, () -> wallStart + now.get() / 1_000_000)) {
             pages.setChangeLog(wal.changeLog());
             SplittableRandom random = new SplittableRandom(20240611);
             for (int step = 1; step <= 3000; step++) {
@@ -469,7 +469,7 @@ class SnapshotRecoveryTest {
         // were reused, and a replayed quarantine would overlap their new owner and stop the master from starting.
         BucketLayout oneBucket = new BucketLayout(dir.resolve("root"), 1, PAGE, 1 << 20);
         PageService pages = new PageService(oneBucket, Duration.ofSeconds(60), Duration.ofSeconds(60));
-        try (WriteAheadLog wal = new WriteAheadLog(stateDir(), 0, 64L << 20, () -> System.currentTimeMillis() - 5_000)) {
+        try (WriteAheadLog wal = new WriteAheadLog(stateDir(), "test-cluster", 0, 64L << 20, () -> System.currentTimeMillis() - 5_000)) {
             pages.setChangeLog(wal.changeLog());
             Placement first = commit(pages, "alpha", "removed", 4 * PAGE, false);
             assertTrue(pages.remove("alpha", "removed").isOk()); // never looked up: freed at once

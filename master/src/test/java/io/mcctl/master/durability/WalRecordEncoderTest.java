@@ -119,7 +119,7 @@ class WalRecordEncoderTest {
                         .setReplaced(record(older)).setReplacedReleaseMs(1_800_000_000_500L)),
                 WalRecord.newBuilder().setRemoved(io.mcctl.master.proto.v1.Removed.newBuilder().setTenantId("t").setKey("gone")
                         .setPlacement(record(written)).setReleaseMs(5)));
-        try (WriteAheadLog wal = new WriteAheadLog(dir, 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
             ChangeLog log = wal.changeLog();
             log.append(new Change.Allocated("t", "ключ/1", first, 1_800_000_000_000L, false));
             log.append(new Change.Committed("t", "ключ/1", written, null, 0));
@@ -139,7 +139,7 @@ class WalRecordEncoderTest {
     @Test
     void a_record_refused_for_a_missing_field_leaves_nothing_in_the_log() throws Exception {
         Placement placement = new Placement(1, 0, 10, 0);
-        try (WriteAheadLog wal = new WriteAheadLog(dir, 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
             wal.appendAllocated("t", "before", placement, 5, false);
             assertThrows(NullPointerException.class, () -> wal.appendAllocated("t", null, placement, 5, false));
             assertThrows(NullPointerException.class, () -> wal.appendCommitted(null, "k", placement, null, 0));

@@ -51,7 +51,7 @@ class WriteAheadLogTest {
     }
 
     static WriteAheadLog open(Path dir, long after, long segmentBytes) throws IOException {
-        return new WriteAheadLog(dir, after, segmentBytes, System::currentTimeMillis);
+        return new WriteAheadLog(dir, "test-cluster", after, segmentBytes, System::currentTimeMillis);
     }
 
     /** Appends {@code count} records keyed {@code prefix + i}, each made durable before the next, so segments roll near their limit. */
@@ -70,17 +70,19 @@ class WriteAheadLogTest {
 
     @Test
     void a_frame_holds_exactly_the_bytes_protobuf_gives_for_the_whole_record() throws Exception {
-        try (WriteAheadLog wal = new WriteAheadLog(dir, 41, BIG_SEGMENTS, () -> 1_700_000_000_123L)) {
+        try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 41, BIG_SEGMENTS, () -> 1_700_000_000_123L)) {
             wal.append(allocated("key-with-é"));
             wal.whenDurable().get(10, TimeUnit.SECONDS);
         }
         byte[] file = Files.readAllBytes(onlySegment(dir));
         byte[] expected = allocated("key-with-é").setSequence(42).setTimeMs(1_700_000_000_123L).build().toByteArray();
         java.nio.ByteBuffer frame = java.nio.ByteBuffer.wrap(file).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        assertEquals(expected.length, frame.getInt(0));
-        assertEquals(FrameCodec.crc(expected, 0, expected.length), frame.getInt(4));
-        assertEquals(FrameCodec.HEADER_BYTES + expected.length, file.length);
-        assertEquals(java.util.Arrays.toString(expected), java.util.Arrays.toString(java.util.Arrays.copyOfRange(file, FrameCodec.HEADER_BYTES, file.length)));
+        int at = WalSegmentHeader.BYTES; // the record follows the segment header
+        assertEquals(expected.length, frame.getInt(at));
+        assertEquals(FrameCodec.crc(expected, 0, expected.length), frame.getInt(at + 4));
+        assertEquals(at + FrameCodec.HEADER_BYTES + expected.length, file.length);
+        assertEquals(java.util.Arrays.toString(expected),
+                java.util.Arrays.toString(java.util.Arrays.copyOfRange(file, at + FrameCodec.HEADER_BYTES, file.length)));
     }
 
     @Test
@@ -334,7 +336,7 @@ class WriteAheadLogTest {
 
         CorruptStateException e = assertThrows(CorruptStateException.class, () -> WalReader.read(dir, 0, true, (r, f, o) -> { }));
         assertEquals(after.path(), e.file());
-        assertEquals(0, e.offset());
+        assertEquals(WalSegmentHeader.BYTES, e.offset(), "the first record, after the segment header");
         assertTrue(e.getMessage().contains("sequence " + after.firstSequence()) && e.getMessage().contains(missing.firstSequence() + " was due"),
                 e.getMessage());
 

@@ -2,8 +2,8 @@ package io.mcctl.tools.snapshot;
 
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
+import io.mcctl.master.service.ClaimedPages;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
-import io.mcctl.storage.alloc.PageRangeException;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -15,10 +15,10 @@ import java.util.function.Consumer;
 
 /**
  * Checks the pages that mappings, in-flight allocations and quarantined ranges claim, the way the master
- * rebuilds its bitmaps on restore: every range inside its bucket and on page boundaries, and no page
- * claimed twice. Each bucket's pages are marked in a {@link BitmapPageAllocator} (one bit per page,
- * built only for buckets that hold a claim). A claim that finds a page taken is kept; a second pass over
- * the claims then names every claim it overlaps, so each overlap is reported with both sides.
+ * checks them on restore: every range inside its bucket and on page boundaries, and no page claimed twice,
+ * through the master's own {@link ClaimedPages}. A claim that finds a page taken is kept; a second pass over
+ * the claims then names every claim it overlaps, so each overlap is reported with both sides and the files
+ * and offsets of their records.
  */
 public final class PageClaims {
 
@@ -148,7 +148,7 @@ public final class PageClaims {
             problems.add(Problem.warning(null, -1, context + "overlap not checked: buckets of " + layout.pagesPerBucket()
                     + " pages are more than a bitmap holds (" + BitmapPageAllocator.MAX_PAGES + ")"));
         }
-        BitmapPageAllocator[] marked = new BitmapPageAllocator[layout.bucketCount()];
+        ClaimedPages marked = bitmaps ? new ClaimedPages(layout.bucketCount(), layout.pagesPerBucket()) : null;
         List<Conflict> conflicts = new ArrayList<>();
         long[] counts = new long[3]; // claims, invalid, overlapping
         source.emit(claim -> {
@@ -165,13 +165,7 @@ public final class PageClaims {
             if (!bitmaps) {
                 return;
             }
-            if (marked[claim.bucket()] == null) {
-                marked[claim.bucket()] = new BitmapPageAllocator(layout.pagesPerBucket());
-            }
-            try {
-                // No search ever runs on these bitmaps: skip the search summaries' upkeep.
-                marked[claim.bucket()].markAllocatedForRestore(claim.firstPage(), claim.pages());
-            } catch (PageRangeException e) {
+            if (marked.add(claim.bucket(), claim.firstPage(), claim.pages())) {
                 counts[2]++;
                 if (conflicts.size() < MAX_NAMED) {
                     conflicts.add(new Conflict(ordinal, claim));

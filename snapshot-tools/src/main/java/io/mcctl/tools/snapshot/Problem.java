@@ -1,6 +1,7 @@
 package io.mcctl.tools.snapshot;
 
 import io.mcctl.master.durability.CorruptStateException;
+import io.mcctl.master.durability.StateFileException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -31,17 +32,17 @@ public record Problem(Severity severity, Path file, long offset, String message)
     }
 
     /** The exception's own file and offset, and what it says without them. */
-    public static Problem of(CorruptStateException e) {
+    public static Problem of(StateFileException e) {
         return of(e, e.file());
     }
 
     /** As {@link #of(CorruptStateException)}, reporting it against {@code file} (the original of a working copy). */
-    public static Problem of(CorruptStateException e, Path file) {
+    public static Problem of(StateFileException e, Path file) {
         return error(file, e.offset(), what(e));
     }
 
     /** The message of a {@link CorruptStateException} without its "file at byte N: " lead. */
-    public static String what(CorruptStateException e) {
+    public static String what(StateFileException e) {
         String lead = e.file() + " at byte " + e.offset() + ": ";
         String message = e.getMessage();
         return message.startsWith(lead) ? message.substring(lead.length()) : message;

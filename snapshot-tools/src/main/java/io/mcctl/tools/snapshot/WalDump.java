@@ -1,7 +1,9 @@
 package io.mcctl.tools.snapshot;
 
 import io.mcctl.master.durability.CorruptStateException;
+import io.mcctl.master.durability.StateFileException;
 import io.mcctl.master.durability.WalReader;
+import io.mcctl.master.durability.WalSegmentHeader;
 import io.mcctl.master.durability.WalSegments;
 import io.mcctl.master.proto.v1.Allocated;
 import io.mcctl.master.proto.v1.Committed;
@@ -11,8 +13,11 @@ import io.mcctl.master.proto.v1.Released;
 import io.mcctl.master.proto.v1.Removed;
 import io.mcctl.master.proto.v1.WalRecord;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.Optional;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -37,7 +42,7 @@ public final class WalDump {
      * @param corruption      where reading stopped on a record that is not a torn tail, or null
      */
     public record Result(int segments, long oldestAvailable, long records, long lastSequence, Path tornFile, long tornOffset,
-                         CorruptStateException corruption) {
+                         StateFileException corruption) {
         public boolean torn() {
             return tornFile != null;
         }
@@ -76,9 +81,52 @@ public final class WalDump {
                 sink.record(record, file, offset);
             });
             return new Result(segments.size(), oldest, seen[0], seen[1], outcome.tornFile(), outcome.tornOffset(), null);
-        } catch (CorruptStateException e) {
+        } catch (StateFileException e) {
             return new Result(segments.size(), oldest, seen[0], seen[1], null, -1, e);
         }
+    }
+
+    /**
+     * Each segment's header as one JSON object ({@code "type":"segment"}): file, format version, minimum reader version,
+     * cluster id, first sequence and leader epoch; a segment written before headers existed shows as format 1 without
+     * the rest, and one whose header cannot be read carries the error.
+     */
+    public static List<Map<String, Object>> segments(Path dir) throws IOException {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (WalSegments.Segment segment : WalSegments.list(dir)) {
+            Map<String, Object> line = new LinkedHashMap<>();
+            line.put("type", "segment");
+            line.put("segment", segment.path().getFileName().toString());
+            line.put("bytes", Files.size(segment.path()));
+            try {
+                Optional<WalSegmentHeader> header = WalSegmentHeader.read(segment.path());
+                line.put("format_version", header.map(WalSegmentHeader::formatVersion).orElse(WalSegmentHeader.LEGACY_FORMAT_VERSION));
+                line.put("legacy", header.isEmpty());
+                header.ifPresent(h -> {
+                    line.put("min_reader_version", h.minReaderVersion());
+                    line.put("cluster_id", h.clusterId());
+                    line.put("first_sequence", h.firstSequence());
+                    line.put("leader_epoch", h.leaderEpoch());
+                });
+            } catch (StateFileException e) {
+                line.put("error", Problem.of(e).json());
+            }
+            out.add(line);
+        }
+        return out;
+    }
+
+    /** A segment line of {@link #segments} as text. */
+    public static String segmentText(Map<String, Object> segment) {
+        String name = "segment " + segment.get("segment") + " (" + segment.get("bytes") + " bytes): ";
+        if (segment.containsKey("error")) {
+            return name + "header unreadable: " + ((Map<?, ?>) segment.get("error")).get("message");
+        }
+        if (Boolean.TRUE.equals(segment.get("legacy"))) {
+            return name + "format 1 (written before segments had a header: no cluster id)";
+        }
+        return name + "format " + segment.get("format_version") + " (readers of " + segment.get("min_reader_version") + " or later), cluster "
+                + segment.get("cluster_id") + ", first record " + segment.get("first_sequence") + ", leader epoch " + segment.get("leader_epoch");
     }
 
     /** The change's name in snake case: allocated, committed, pending_dropped, removed, released, or unknown. */

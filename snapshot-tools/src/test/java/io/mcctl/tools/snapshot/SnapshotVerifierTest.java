@@ -306,8 +306,9 @@ class SnapshotVerifierTest {
             }
             // A hand-made snapshot covering record 0 that already holds a mapping on the page the log's allocation takes.
             Path segment = WalSegments.list(dir).get(0).path();
+            List<Long> frames = StateFixture.frameOffsets(segment);
             io.mcctl.master.proto.v1.WalRecord first = io.mcctl.master.proto.v1.WalRecord.parseFrom(
-                    java.util.Arrays.copyOfRange(Files.readAllBytes(segment), 8, 8 + (int) (StateFixture.frameOffsets(segment).get(1) - 8)));
+                    java.util.Arrays.copyOfRange(Files.readAllBytes(segment), (int) (frames.get(0) + 8), (int) (long) frames.get(1)));
             io.mcctl.master.proto.v1.PlacementRecord taken = first.getAllocated().getPlacement();
             Path snapshot = StateFixture.writeSnapshot(dir, 0,
                     List.of(StateFixture.mapping("other", "squatter", taken.getBucket(), taken.getOffset(), 1)), List.of(), List.of());

@@ -61,7 +61,7 @@ final class StateFixture implements AutoCloseable {
         Files.createDirectories(stateDir);
         this.layoutRecord = LayoutFile.loadOrCreate(layout);
         this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
-        this.wal = withWal ? new WriteAheadLog(stateDir, 0, 1 << 20, System::currentTimeMillis) : null;
+        this.wal = withWal ? new WriteAheadLog(stateDir, layoutRecord.clusterId(), 0, 1 << 20, System::currentTimeMillis) : null;
         if (wal != null) {
             pages.setChangeLog(wal.changeLog());
         }
@@ -213,12 +213,12 @@ final class StateFixture implements AutoCloseable {
         }
     }
 
-    /** The byte offsets of the frames of a log segment. */
+    /** The byte offsets of the frames of a log segment (after its header). */
     static List<Long> frameOffsets(Path segment) throws IOException {
         byte[] bytes = Files.readAllBytes(segment);
         ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         List<Long> out = new ArrayList<>();
-        int at = 0;
+        int at = io.mcctl.master.durability.WalSegmentHeader.BYTES;
         while (at + 8 <= bytes.length) {
             out.add((long) at);
             at += 8 + buffer.getInt(at);

@@ -40,7 +40,13 @@ public final class StorageSettings {
             "--health-check", "false", StorageSettings::parseBoolean, String::valueOf, "true or false",
             "run the checks of mcctl mount validate before laying out the root; any FAIL stops the master");
 
-    public static final List<Setting<?>> ALL = List.of(PAGE_MODE, ROOT_DIR, FS_TYPE, BUCKET_COUNT, PAGE_SIZE, BUCKET_SIZE, HEALTH_CHECK);
+    public static final Setting<Boolean> PREALLOCATE_BUCKETS = Setting.of("preallocate_buckets", "MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS",
+            "--preallocate", "false", StorageSettings::parseBoolean, String::valueOf, "true or false",
+            "reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, "
+                    + "not as failed writes later");
+
+    public static final List<Setting<?>> ALL = List.of(PAGE_MODE, ROOT_DIR, FS_TYPE, BUCKET_COUNT, PAGE_SIZE, BUCKET_SIZE, HEALTH_CHECK,
+            PREALLOCATE_BUCKETS);
 
     private StorageSettings() {
     }
@@ -61,7 +67,7 @@ public final class StorageSettings {
         return new BucketLayout(config.get(ROOT_DIR), config.get(BUCKET_COUNT), pageSize, bucketSize);
     }
 
-    static boolean parseBoolean(String text) {
+    public static boolean parseBoolean(String text) {
         return switch (text.toLowerCase(Locale.ROOT)) {
             case "true", "yes", "on", "1" -> true;
             case "false", "no", "off", "0" -> false;

@@ -3,6 +3,7 @@ package io.mcctl.storage.mount;
 import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.storage.layout.SpaceBacking;
 import io.mcctl.storage.layout.LayoutMismatchException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -219,40 +220,27 @@ public final class MountValidator {
     }
 
     private CheckResult checkCapacity() throws IOException {
-        FileStore store = Files.getFileStore(layout.root());
-        long total = store.getTotalSpace();
-        long free = store.getUsableSpace();
-        long required = saturatedProduct(layout.bucketCount(), layout.bucketSize());
-        // The JVM cannot see a file's allocated blocks; a file's size is an upper bound on them, so a sparse
-        // bucket file counts as fully allocated and "still needed" is a lower bound.
-        long stillNeeded = 0;
-        for (int bucket = 0; bucket < layout.bucketCount(); bucket++) {
-            Path path = layout.bucketPath(bucket);
-            long size;
-            try {
-                size = Files.size(path);
-            } catch (NoSuchFileException e) {
-                size = 0;
-            }
-            stillNeeded = saturatedSum(stillNeeded, Math.max(0, layout.bucketSize() - size));
-        }
+        long total = Files.getFileStore(layout.root()).getTotalSpace();
+        SpaceBacking space = SpaceBacking.measure(layout);
+        long required = space.capacityBytes();
         Map<String, Object> measured = new LinkedHashMap<>();
         measured.put("total_bytes", total);
-        measured.put("free_bytes", free);
+        measured.put("free_bytes", space.freeBytes());
         measured.put("required_bytes", required);
-        measured.put("still_needed_bytes", stillNeeded);
-        measured.put("allocated_size_known", false);
+        measured.put("allocated_bytes", space.allocatedBytes());
+        measured.put("still_needed_bytes", space.unbackedBytes());
+        measured.put("allocated_size_known", space.allocatedKnown());
         String need = layout.bucketCount() + " x " + bytes(layout.bucketSize()) + " = " + bytes(required);
         if (total < required) {
             return CheckResult.fail(CAPACITY, "the filesystem holds " + bytes(total) + " in total, less than the " + need
                     + " the bucket files need", measured);
         }
-        if (free < stillNeeded) {
-            return CheckResult.warn(CAPACITY, bytes(free) + " free, less than the " + bytes(stillNeeded)
-                    + " the bucket files still need (of " + need + ")", measured);
+        Optional<String> warning = space.warning(layout);
+        if (warning.isPresent()) {
+            return CheckResult.warn(CAPACITY, warning.get(), measured);
         }
-        return CheckResult.pass(CAPACITY, bytes(total) + " total, " + bytes(free) + " free; bucket files need " + need
-                + (stillNeeded > 0 ? " (" + bytes(stillNeeded) + " not yet laid out)" : ""), measured);
+        return CheckResult.pass(CAPACITY, bytes(total) + " total, " + bytes(space.freeBytes()) + " free; bucket files need " + need
+                + (space.unbackedBytes() > 0 ? " (" + bytes(space.unbackedBytes()) + " not yet backed by real space)" : ""), measured);
     }
 
     private CheckResult checkLayout() {
@@ -504,15 +492,7 @@ public final class MountValidator {
 
     /** Bytes for people: 1.5 GiB, 512 KiB, 100 B. */
     static String bytes(long n) {
-        String[] units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-        double value = n;
-        int unit = 0;
-        while (value >= 1024 && unit < units.length - 1) {
-            value /= 1024;
-            unit++;
-        }
-        return unit == 0 ? n + " B" : (value == Math.rint(value) ? String.format(Locale.ROOT, "%.0f %s", value, units[unit])
-                : String.format(Locale.ROOT, "%.1f %s", value, units[unit]));
+        return SpaceBacking.bytes(n);
     }
 
     private static double round(double value) {
@@ -520,15 +500,10 @@ public final class MountValidator {
     }
 
     private static long saturatedProduct(long a, long b) {
-        try {
-            return Math.multiplyExact(a, b);
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE;
-        }
+        return SpaceBacking.saturatedProduct(a, b);
     }
 
     private static long saturatedSum(long a, long b) {
-        long sum = a + b;
-        return sum < 0 ? Long.MAX_VALUE : sum;
+        return SpaceBacking.saturatedSum(a, b);
     }
 }

@@ -1,0 +1,161 @@
+package io.mcctl.master.server;
+
+import static io.mcctl.master.TestObjects.object;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mcctl.master.TestObjects;
+import io.mcctl.master.TierCluster;
+import io.mcctl.master.client.TierReader;
+import io.mcctl.master.client.TierWriter;
+import io.mcctl.master.proto.v1.CheckPagesResponse;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.GetStatsResponse;
+import io.mcctl.master.service.Change;
+import io.mcctl.master.service.PageService;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The tier as a cache: a real master over gRPC with eviction on, filled far past its capacity. */
+@Timeout(120)
+class EvictionTest {
+
+    static final int SIZE = 3 * 4096 + 100; // four pages
+    /** 4 buckets of 1 MiB in 4 KiB pages: 1,024 pages, 256 objects of four pages. */
+    static final int CAPACITY_OBJECTS = 256;
+
+    @TempDir
+    Path root;
+
+    static MasterServer.Options options(BucketLayout layout, Duration lease) {
+        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, MasterSettings.Durability.wal,
+                null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10), new PageService.EvictionPolicy(true, 0.9, 0.7));
+    }
+
+    @Test
+    void four_times_the_capacity_of_offloads_all_succeed_and_the_most_recent_read_back() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 4);
+        List<String> keys = new ArrayList<>();
+        try (TierCluster cluster = TierCluster.start(options(layout, Duration.ofMillis(200)), 1)) {
+            TierCluster.Node node = cluster.node(0);
+            for (int i = 0; i < 4 * CAPACITY_OBJECTS; i++) {
+                String key = "obj-" + i;
+                TierWriter.Outcome outcome = node.writer().offload("t", List.of(object(key, SIZE)), false).get(0);
+                assertTrue(outcome.ok(), key + ": " + outcome);
+                keys.add(key);
+            }
+            PageService pages = cluster.master().pages();
+            long evicted = pages.evictedTotal(Change.RemoveReason.EVICTED_WATERMARK) + pages.evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION);
+            assertTrue(evicted >= 3 * CAPACITY_OBJECTS - 10, "evicted " + evicted);
+            // The last tenth of the capacity was written after every eviction that could take it: it is all there.
+            List<String> recent = keys.subList(keys.size() - CAPACITY_OBJECTS / 10, keys.size());
+            List<TierReader.Outcome> read = node.reader().get("t", recent);
+            for (int i = 0; i < recent.size(); i++) {
+                assertTrue(read.get(i).ok(), recent.get(i) + ": " + read.get(i));
+                assertArrayEquals(TestObjects.content(recent.get(i), SIZE), TestObjects.bytesOf(read.get(i).data()));
+            }
+            // Whatever is left reads back byte-exact or is a clean miss; nothing overlaps, nothing leaked.
+            List<TierReader.Outcome> all = node.reader().get("t", keys);
+            int present = 0;
+            for (int i = 0; i < keys.size(); i++) {
+                TierReader.Outcome o = all.get(i);
+                if (o.ok()) {
+                    present++;
+                    assertArrayEquals(TestObjects.content(keys.get(i), SIZE), TestObjects.bytesOf(o.data()), keys.get(i));
+                } else {
+                    assertEquals(TierReader.Status.NOT_FOUND, o.status(), keys.get(i) + ": " + o);
+                }
+            }
+            assertEquals(pages.mappingCount(), present);
+            CheckPagesResponse check = node.client().checkPages(false, 0, 100);
+            assertEquals(0, check.getLeakedPages() + check.getOverlapPages() + check.getFalseFreePages(), check.toString());
+        }
+    }
+
+    @Test
+    void a_key_read_in_a_loop_survives_while_others_are_evicted() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 4);
+        try (TierCluster cluster = TierCluster.start(options(layout, Duration.ofMillis(100)), 1)) {
+            TierCluster.Node node = cluster.node(0);
+            assertTrue(node.writer().offload("t", List.of(object("hot", SIZE)), false).get(0).ok());
+            for (int i = 0; i < 3 * CAPACITY_OBJECTS; i++) {
+                assertTrue(node.writer().offload("t", List.of(object("cold-" + i, SIZE)), false).get(0).ok());
+                if (i % 8 == 0) {
+                    TierReader.Outcome hot = node.reader().get("t", List.of("hot")).get(0);
+                    assertTrue(hot.ok(), "after " + i + " cold offloads: " + hot);
+                    assertArrayEquals(TestObjects.content("hot", SIZE), TestObjects.bytesOf(hot.data()));
+                }
+            }
+            assertTrue(cluster.master().pages().evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION)
+                    + cluster.master().pages().evictedTotal(Change.RemoveReason.EVICTED_WATERMARK) > CAPACITY_OBJECTS);
+        }
+    }
+
+    @Test
+    void in_flight_allocations_are_never_evicted_and_a_tier_of_only_those_answers_NO_AVAILABLE_HANDLE() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 1); // 256 pages: 64 objects
+        try (TierCluster cluster = TierCluster.start(options(layout, Duration.ofMillis(100)), 1)) {
+            TierCluster.Node node = cluster.node(0);
+            List<DistributedDiskDescriptor> held = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                held.add(node.client().allocate("t", "writing-" + i, SIZE, false).getDistributedDisk());
+            }
+            io.mcctl.master.client.MasterException full = org.junit.jupiter.api.Assertions.assertThrows(io.mcctl.master.client.MasterException.class,
+                    () -> node.client().allocate("t", "one-more", SIZE, false));
+            assertEquals(ErrorCode.NO_AVAILABLE_HANDLE, full.code(), "nothing committed, nothing to evict");
+            GetStatsResponse stats = node.client().stats();
+            assertEquals(64, stats.getInFlightAllocations());
+            for (int i = 0; i < 64; i++) {
+                assertEquals(0, node.client().notifySuccess(List.of("writing-" + i), List.of("t"),
+                        List.of(held.get(i).toBuilder().setCrc32C(1).build())).getResults(0).getErrorValue(), "writing-" + i);
+            }
+        }
+    }
+
+    @Test
+    void an_evicted_object_being_read_keeps_its_bytes_for_the_lease_and_stays_evicted_after_a_restart() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 1); // 64 objects
+        MasterServer.Options options = options(layout, Duration.ofSeconds(30));
+        List<String> evicted = new ArrayList<>();
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            assertTrue(node.writer().offload("t", List.of(object("first", SIZE)), false).get(0).ok());
+            TierReader.Outcome read = node.reader().get("t", List.of("first")).get(0); // a lease of 30 s
+            assertTrue(read.ok());
+            for (int i = 0; i < 200; i++) {
+                node.writer().offload("t", List.of(object("later-" + i, SIZE)), false); // the leased ones are evicted last
+            }
+            assertTrue(cluster.master().pages().evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION)
+                    + cluster.master().pages().evictedTotal(Change.RemoveReason.EVICTED_WATERMARK) > 0);
+            for (int i = 0; i < 200; i++) {
+                if (!node.client().exists("t", "later-" + i)) {
+                    evicted.add("later-" + i);
+                }
+            }
+            // Whether or not "first" was evicted, its reader still finds its bytes where it was told: no page under a lease
+            // is reused.
+            ByteBuffer again = node.tier().io().read(Path.of(read.descriptor().getFilePath()), read.descriptor().getOffset(), SIZE,
+                    read.descriptor().getCrc32C());
+            assertArrayEquals(TestObjects.content("first", SIZE), TestObjects.bytesOf(again));
+        }
+        assertTrue(!evicted.isEmpty());
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            for (String key : evicted) {
+                assertTrue(!cluster.node(0).client().exists("t", key), key + " came back after the restart");
+            }
+            CheckPagesResponse check = cluster.node(0).client().checkPages(false, 0, 100);
+            assertEquals(0, check.getLeakedPages() + check.getOverlapPages() + check.getFalseFreePages(), check.toString());
+        }
+    }
+}
