@@ -14,6 +14,8 @@ import io.mcctl.master.durability.ServiceMappingTable;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.durability.StateRecovery;
 import io.mcctl.master.durability.WriteAheadLog;
+import io.mcctl.master.security.MasterSecurity;
+import io.mcctl.master.security.SecurityConfigException;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
@@ -88,6 +90,11 @@ public final class MasterServer implements AutoCloseable {
     }
 
     public static MasterServer start(Options options) throws IOException {
+        return start(options, MasterSecurity.plaintext());
+    }
+
+    /** Starts with TLS and access control as {@code security} says (docs/security.md). */
+    public static MasterServer start(Options options, MasterSecurity security) throws IOException {
         BucketFiles.InitResult init = BucketFiles.initialise(options.layout());
         LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
                 init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
@@ -125,12 +132,20 @@ public final class MasterServer implements AutoCloseable {
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                 wal == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : wal::whenDurable, snapshotter);
         // Handlers never block (no IO, short lock holds), so they run on the transport threads: no hand-off per call.
-        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
+        NettyServerBuilder serverBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()));
+        try {
+            configureSecurity(security, serverBuilder, options.bindHost());
+        } catch (IOException e) {
+            closeQuietly(wal);
+            throw e;
+        }
+        Server server = serverBuilder
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
                 // handler, which answers per key, instead of failing whole as RESOURCE_EXHAUSTED at the default 4 MiB.
                 .maxInboundMessageSize(MAX_REQUEST_BYTES)
-                .addService(ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()))
+                .addService(ServerInterceptors.intercept(service, new StatusExceptions(), security.interceptor(metrics.registry()),
+                        metrics.interceptor()))
                 .build();
         try {
             server.start();
@@ -140,8 +155,10 @@ public final class MasterServer implements AutoCloseable {
         }
         HTTPServer metricsServer;
         try {
-            metricsServer = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
-                    .registry(metrics.registry()).buildAndStart();
+            HTTPServer.Builder metricsBuilder = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
+                    .registry(metrics.registry());
+            configureSecurity(security, metricsBuilder);
+            metricsServer = metricsBuilder.buildAndStart();
         } catch (IOException e) {
             server.shutdownNow();
             closeQuietly(wal);
@@ -199,6 +216,24 @@ public final class MasterServer implements AutoCloseable {
                     }
                 }
             };
+        }
+    }
+
+    // ---- transport security: the settings were checked when MasterSecurity was made, so these fail only on a race ----
+
+    private static void configureSecurity(MasterSecurity security, NettyServerBuilder builder, String bindHost) throws IOException {
+        try {
+            security.configure(builder, bindHost);
+        } catch (SecurityConfigException e) {
+            throw new IOException(e.getMessage(), e);
+        }
+    }
+
+    private static void configureSecurity(MasterSecurity security, HTTPServer.Builder builder) throws IOException {
+        try {
+            security.configure(builder);
+        } catch (SecurityConfigException e) {
+            throw new IOException(e.getMessage(), e);
         }
     }
 
