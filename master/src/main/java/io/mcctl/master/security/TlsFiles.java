@@ -162,7 +162,7 @@ public final class TlsFiles {
     /**
      * What a client certificate grants on its own: the tenants of its {@code mcctl:tenant:} URI SANs and the role of an
      * {@code mcctl:role:} URI SAN (default tenant). Without any tenant SAN, and only when {@code commonNameCounts}, the
-     * subject CN is its one tenant. Null when it names no tenant (or a role it cannot have).
+     * subject CN is its one tenant. Null when it names no tenant; a grant of nothing when it names a role we do not know.
      */
     public static Grant certificateGrant(X509Certificate certificate, boolean commonNameCounts) {
         Set<String> tenants = new LinkedHashSet<>();
@@ -181,7 +181,8 @@ public final class TlsFiles {
                 } else if (uri.startsWith(ROLE_SAN_PREFIX)) {
                     Role named = Role.parse(uri.substring(ROLE_SAN_PREFIX.length()));
                     if (named == null) {
-                        return null; // a role we do not know: grant nothing rather than guess
+                        // a role we do not know: grant nothing rather than guess, and narrow any token to nothing
+                        return new Grant("certificate CN=" + commonName(certificate) + " (unknown role " + uri + ")", Role.TENANT, Set.of());
                     }
                     role = named;
                 }
