@@ -302,7 +302,7 @@ function _picocli_mcctl_offload() {
 
   local commands=""
   local flag_opts="'--overwrite' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--batch' '--prefix' '--batch-size'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -316,6 +316,30 @@ function _picocli_mcctl_offload() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -353,7 +377,7 @@ function _picocli_mcctl_get() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--out' '--batch' '--batch-size'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--out' '--batch' '--batch-size'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -366,6 +390,30 @@ function _picocli_mcctl_get() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '--out')
       local IFS=$'\n'
@@ -401,7 +449,7 @@ function _picocli_mcctl_rm() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -414,6 +462,30 @@ function _picocli_mcctl_rm() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
   esac
 
@@ -434,7 +506,7 @@ function _picocli_mcctl_ls() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--prefix' '--limit'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--prefix' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -448,6 +520,30 @@ function _picocli_mcctl_ls() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -479,7 +575,7 @@ function _picocli_mcctl_stat() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -493,6 +589,30 @@ function _picocli_mcctl_stat() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -536,7 +656,7 @@ function _picocli_mcctl_fsck() {
 
   local commands=""
   local flag_opts="'--deep' '--repair' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout'"
+  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -576,6 +696,30 @@ function _picocli_mcctl_fsck() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
   esac
 
@@ -710,7 +854,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -784,6 +928,18 @@ function _picocli_mcctl_master_start() {
     '--eviction-low-watermark')
       return
       ;;
+    '--tls-cert')
+      return
+      ;;
+    '--tls-key')
+      return
+      ;;
+    '--tls-client-ca')
+      return
+      ;;
+    '--tokens-file')
+      return
+      ;;
   esac
 
   if [[ "${curr_word}" == -* ]]; then
@@ -803,7 +959,7 @@ function _picocli_mcctl_snapshot_create() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -817,6 +973,30 @@ function _picocli_mcctl_snapshot_create() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -1128,7 +1308,7 @@ function _picocli_mcctl_bitmap_inspect() {
 
   local commands=""
   local flag_opts="'--extents' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
+  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1142,6 +1322,30 @@ function _picocli_mcctl_bitmap_inspect() {
       ;;
     '--timeout')
       return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -1295,7 +1499,7 @@ function _picocli_mcctl_bench_master() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'-o' '--output' '--master' '--threads' '--keys' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 
@@ -1464,7 +1668,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1542,6 +1746,18 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--eviction-low-watermark')
+      return
+      ;;
+    '--tls-cert')
+      return
+      ;;
+    '--tls-key')
+      return
+      ;;
+    '--tls-client-ca')
+      return
+      ;;
+    '--tokens-file')
       return
       ;;
   esac

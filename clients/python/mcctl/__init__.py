@@ -8,9 +8,9 @@ Names follow Mooncake's MooncakeDistributedStore where they fit; see docs/python
 """
 
 from .client import Client
-from .errors import (InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
+from .errors import (AccessDenied, InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
                      ObjectAlreadyExists, ObjectNotFound, ReplicaIsNotReady)
 
-__all__ = ["Client", "McctlError", "InternalError", "MasterUnavailable", "InvalidParams", "ObjectNotFound",
+__all__ = ["Client", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "InvalidParams", "ObjectNotFound",
            "NoAvailableHandle", "ReplicaIsNotReady", "ObjectAlreadyExists"]
 __version__ = "0.1.0"

@@ -38,6 +38,44 @@ def check_master(master: str) -> str:
     return master
 
 
+TOKEN_ENV = "MCCTL_TOKEN"  # the bearer token itself, as the CLI reads it
+
+
+def _read_pem(path: Optional[str], what: str) -> Optional[bytes]:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InvalidParams(f"{what} {path} cannot be read: {e.strerror}") from None
+
+
+def _channel(master: str, tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]) -> grpc.Channel:
+    """Plaintext without tls_ca; TLS trusting only tls_ca's CAs with it, presenting tls_cert/tls_key when given."""
+    options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+    if (tls_cert is None) != (tls_key is None):
+        raise InvalidParams("tls_cert and tls_key go together: give both, or neither")
+    if tls_ca is None:
+        if tls_cert is not None:
+            raise InvalidParams("tls_cert needs tls_ca: the CA that signed the master's certificate")
+        return grpc.insecure_channel(master, options=options)
+    credentials = grpc.ssl_channel_credentials(root_certificates=_read_pem(tls_ca, "tls_ca"),
+                                               private_key=_read_pem(tls_key, "tls_key"),
+                                               certificate_chain=_read_pem(tls_cert, "tls_cert"))
+    return grpc.secure_channel(master, credentials, options=options)
+
+
+def _auth_metadata(token: Optional[str]) -> Optional[Tuple[Tuple[str, str], ...]]:
+    """The authorization header for every call (sent as metadata, so it works over plaintext on loopback too)."""
+    if token is None:
+        return None
+    token = token.strip()
+    if not token or any(c <= " " or c > "~" for c in token):
+        raise InvalidParams("token is empty or has spaces or characters outside printable ASCII")
+    return (("authorization", "Bearer " + token),)
+
+
 def check_tenant(tenant: str) -> str:
     if not isinstance(tenant, str) or not tenant:
         raise InvalidParams("tenant id is empty")
@@ -78,10 +116,13 @@ class Client:
     ``root`` is where this node mounts the shared root (default: the master's root_dir, from GetLayout).
     ``write_margin`` is how many seconds before an allocation's deadline this client stops starting writes
     (default: 5 s, at most half the deadline), so a slow writer never writes pages the master may reclaim.
+    ``tls_ca`` (a PEM file of the CAs to trust) turns TLS on; ``tls_cert`` and ``tls_key`` add this client's
+    own certificate for a master that wants one. ``token`` is the bearer token (default: $MCCTL_TOKEN, if set).
     """
 
     def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
-                 root: Optional[str] = None, write_margin: Optional[float] = None):
+                 root: Optional[str] = None, write_margin: Optional[float] = None, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None):
         self.master = check_master(master)
         self.tenant = check_tenant(tenant)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -94,10 +135,8 @@ class Client:
         self._stats_lock = threading.Lock()
         self._calls: Counter = Counter()
         self._counters: Counter = Counter()
-        self._channel = grpc.insecure_channel(self.master, options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ])
+        self._metadata = _auth_metadata(token if token is not None else os.environ.get(TOKEN_ENV) or None)
+        self._channel = _channel(self.master, tls_ca, tls_cert, tls_key)
         self._stub = pb_grpc.MasterServiceStub(self._channel)
         try:
             self.layout = self._read("GetLayout", pb.GetLayoutRequest())
@@ -150,7 +189,7 @@ class Client:
             with self._stats_lock:
                 self._calls[method] += 1
             try:
-                return getattr(self._stub, method)(request, timeout=self.timeout)
+                return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts:
                     raise errors.from_rpc_error(e, self.master, self.timeout) from None

@@ -60,6 +60,11 @@ class MasterUnavailable(InternalError):
     result = RPC_FAIL
 
 
+class AccessDenied(InternalError):
+    """The master refused the call: no or an unknown token (UNAUTHENTICATED), or a tenant or role the token
+    or certificate does not allow (PERMISSION_DENIED). Nothing was changed."""
+
+
 class InvalidParams(McctlError, ValueError):
     code = "INVALID_PARAMS"
     result = INVALID_PARAMS
@@ -114,6 +119,8 @@ def from_rpc_error(error: grpc.RpcError, target: str, timeout: float) -> McctlEr
     if status == grpc.StatusCode.UNAVAILABLE:
         return MasterUnavailable(f"cannot reach the master at {target}: {details} "
                                  f"(is 'mcctl master start' running there? pass master='host:port')")
+    if status in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        return AccessDenied(f"the master at {target} refused the call ({status.name}): {details}")
     if status == grpc.StatusCode.DEADLINE_EXCEEDED:
         return MasterUnavailable(f"the master at {target} did not answer within {timeout:g} s")
     name = None

@@ -4,10 +4,11 @@ import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.service.KeyRules;
 import io.mcctl.storage.config.DurationParser;
 import java.time.Duration;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 
-/** {@code --master}, {@code --tenant} and {@code --timeout} for every command that talks to a master. */
+/** {@code --master}, {@code --tenant}, {@code --timeout} and the TLS and token options for every command that talks to a master. */
 public final class ClientOptions {
 
     /** Environment variable with the master's address. */
@@ -24,6 +25,9 @@ public final class ClientOptions {
     @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "10s",
             description = "Deadline of each call to the master (default: ${DEFAULT-VALUE}).")
     String timeout;
+
+    @Mixin
+    ConnectionOptions connection;
 
     public String tenant() {
         String problem = KeyRules.checkTenant(tenant);
@@ -55,6 +59,11 @@ public final class ClientOptions {
         }
         String target = target(spec);
         tenant();
-        return new MasterClient(target, deadline);
+        io.mcctl.master.client.ClientSecurity security = connection.security(spec);
+        try {
+            return new MasterClient(target, deadline, security);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, e.getMessage());
+        }
     }
 }

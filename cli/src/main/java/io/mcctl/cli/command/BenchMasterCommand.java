@@ -59,6 +59,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "Mappings for the heap-per-mapping figure; 0 skips it (default: ${DEFAULT-VALUE}).")
     int memoryMappings;
 
+    @Option(names = "--security", description = "Also run the offload and lookup phases against embedded masters with plaintext, "
+            + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
+    boolean security;
+
     @Override
     public Integer call() throws Exception {
         if (threads < 1 || threads > 256) {
@@ -66,6 +70,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         if (keys < threads * 640) {
             throw new CliException(ExitCodes.USAGE, "invalid --keys " + keys + ": allowed is at least 640 per thread (" + threads * 640 + ")");
+        }
+        if (security && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--security runs its own embedded masters: leave out --master");
         }
         if (memoryMappings < 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --memory-mappings " + memoryMappings + ": allowed is 0 or more");
@@ -101,6 +108,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 deleteTree(tempRoot);
             }
         }
+        List<Map<String, Object>> securityRows = security ? securityComparison() : List.of();
         LatencyRecorder echo = TcpEcho.measure(20_000);
         double echoP50 = echo.percentileMicros(0.5);
         MasterBenchmark.Phase singleLookup = phases.get(4);
@@ -112,18 +120,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("threads", threads);
         List<Map<String, Object>> rows = new ArrayList<>();
         for (MasterBenchmark.Phase p : phases) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("phase", p.name());
-            row.put("callers", p.threads());
-            row.put("batch", p.batch());
-            row.put("keys", p.keys());
-            row.put("keys_per_second", Math.round(p.keysPerSecond()));
-            row.put("call_p50_us", round(p.p50Micros()));
-            row.put("call_p99_us", round(p.p99Micros()));
-            row.put("failures", p.failures());
-            rows.add(row);
+            rows.add(phaseRow(new LinkedHashMap<>(), p));
         }
         report.put("phases", rows);
+        if (security) {
+            report.put("security", securityRows);
+        }
         report.put("tcp_echo_p50_us", round(echoP50));
         report.put("tcp_echo_p99_us", round(echo.percentileMicros(0.99)));
         report.put("one_caller_single_lookup_p50_over_echo_p50", round(singleLookup.p50Micros() / echoP50));
@@ -141,6 +143,14 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 table.row(p.name(), p.threads(), p.batch(), p.keys(), Math.round(p.keysPerSecond()), round(p.p50Micros()), round(p.p99Micros()), p.failures());
             }
             out.print(table.render());
+            if (security) {
+                Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
+                for (Map<String, Object> row : securityRows) {
+                    byMode.row(row.get("transport"), row.get("phase"), row.get("callers"), row.get("batch"), row.get("keys_per_second"),
+                            row.get("call_p50_us"), row.get("call_p99_us"), row.get("failures"));
+                }
+                out.print(byMode.render());
+            }
             out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 is %.2fx the echo", echoP50,
                     singleLookup.p50Micros() / echoP50));
             if (memory != null) {
@@ -150,6 +160,61 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         out.flush();
         return ExitCodes.OK;
+    }
+
+    /**
+     * The offload and lookup phases against three embedded masters in turn: plaintext without tokens, plaintext with a
+     * token on every call, and TLS with a token. Each gets its own warm-up pass and its own temporary root.
+     */
+    private List<Map<String, Object>> securityComparison() throws Exception {
+        Path work = Files.createTempDirectory("mcctl-bench-security");
+        List<Map<String, Object>> rows = new ArrayList<>();
+        try {
+            io.mcctl.cli.bench.TestCertificates ca = io.mcctl.cli.bench.TestCertificates.newCa(work.resolve("certs"), "bench-ca");
+            io.mcctl.cli.bench.TestCertificates.Pair pair = ca.server("bench-master");
+            String token = UUID.randomUUID().toString();
+            Path tokens = work.resolve("tokens.yaml");
+            Files.writeString(tokens, "tokens:\n  - name: bench\n    sha256: " + io.mcctl.master.security.TokenTable.sha256Hex(token)
+                    + "\n    tenants: [bench]\n");
+            record Mode(String name, io.mcctl.master.security.MasterSecurity master, io.mcctl.master.client.ClientSecurity client) {
+            }
+            List<Mode> modes = List.of(
+                    new Mode("plaintext", io.mcctl.master.security.MasterSecurity.plaintext(), io.mcctl.master.client.ClientSecurity.NONE),
+                    new Mode("plaintext+token", io.mcctl.master.security.MasterSecurity.of(null, null, null, tokens),
+                            io.mcctl.master.client.ClientSecurity.NONE.withToken(token)),
+                    new Mode("tls+token", io.mcctl.master.security.MasterSecurity.of(pair.cert(), pair.key(), null, tokens),
+                            new io.mcctl.master.client.ClientSecurity(ca.caCert(), null, null, token)));
+            for (Mode mode : modes) {
+                Path root = Files.createDirectories(work.resolve(mode.name()));
+                try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, 256, 64 << 10, 4L << 30), "posix",
+                        "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
+                     MasterClient client = new MasterClient("127.0.0.1:" + embedded.port(), Duration.ofSeconds(30), mode.client())) {
+                    String runId = UUID.randomUUID().toString().substring(0, 8);
+                    runPhases(new MasterBenchmark(client, threads, 64 << 10, runId + "w"), Math.max(threads * 640, keys / 4));
+                    for (MasterBenchmark.Phase p : runPhases(new MasterBenchmark(client, threads, 64 << 10, runId), keys)) {
+                        Map<String, Object> row = new LinkedHashMap<>();
+                        row.put("transport", mode.name());
+                        rows.add(phaseRow(row, p));
+                    }
+                }
+            }
+        } finally {
+            deleteTree(work);
+        }
+        return rows;
+    }
+
+    /** One phase's figures added to {@code row}, with the JSON report's field names. */
+    private static Map<String, Object> phaseRow(Map<String, Object> row, MasterBenchmark.Phase p) {
+        row.put("phase", p.name());
+        row.put("callers", p.threads());
+        row.put("batch", p.batch());
+        row.put("keys", p.keys());
+        row.put("keys_per_second", Math.round(p.keysPerSecond()));
+        row.put("call_p50_us", round(p.p50Micros()));
+        row.put("call_p99_us", round(p.p99Micros()));
+        row.put("failures", p.failures());
+        return row;
     }
 
     private List<MasterBenchmark.Phase> runPhases(MasterBenchmark bench, int totalKeys) throws Exception {

@@ -2,6 +2,7 @@ package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.ConnectionOptions;
 import io.mcctl.cli.McctlCommand;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
@@ -99,6 +100,9 @@ public final class FsckCommand implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "DURATION", description = "With --master: deadline of each call (default: 2m).")
     String timeout;
 
+    @Mixin
+    ConnectionOptions connection;
+
     /** Taken here, so that a wrong argument is fsck(8)'s operational error (8), not the usage error of other commands. */
     @Unmatched
     List<String> unmatched;
@@ -147,7 +151,13 @@ public final class FsckCommand implements Callable<Integer> {
                 long minAgeMs = minAge == null ? -1 : parseDuration("--min-age", minAge, true).toMillis();
                 Duration deadline = timeout == null ? Duration.ofMinutes(2) : parseDuration("--timeout", timeout, false);
                 String target = masterTarget();
-                try (MasterClient client = new MasterClient(target, deadline)) {
+                io.mcctl.master.client.ClientSecurity security;
+                try {
+                    security = connection.security(spec);
+                } catch (CliException e) {
+                    throw operational(e.getMessage(), e);
+                }
+                try (MasterClient client = newClient(target, deadline, security)) {
                     report = LiveFsck.run(client, new LiveFsck.Options(repair, minAgeMs, deep, rateLimitBytes), progress);
                 } catch (MasterException e) {
                     throw operational("master " + target + ": " + e.getMessage(), e);
@@ -178,6 +188,14 @@ public final class FsckCommand implements Callable<Integer> {
         }
         out.flush();
         return report.exitCode();
+    }
+
+    private static MasterClient newClient(String target, Duration deadline, io.mcctl.master.client.ClientSecurity security) {
+        try {
+            return new MasterClient(target, deadline, security);
+        } catch (IllegalArgumentException e) {
+            throw operational(e.getMessage(), e);
+        }
     }
 
     private String masterTarget() {

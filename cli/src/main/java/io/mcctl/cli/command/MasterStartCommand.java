@@ -81,6 +81,31 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         return config.get(MasterSettings.EVICTION) ? new PageService.EvictionPolicy(true, high, low) : PageService.EvictionPolicy.OFF;
     }
 
+    /** TLS and tokens from tls_cert, tls_key, tls_client_ca and tokens_file; a file that cannot be used stops the start. */
+    private static io.mcctl.master.security.MasterSecurity security(EffectiveConfig config) {
+        try {
+            return io.mcctl.master.security.MasterSecurity.of(pathOrNull(config.get(MasterSettings.TLS_CERT)),
+                    pathOrNull(config.get(MasterSettings.TLS_KEY)), pathOrNull(config.get(MasterSettings.TLS_CLIENT_CA)),
+                    pathOrNull(config.get(MasterSettings.TOKENS_FILE)));
+        } catch (io.mcctl.master.security.SecurityConfigException e) {
+            throw new CliException(ExitCodes.USAGE, e.getMessage());
+        }
+    }
+
+    private static java.nio.file.Path pathOrNull(String text) {
+        return text.isEmpty() ? null : java.nio.file.Path.of(text);
+    }
+
+    /** SIGHUP reads the tokens file again (connections stay open); a file that cannot be used keeps the tokens in force. */
+    @SuppressWarnings("sunapi")
+    private static void reloadTokensOnHangup(io.mcctl.master.security.MasterSecurity security) {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> security.reloadTokens());
+        } catch (IllegalArgumentException e) {
+            LOG.warn("SIGHUP cannot be handled here ({}); restart the master to read the tokens file again", e.getMessage());
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
@@ -104,6 +129,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
                 config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
                 MasterServer.Options.DEFAULT_ALLOCATION_GRACE, evictionPolicy(config));
+        io.mcctl.master.security.MasterSecurity security = security(config); // before anything is laid out
         // The state directory's lock comes first: a second master on the same state changes nothing, not even the
         // health check's probe files under the root.
         StateLock lock = StateLock.acquire(options.resolvedStateDir());
@@ -112,7 +138,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
             if (config.get(StorageSettings.HEALTH_CHECK)) {
                 healthCheck(layout, options.fsType());
             }
-            server = MasterServer.start(options, lock);
+            server = MasterServer.start(options, lock, security);
         } catch (Exception e) {
             lock.close();
             throw e;
@@ -127,6 +153,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 throw new CliException(ExitCodes.FAILED, e.getMessage(), e);
             }
         }
+        reloadTokensOnHangup(security);
         Thread hook = new Thread(() -> {
             LOG.info("stopping");
             server.close();

@@ -65,13 +65,21 @@ public final class MasterClient implements AutoCloseable {
     private final MasterServiceGrpc.MasterServiceBlockingStub stub;
     private final MasterServiceGrpc.MasterServiceFutureStub futureStub;
     private final Duration callTimeout;
+    private final ClientSecurity security;
 
     public MasterClient(String target, Duration callTimeout) {
+        this(target, callTimeout, ClientSecurity.NONE);
+    }
+
+    /** @throws IllegalArgumentException when a TLS file cannot be used (one line naming it) */
+    public MasterClient(String target, Duration callTimeout, ClientSecurity security) {
         this.target = checkTarget(target);
         this.callTimeout = callTimeout;
-        this.channel = NettyChannelBuilder.forTarget(target).usePlaintext().maxInboundMessageSize(64 << 20)
-                .directExecutor() // blocking stubs wait on the caller's thread; responses need no extra hand-off
-                .build();
+        this.security = security;
+        NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target).maxInboundMessageSize(64 << 20)
+                .directExecutor(); // blocking stubs wait on the caller's thread; responses need no extra hand-off
+        security.configure(builder);
+        this.channel = builder.build();
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.futureStub = MasterServiceGrpc.newFutureStub(channel);
     }
@@ -165,6 +173,10 @@ public final class MasterClient implements AutoCloseable {
             }
             String reason = root != e && root.getMessage() != null ? root.getMessage()
                     : e.getStatus().getDescription() != null ? e.getStatus().getDescription() : "unavailable";
+            String tlsProblem = tlsProblem(e, reason);
+            if (tlsProblem != null) {
+                return new MasterException(ErrorCode.INTERNAL_ERROR, "TLS with the master at " + target + " failed: " + tlsProblem, true, e);
+            }
             return new MasterException(ErrorCode.INTERNAL_ERROR, "cannot reach the master at " + target + ": " + reason
                     + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, e);
         }
@@ -172,7 +184,34 @@ public final class MasterClient implements AutoCloseable {
             return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " did not answer within "
                     + callTimeout.toMillis() + " ms", true, e);
         }
+        if (code == Status.Code.UNAUTHENTICATED || code == Status.Code.PERMISSION_DENIED) {
+            return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " refused the call (" + code + "): "
+                    + e.getStatus().getDescription(), false, e);
+        }
         return new MasterException(WireErrors.codeOf(e), WireErrors.messageOf(e), false, e);
+    }
+
+    /** What went wrong with TLS, for people, or null when the failure was not about TLS. */
+    private String tlsProblem(StatusRuntimeException e, String reason) {
+        boolean handshake = false;
+        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+            handshake |= cause instanceof javax.net.ssl.SSLException;
+        }
+        String lower = reason.toLowerCase(java.util.Locale.ROOT);
+        if (!handshake && !lower.contains("ssl") && !lower.contains("tls")) {
+            return security.tls() || !lower.contains("network closed") ? null
+                    : reason + " (plaintext: if the master serves TLS, pass --tls-ca with the CA that signed its certificate)";
+        }
+        if (lower.contains("expired")) {
+            return "a certificate has expired (" + reason + "); renew it";
+        }
+        if (lower.contains("pkix") || lower.contains("certification path") || lower.contains("unable to find valid")) {
+            return "the master's certificate is not signed by a CA in " + security.tlsCa() + " (" + reason + ")";
+        }
+        if (lower.contains("certificate_required") || lower.contains("bad_certificate") || lower.contains("handshake_failure")) {
+            return reason + " (the master wants a client certificate it trusts: pass --tls-cert and --tls-key)";
+        }
+        return reason;
     }
 
     // ---- calls ----

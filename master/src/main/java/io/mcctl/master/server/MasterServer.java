@@ -21,6 +21,8 @@ import io.mcctl.master.durability.StateInUseException;
 import io.mcctl.master.durability.StateLock;
 import io.mcctl.master.durability.StateRecovery;
 import io.mcctl.master.durability.WriteAheadLog;
+import io.mcctl.master.security.MasterSecurity;
+import io.mcctl.master.security.SecurityConfigException;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
@@ -124,7 +126,17 @@ public final class MasterServer implements AutoCloseable {
     }
 
     public static MasterServer start(Options options) throws IOException {
-        return start(options, null);
+        return start(options, null, MasterSecurity.plaintext());
+    }
+
+    /** Starts with TLS and access control as {@code security} says (docs/security.md). */
+    public static MasterServer start(Options options, MasterSecurity security) throws IOException {
+        return start(options, null, security);
+    }
+
+    /** Starts on {@code lock}'s state directory, in plaintext; see {@link #start(Options, StateLock, MasterSecurity)}. */
+    public static MasterServer start(Options options, StateLock lock) throws IOException {
+        return start(options, lock, MasterSecurity.plaintext());
     }
 
     /**
@@ -135,11 +147,18 @@ public final class MasterServer implements AutoCloseable {
      *
      * @throws StateInUseException when another master holds the state directory
      */
-    public static MasterServer start(Options options, StateLock lock) throws IOException {
+    public static MasterServer start(Options options, StateLock lock, MasterSecurity security) throws IOException {
         Path stateDir = options.resolvedStateDir();
         StateLock owner = lock != null ? lock : StateLock.acquire(stateDir);
         Starting starting = new Starting();
-        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()))
+        NettyServerBuilder serverBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()));
+        try {
+            configureSecurity(security, serverBuilder, options.bindHost());
+        } catch (IOException e) {
+            closeQuietly(owner);
+            throw e;
+        }
+        Server server = serverBuilder
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
                 // handler, which answers per key, instead of failing whole as RESOURCE_EXHAUSTED at the default 4 MiB.
@@ -197,8 +216,9 @@ public final class MasterServer implements AutoCloseable {
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
-            return serve(options, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
-                    ServerInterceptors.intercept(service, new StatusExceptions(), metrics.interceptor()));
+            return serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
+                    ServerInterceptors.intercept(service, new StatusExceptions(), security.interceptor(metrics.registry()),
+                            metrics.interceptor()));
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
             closeQuietly(wal);
@@ -208,14 +228,17 @@ public final class MasterServer implements AutoCloseable {
     }
 
     /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
-    private static MasterServer serve(Options options, StateLock owner, Starting starting, Server server, PageService pages,
+    private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
+                                      PageService pages,
                                       BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
                                       StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service)
             throws IOException {
         HTTPServer metricsServer;
         try {
-            metricsServer = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
-                    .registry(metrics.registry()).defaultHandler(new HealthHandler(pages)).buildAndStart();
+            HTTPServer.Builder metricsBuilder = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
+                    .registry(metrics.registry()).defaultHandler(new HealthHandler(pages));
+            configureSecurity(security, metricsBuilder);
+            metricsServer = metricsBuilder.buildAndStart();
         } catch (IOException e) {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
@@ -286,6 +309,24 @@ public final class MasterServer implements AutoCloseable {
                     }
                 }
             };
+        }
+    }
+
+    // ---- transport security: the settings were checked when MasterSecurity was made, so these fail only on a race ----
+
+    private static void configureSecurity(MasterSecurity security, NettyServerBuilder builder, String bindHost) throws IOException {
+        try {
+            security.configure(builder, bindHost);
+        } catch (SecurityConfigException e) {
+            throw new IOException(e.getMessage(), e);
+        }
+    }
+
+    private static void configureSecurity(MasterSecurity security, HTTPServer.Builder builder) throws IOException {
+        try {
+            security.configure(builder);
+        } catch (SecurityConfigException e) {
+            throw new IOException(e.getMessage(), e);
         }
     }
 

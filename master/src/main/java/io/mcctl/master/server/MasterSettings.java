@@ -80,8 +80,30 @@ public final class MasterSettings {
             "--eviction-low-watermark", "0.70", MasterSettings::parseFraction, MasterSettings::formatFraction,
             "a fraction above 0 and at most the high watermark", "used share of all pages the evictor brings the tier down to");
 
+    // ---- who may do what (docs/security.md): empty means off ----
+
+    public static final Setting<String> TLS_CERT = Setting.of("tls_cert", "MCCTL_MASTER_TLS_CERT", "--tls-cert", "",
+            MasterSettings::optionalPath, s -> s, "a PEM file path (empty: plaintext)",
+            "PEM certificate chain the master serves gRPC and metrics with; needs tls_key");
+
+    public static final Setting<String> TLS_KEY = Setting.of("tls_key", "MCCTL_MASTER_TLS_KEY", "--tls-key", "",
+            MasterSettings::optionalPath, s -> s, "a PEM file path, PKCS#8 (BEGIN PRIVATE KEY)", "private key of tls_cert");
+
+    public static final Setting<String> TLS_CLIENT_CA = Setting.of("tls_client_ca", "MCCTL_MASTER_TLS_CLIENT_CA", "--tls-client-ca", "",
+            MasterSettings::optionalPath, s -> s, "a PEM file path (empty: no client certificates)",
+            "CA certificates a gRPC client's certificate must chain to (mutual TLS); needs tls_cert");
+
+    public static final Setting<String> TOKENS_FILE = Setting.of("tokens_file", "MCCTL_MASTER_TOKENS_FILE", "--tokens-file", "",
+            MasterSettings::optionalPath, s -> s, "a YAML file path (empty: no tokens)",
+            "tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP");
+
+    static String optionalPath(String text) {
+        return text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString();
+    }
+
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, READ_LEASE, DURABILITY, STATE_DIR,
-            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK);
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
+            TLS_CLIENT_CA, TOKENS_FILE);
 
     static double parseFraction(String text) {
         double value;

@@ -1,0 +1,90 @@
+package io.mcctl.master.security;
+
+import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchExistKeyRequest;
+import io.mcctl.master.proto.v1.BatchFreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.BatchRemoveRequest;
+import io.mcctl.master.proto.v1.CheckPagesRequest;
+import io.mcctl.master.proto.v1.ExistKeyRequest;
+import io.mcctl.master.proto.v1.FreeDistributedPageRequest;
+import io.mcctl.master.proto.v1.GetDistributedPageMappingRequest;
+import io.mcctl.master.proto.v1.GetReplicaListRequest;
+import io.mcctl.master.proto.v1.ListKeysRequest;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
+import io.mcctl.master.proto.v1.RemoveRequest;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Which permission each RPC of MasterService needs, and which tenants a request names. An RPC missing from
+ * this table needs {@link Permission#ADMIN} and names no tenant, so a new RPC is admin-only until it is
+ * declared here (a test fails while any RPC of the service is missing).
+ */
+public final class MethodPermissions {
+
+    /**
+     * What one RPC needs: a permission (which may depend on the request) and the tenants the request names;
+     * {@code admin}: whether it may need monitor or admin, so an allowed call is audited.
+     */
+    public record Rule(Function<Object, Permission> permission, Function<Object, List<String>> tenants, boolean admin) {
+        public Permission permissionFor(Object request) {
+            return permission.apply(request);
+        }
+
+        public List<String> tenantsOf(Object request) {
+            return tenants.apply(request);
+        }
+    }
+
+    private static final Rule UNDECLARED = fixed(Permission.ADMIN);
+
+    private static final Map<String, Rule> RULES = Map.ofEntries(
+            tenants("AllocateDistributedPage", Permission.TENANT_WRITE, AllocateDistributedPageRequest.class, r -> List.of(r.getTenantId())),
+            tenants("BatchAllocateDistributedPage", Permission.TENANT_WRITE, BatchAllocateDistributedPageRequest.class,
+                    BatchAllocateDistributedPageRequest::getTenantIdsList),
+            tenants("FreeDistributedPage", Permission.TENANT_WRITE, FreeDistributedPageRequest.class, r -> List.of(r.getTenantId())),
+            tenants("BatchFreeDistributedPage", Permission.TENANT_WRITE, BatchFreeDistributedPageRequest.class,
+                    BatchFreeDistributedPageRequest::getTenantIdsList),
+            tenants("NotifyDistributedDiskSuccess", Permission.TENANT_WRITE, NotifyDistributedDiskSuccessRequest.class,
+                    NotifyDistributedDiskSuccessRequest::getTenantIdsList),
+            tenants("Remove", Permission.TENANT_WRITE, RemoveRequest.class, r -> List.of(r.getTenantId())),
+            tenants("BatchRemove", Permission.TENANT_WRITE, BatchRemoveRequest.class, BatchRemoveRequest::getTenantIdsList),
+            tenants("GetDistributedPageMapping", Permission.TENANT_READ, GetDistributedPageMappingRequest.class, r -> List.of(r.getTenantId())),
+            tenants("BatchGetDistributedPageMapping", Permission.TENANT_READ, BatchGetDistributedPageMappingRequest.class,
+                    BatchGetDistributedPageMappingRequest::getTenantIdsList),
+            tenants("ExistKey", Permission.TENANT_READ, ExistKeyRequest.class, r -> List.of(r.getTenantId())),
+            tenants("BatchExistKey", Permission.TENANT_READ, BatchExistKeyRequest.class, BatchExistKeyRequest::getTenantIdsList),
+            tenants("GetReplicaList", Permission.TENANT_READ, GetReplicaListRequest.class, r -> List.of(r.getTenantId())),
+            tenants("ListKeys", Permission.TENANT_READ, ListKeysRequest.class, r -> List.of(r.getTenantId())),
+            Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
+            Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
+            Map.entry("GetBucketBitmap", fixed(Permission.MONITOR)),
+            Map.entry("CreateSnapshot", fixed(Permission.ADMIN)),
+            // A check that repairs changes every tenant's page state; one that only looks reads it.
+            Map.entry("CheckPages", new Rule(r -> ((CheckPagesRequest) r).getRepair() ? Permission.ADMIN : Permission.MONITOR,
+                    r -> List.of(), true)));
+
+    private MethodPermissions() {
+    }
+
+    /** The rule of the RPC named {@code bareMethodName}; an undeclared one is admin-only. */
+    public static Rule ruleOf(String bareMethodName) {
+        return RULES.getOrDefault(bareMethodName, UNDECLARED);
+    }
+
+    /** Whether {@code bareMethodName} has a rule of its own. */
+    public static boolean declared(String bareMethodName) {
+        return RULES.containsKey(bareMethodName);
+    }
+
+    private static Rule fixed(Permission permission) {
+        return new Rule(r -> permission, r -> List.of(), permission == Permission.ADMIN || permission == Permission.MONITOR);
+    }
+
+    private static <T> Map.Entry<String, Rule> tenants(String method, Permission permission, Class<T> type, Function<T, List<String>> tenants) {
+        return Map.entry(method, new Rule(r -> permission, r -> tenants.apply(type.cast(r)), false));
+    }
+}

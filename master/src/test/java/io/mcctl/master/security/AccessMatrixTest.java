@@ -1,0 +1,239 @@
+package io.mcctl.master.security;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.Descriptors.FieldDescriptor;
+import com.google.protobuf.Message;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.MetadataUtils;
+import io.mcctl.master.client.ClientSecurity;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.MasterServiceGrpc;
+import io.mcctl.master.server.MasterServer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Every RPC of the service descriptor, called by a tenant token for its own tenant and for another, by a monitor,
+ * by an admin, with no token and with an unknown one, against a real master on loopback: each refusal is the
+ * right status and leaves the stats and every tenant's listing as they were.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class AccessMatrixTest {
+
+    /** What each RPC needs, written out here independently of MethodPermissions. */
+    private static final Set<String> TENANT_WRITES = Set.of("AllocateDistributedPage", "BatchAllocateDistributedPage",
+            "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove");
+    private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
+            "BatchExistKey", "GetReplicaList", "ListKeys");
+    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats");
+    private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
+    private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)");
+
+    enum Caller { OWN_TENANT, OTHER_TENANT, MONITOR, ADMIN, NO_TOKEN, UNKNOWN_TOKEN }
+
+    @TempDir
+    Path dir;
+    private MasterSecurity security;
+    private MasterServer master;
+    private MasterClient admin;
+    private final List<ManagedChannel> channels = new ArrayList<>();
+    private int serial;
+
+    @BeforeEach
+    void start() throws Exception {
+        security = MasterSecurity.of(null, null, null, TokenFixture.write(dir, TokenFixture.standardTokens()));
+        master = TokenFixture.start(dir.resolve("root"), security);
+        admin = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(10), ClientSecurity.NONE.withToken(TokenFixture.ADMIN));
+        for (String tenant : List.of("a", "b")) {
+            for (int i = 0; i < 3; i++) {
+                String key = "seed-" + i;
+                DistributedDiskDescriptor d = admin.allocate(tenant, key, 5000, false).getDistributedDisk();
+                admin.notifySuccess(List.of(key), List.of(tenant), List.of(d.toBuilder().setCrc32C(7).build()));
+            }
+        }
+    }
+
+    @AfterEach
+    void stop() {
+        channels.forEach(ManagedChannel::shutdownNow);
+        admin.close();
+        master.close();
+    }
+
+    @Test
+    void every_rpc_of_the_service_for_every_caller() {
+        List<String> failures = new ArrayList<>();
+        int refused = 0;
+        for (MethodDescriptor<?, ?> method : MasterServiceGrpc.getServiceDescriptor().getMethods()) {
+            String name = method.getBareMethodName();
+            for (boolean repair : name.equals("CheckPages") ? new boolean[] {false, true} : new boolean[] {false}) {
+                String rpc = repair ? "CheckPages(repair)" : name;
+                for (Caller caller : Caller.values()) {
+                    Status.Code expected = expected(rpc, caller);
+                    Object before = observable();
+                    Status.Code got = call(method, caller, repair);
+                    if (expected != Status.Code.OK) {
+                        refused++;
+                        if (got != expected) {
+                            failures.add(rpc + " by " + caller + ": expected " + expected + ", got " + got);
+                        } else if (!before.equals(observable())) {
+                            failures.add(rpc + " by " + caller + " was refused but changed the stats or a listing");
+                        }
+                    } else if (got == Status.Code.PERMISSION_DENIED || got == Status.Code.UNAUTHENTICATED) {
+                        failures.add(rpc + " by " + caller + ": expected to be allowed, got " + got);
+                    }
+                }
+            }
+        }
+        assertEquals(List.of(), failures);
+        assertTrue(refused > 40, "refusals checked: " + refused);
+        assertTrue(master.pages().inFlightCount() > 0, "allowed allocations reached the service");
+    }
+
+    @Test
+    void a_batch_with_one_tenant_not_allowed_is_refused_whole() {
+        ManagedChannel channel = channel(TokenFixture.OWN);
+        Object before = observable();
+        StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class, () ->
+                MasterServiceGrpc.newBlockingStub(channel).batchAllocateDistributedPage(
+                        io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest.newBuilder()
+                                .addKeys("x1").addTenantIds("a").addSizes(100)
+                                .addKeys("x2").addTenantIds("b").addSizes(100).build()));
+        assertEquals(Status.Code.PERMISSION_DENIED, e.getStatus().getCode());
+        assertTrue(e.getStatus().getDescription().contains("may not use tenant 'b'"), e.getStatus().getDescription());
+        assertEquals(before, observable());
+        assertEquals(0, master.pages().inFlightCount(), "not even tenant a's key was allocated");
+        assertEquals(6, master.pages().mappingCount());
+    }
+
+    @Test
+    void refusals_are_counted_by_reason_and_the_client_gets_one_line() {
+        AccessControl access = masterAccess();
+        long before = access.refusals(AccessControl.Refusal.tenant_not_allowed);
+        try (MasterClient own = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(5), ClientSecurity.NONE.withToken(TokenFixture.OWN))) {
+            io.mcctl.master.client.MasterException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.mcctl.master.client.MasterException.class, () -> own.remove("b", "seed-0"));
+            assertEquals(1, e.getMessage().lines().count());
+            assertTrue(e.getMessage().contains("PERMISSION_DENIED") && e.getMessage().contains("'ingest-a' may not use tenant 'b'"), e.getMessage());
+        }
+        assertEquals(before + 1, access.refusals(AccessControl.Refusal.tenant_not_allowed));
+        assertTrue(admin.exists("b", "seed-0"));
+    }
+
+    private AccessControl masterAccess() {
+        return security.access();
+    }
+
+    /** Stats and every tenant's full listing (keys and descriptors). */
+    private Object observable() {
+        return List.of(admin.stats(), admin.listKeys("a", "", 1000, "").getKeysList(), admin.listKeys("b", "", 1000, "").getKeysList());
+    }
+
+    private static Status.Code expected(String rpc, Caller caller) {
+        if (caller == Caller.NO_TOKEN || caller == Caller.UNKNOWN_TOKEN) {
+            return Status.Code.UNAUTHENTICATED;
+        }
+        boolean allowed;
+        if (TENANT_WRITES.contains(rpc)) {
+            allowed = caller == Caller.OWN_TENANT || caller == Caller.ADMIN;
+        } else if (TENANT_READS.contains(rpc)) {
+            allowed = caller != Caller.OTHER_TENANT; // the monitor's tenant is b, the one called for
+        } else if (ANY_CALLER.contains(rpc)) {
+            allowed = true;
+        } else if (MONITOR_OR_ADMIN.contains(rpc)) {
+            allowed = caller == Caller.MONITOR || caller == Caller.ADMIN;
+        } else if (ADMIN_ONLY.contains(rpc)) {
+            allowed = caller == Caller.ADMIN;
+        } else {
+            throw new AssertionError(rpc + " is new: say here who may call it (and in MethodPermissions)");
+        }
+        return allowed ? Status.Code.OK : Status.Code.PERMISSION_DENIED;
+    }
+
+    /** Calls {@code method} with a request built from its descriptor for the caller's tenant; the status it ended with. */
+    private Status.Code call(MethodDescriptor<?, ?> method, Caller caller, boolean repair) {
+        String token = switch (caller) {
+            case OWN_TENANT, OTHER_TENANT -> TokenFixture.OWN;
+            case MONITOR -> TokenFixture.MONITOR;
+            case ADMIN -> TokenFixture.ADMIN;
+            case NO_TOKEN -> null;
+            case UNKNOWN_TOKEN -> "a-token-nobody-issued";
+        };
+        String tenant = caller == Caller.OWN_TENANT ? "a" : "b";
+        @SuppressWarnings("unchecked")
+        MethodDescriptor<Object, Object> typed = (MethodDescriptor<Object, Object>) method;
+        Message prototype = (Message) ((MethodDescriptor.PrototypeMarshaller<?>) method.getRequestMarshaller()).getMessagePrototype();
+        Message request = request(prototype, tenant, "m-" + serial++, repair);
+        try {
+            ClientCalls.blockingUnaryCall(channel(token), typed, CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS), request);
+            return Status.Code.OK;
+        } catch (StatusRuntimeException e) {
+            return e.getStatus().getCode();
+        }
+    }
+
+    /** A request with every tenant, key and size field filled: one key, or two keys of the same tenant for batches. */
+    private Message request(Message prototype, String tenant, String key, boolean repair) {
+        Message.Builder builder = prototype.newBuilderForType();
+        for (FieldDescriptor field : prototype.getDescriptorForType().getFields()) {
+            switch (field.getName()) {
+                case "tenant_id" -> builder.setField(field, tenant);
+                case "key" -> builder.setField(field, key);
+                case "size" -> builder.setField(field, 5000L);
+                case "tenant_ids" -> {
+                    builder.addRepeatedField(field, tenant);
+                    builder.addRepeatedField(field, tenant);
+                }
+                case "keys" -> {
+                    builder.addRepeatedField(field, key + "-1");
+                    builder.addRepeatedField(field, key + "-2");
+                }
+                case "sizes" -> {
+                    builder.addRepeatedField(field, 5000L);
+                    builder.addRepeatedField(field, 5000L);
+                }
+                case "repair" -> builder.setField(field, repair);
+                default -> {
+                    // descriptors and paging fields stay unset: the call may fail on its own terms, after the access check
+                }
+            }
+        }
+        return builder.build();
+    }
+
+    private final Map<String, ManagedChannel> byToken = new java.util.HashMap<>();
+
+    private ManagedChannel channel(String token) {
+        return byToken.computeIfAbsent(token == null ? "" : token, t -> {
+            NettyChannelBuilder builder = NettyChannelBuilder.forTarget("127.0.0.1:" + master.port()).usePlaintext();
+            if (!t.isEmpty()) {
+                Metadata headers = new Metadata();
+                headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + t);
+                builder.intercept(MetadataUtils.newAttachHeadersInterceptor(headers));
+            }
+            ManagedChannel channel = builder.build();
+            channels.add(channel);
+            return channel;
+        });
+    }
+}
