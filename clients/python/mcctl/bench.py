@@ -19,15 +19,20 @@ import uuid
 
 import crc32c
 
-from . import Client, McctlError
+from . import Client, McctlError, _crc32c, _io
 from ._proto import master_pb2 as pb
 
 
-def crc_speed() -> float:
-    data = memoryview(bytearray(os.urandom(32 << 20)))
-    start = time.perf_counter()
-    crc32c.crc32c(data)
-    return 32 / 1024 / (time.perf_counter() - start)
+def crc_speed(function) -> float:
+    """GiB/s of ``function`` over 2 MiB buffers already in the cache, as a read checks what it just read."""
+    data = memoryview(bytearray(os.urandom(2 << 20)))
+    function(data)
+    best = float("inf")
+    for _ in range(20):
+        start = time.perf_counter()
+        function(data)
+        best = min(best, time.perf_counter() - start)
+    return 2 / 1024 / best
 
 
 def _tensor(size: int):
@@ -129,7 +134,8 @@ def main(argv=None) -> int:
     try:
         with Client(master=args.master, tenant=args.tenant) as client:
             print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}")
-            print(f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed():.2f} GiB/s on one thread")
+            print(f"CRC32C of the client: {_crc32c.backend}, {crc_speed(lambda v: _io.crc32c([v])):.2f} GiB/s on one thread; "
+                  f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed(crc32c.crc32c):.2f} GiB/s")
             for cold in (False, True):
                 for size in (64 * 1024, 2 * 1024 * 1024):
                     r = read_path(client, size, 128, args.rounds, cold)

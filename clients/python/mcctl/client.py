@@ -346,24 +346,30 @@ class Client:
         except McctlError as e:
             return [(e.result, str(e))] * len(keys)
         outcomes: List[Tuple[int, str]] = []
-        for i, key in enumerate(keys):
-            if time.monotonic() > safe_until:
-                # The lease would run out under the read: ask again for the rest of the batch.
-                try:
-                    fresh, safe_until = self._lookup(keys[i:])
-                except McctlError as e:
-                    return outcomes + [(e.result, str(e))] * (len(keys) - i)
-                results = results[:i] + fresh
-                self._count("lease_refreshes")
-            result = results[i]
-            name = pb.ErrorCode.Name(result.status.error)
-            if name != "OK":
-                outcomes.append((errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}"))
-                continue
-            outcomes.append(self._read_object(i, key, result.distributed_disk, destination))
+        counts: Counter = Counter()  # counted once per batch: the stats lock is not taken per key
+        try:
+            for i, key in enumerate(keys):
+                if time.monotonic() > safe_until:
+                    # The lease would run out under the read: ask again for the rest of the batch.
+                    try:
+                        fresh, safe_until = self._lookup(keys[i:])
+                    except McctlError as e:
+                        outcomes.extend([(e.result, str(e))] * (len(keys) - i))
+                        break
+                    results = results[:i] + fresh
+                    counts["lease_refreshes"] += 1
+                result = results[i]
+                if result.status.error != pb.OK:
+                    name = pb.ErrorCode.Name(result.status.error)
+                    outcomes.append((errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}"))
+                    continue
+                outcomes.append(self._read_object(i, key, result.distributed_disk, destination, counts))
+        finally:
+            for name, n in counts.items():
+                self._count(name, n)
         return outcomes
 
-    def _read_object(self, i: int, key: str, place: Any, destination) -> Tuple[int, str]:
+    def _read_object(self, i: int, key: str, place: Any, destination, counts: Counter) -> Tuple[int, str]:
         size = place.object_size
         views = destination(i, size)
         if views is None:
@@ -374,14 +380,14 @@ class Client:
             self._files.check_range(path, place.offset, size)
             _io.pread_all(self._files.fd(path), views, place.offset, path)
         except (OSError, EOFError) as e:
-            self._count("read_errors")
+            counts["read_errors"] += 1
             return errors.INVALID_READ, f"INVALID_READ: read of {key!r} from {place.file_path} failed: {e}"
         actual = _io.crc32c(views)
         if actual != place.crc32c:
-            self._count("checksum_failures")
+            counts["checksum_failures"] += 1
             return errors.INVALID_READ, (f"INVALID_READ: object {key!r} at {place.file_path} offset {place.offset} has "
                                          f"CRC32C {actual:#010x}, expected {place.crc32c:#010x}: a miss")
-        self._count("reads")
+        counts["reads"] += 1
         return size, ""
 
     def _get_all(self, keys: List[str], destination) -> List[Tuple[int, str]]:

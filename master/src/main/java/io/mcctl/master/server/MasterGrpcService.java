@@ -428,6 +428,23 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         if (pages.refusal() != null) {
             response.setChangesRefused(pages.refusal());
         }
+        PageService.EvictionPolicy eviction = pages.eviction();
+        long lookups = 0;
+        response.setEviction(eviction.enabled()).setEvictionHighWatermark(eviction.highWatermark())
+                .setEvictionLowWatermark(eviction.lowWatermark())
+                .setEvictedKeys(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
+                        + pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION))
+                .setEvictedBytes(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
+                        + pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION))
+                .setEvictionRuns(pages.evictionRunsTotal()).setOldestUseAgeMs(pages.oldestUseAgeMillis())
+                .setPageAllocationsTotal(pages.pageAllocationsTotal());
+        for (Map.Entry<String, long[]> t : pages.tenantCounters().entrySet()) {
+            long[] c = t.getValue();
+            lookups += c[2] + c[3];
+            response.addTenantStats(io.mcctl.master.proto.v1.TenantStats.newBuilder().setTenantId(t.getKey()).setKeys(c[0]).setBytes(c[1])
+                    .setHits(c[2]).setMisses(c[3]).setEvictedKeys(c[4]).setEvictedBytes(c[5]));
+        }
+        response.setLookupsTotal(lookups);
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)

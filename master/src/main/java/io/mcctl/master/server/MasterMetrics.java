@@ -58,6 +58,30 @@ public final class MasterMetrics {
                 .callback(cb -> cb.call(pages.mappingCount())).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_in_flight_allocations").help("Allocations waiting for their notify")
                 .callback(cb -> cb.call(pages.inFlightCount())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_lookups_total").help("Mapping lookups per tenant, by result (hit or miss)")
+                .labelNames("tenant", "result").callback(cb -> pages.tenantCounters().forEach((tenant, c) -> {
+                    cb.call(c[2], tenant, "hit");
+                    cb.call(c[3], tenant, "miss");
+                })).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_tenant_used_bytes").help("Bytes of committed objects per tenant").labelNames("tenant")
+                .callback(cb -> pages.tenantCounters().forEach((tenant, c) -> cb.call(c[1], tenant))).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_evicted_keys_total").help("Objects evicted, by reason (watermark, allocation)")
+                .labelNames("reason").callback(cb -> {
+                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
+                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
+                }).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_evicted_bytes_total").help("Bytes of objects evicted, by reason")
+                .labelNames("reason").callback(cb -> {
+                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
+                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
+                }).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_eviction_runs_total").help("Evictor passes that found the tier above its high watermark")
+                .callback(cb -> cb.call(pages.evictionRunsTotal())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_eviction_seconds_total").help("Time the evictor's passes took")
+                .callback(cb -> cb.call(pages.evictionSeconds())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_oldest_object_age_seconds")
+                .help("Time since the least recently used object was last used (sampled)")
+                .callback(cb -> cb.call(pages.oldestUseAgeMillis() / 1000.0)).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_changes_refused")
                 .help("1 once the master takes no changes (its write-ahead log failed; see /health), else 0")
                 .callback(cb -> cb.call(pages.refusal() == null ? 0 : 1)).register(registry);
