@@ -53,8 +53,25 @@ public final class TierCluster implements AutoCloseable {
 
     public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, int nodeCount)
             throws IOException {
-        MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0,
-                allocationDeadline, readLease));
+        return start(options(layout, allocationDeadline, readLease, io.mcctl.master.service.PageService.DEFAULT_ALLOCATION_GRACE), nodeCount);
+    }
+
+    /** A cluster whose master keeps expired allocations' pages for {@code allocationGrace} past their deadline. */
+    public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace,
+                                    int nodeCount) throws IOException {
+        return start(options(layout, allocationDeadline, readLease, allocationGrace), nodeCount);
+    }
+
+    /** WAL durability under the root, no periodic snapshots, the given deadline, lease and grace. */
+    public static MasterServer.Options options(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
+        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease,
+                io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20,
+                java.util.Map.of(io.mcctl.master.server.MasterSettings.ALLOCATION_GRACE.key(),
+                        io.mcctl.storage.config.DurationParser.format(allocationGrace)));
+    }
+
+    public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {
+        MasterServer master = MasterServer.start(options);
         TierCluster cluster = new TierCluster(master);
         try {
             for (int i = 0; i < nodeCount; i++) {

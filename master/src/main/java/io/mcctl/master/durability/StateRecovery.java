@@ -9,6 +9,7 @@ import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.Released;
 import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.Renewed;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.proto.v1.WalRecord;
 import io.mcctl.storage.layout.BucketLayout;
@@ -161,7 +162,7 @@ public final class StateRecovery {
                     return;
                 }
                 if (c.hasReplaced() && current != null && sameRange(current, c.getReplaced())) {
-                    quarantine(state, c.getReplaced(), c.getReplacedReleaseMs(), record.getTimeMs());
+                    quarantine(state, c.getReplaced(), c.getReplacedReleaseMs());
                 }
                 state.table.put(key, c.getTenantId(), c.getKey(), c.getPlacement());
             }
@@ -171,6 +172,16 @@ public final class StateRecovery {
                 PendingRecord pending = state.pending.get(key);
                 if (pending != null && sameRange(pending.getPlacement(), d.getPlacement())) {
                     state.pending.remove(key);
+                    // An expired or dropped allocation's pages wait out the grace, as they did in the master that logged it.
+                    quarantine(state, d.getPlacement(), d.getReleaseMs());
+                }
+            }
+            case RENEWED -> {
+                Renewed r = record.getRenewed();
+                String key = scoped(r.getTenantId(), r.getKey());
+                PendingRecord pending = state.pending.get(key);
+                if (pending != null && sameRange(pending.getPlacement(), r.getPlacement())) {
+                    state.pending.put(key, pending.toBuilder().setDeadlineMs(r.getDeadlineMs()).build());
                 }
             }
             case REMOVED -> {
@@ -179,7 +190,7 @@ public final class StateRecovery {
                 PlacementRecord current = state.table.get(key);
                 if (current != null && sameRange(current, r.getPlacement())) {
                     state.table.remove(key);
-                    quarantine(state, r.getPlacement(), r.getReleaseMs(), record.getTimeMs());
+                    quarantine(state, r.getPlacement(), r.getReleaseMs());
                 }
             }
             case RELEASED -> {
@@ -192,9 +203,15 @@ public final class StateRecovery {
         }
     }
 
-    /** A removed or replaced mapping's pages: quarantined if its lease outlived the change, else free at once. */
-    private static void quarantine(Recovered state, PlacementRecord placement, long releaseMs, long timeMs) {
-        if (releaseMs > timeMs) {
+    /**
+     * A removed or replaced mapping's pages, or an ended allocation's: quarantined until their release time (a read lease,
+     * or an allocation's deadline plus grace) when the master quarantined them, which it logs as a release time; 0 means
+     * freed at once. Decided on that alone, not on the record's wall-clock time: the master decided on its own monotonic
+     * clock, and a wall clock that stepped either way must not turn a quarantine into a free. A release time already past
+     * is released by the restarted master's first reap, as the master that logged it would have.
+     */
+    private static void quarantine(Recovered state, PlacementRecord placement, long releaseMs) {
+        if (releaseMs > 0) {
             long firstPage = placement.getOffset() / state.pageSize;
             long pages = (placement.getSize() + state.pageSize - 1) / state.pageSize;
             state.quarantine.put(rangeKey(placement.getBucket(), firstPage), QuarantineRecord.newBuilder().setBucket(placement.getBucket())

@@ -97,7 +97,8 @@ public final class MasterServer implements AutoCloseable {
         long started = System.nanoTime();
         // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
         StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode,
-                () -> new ServiceMappingTable(new PageService(options.layout(), options.allocationDeadline(), options.readLease())));
+                () -> new ServiceMappingTable(new PageService(options.layout(), options.allocationDeadline(), options.readLease(),
+                        MasterSettings.allocationGrace(options.settings()))));
         for (String warning : recovered.warnings) {
             LOG.warn("recovery: {}", warning);
         }

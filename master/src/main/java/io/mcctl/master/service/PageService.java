@@ -7,6 +7,7 @@ import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.Released;
 import io.mcctl.master.proto.v1.Removed;
+import io.mcctl.master.proto.v1.Renewed;
 import io.mcctl.master.proto.v1.WalRecord;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
 import io.mcctl.storage.alloc.PageAllocator;
@@ -97,7 +98,8 @@ public final class PageService {
         final String scopedKey;
         final ObjectEntry owner;
         final Placement placement;
-        final long deadlineNanos;
+        /** Moved later only by {@link #renew}, which also moves this allocation to its shard's tail. */
+        long deadlineNanos;
         final boolean overwrite;
         Pending prev;
         Pending next;
@@ -154,6 +156,11 @@ public final class PageService {
     private final BitmapPageAllocator[] allocators;
     private final Shard[] shards = new Shard[SHARDS];
     private final long allocationDeadlineNanos;
+    /**
+     * How long past its deadline an expired or dropped allocation's pages stay out of the allocator: its writer may
+     * still be in a pwrite it began before the deadline, and no new object may get those pages under it.
+     */
+    private final long allocationGraceNanos;
     private final long readLeaseNanos;
     private final LongSupplier nanoClock;
 
@@ -182,9 +189,20 @@ public final class PageService {
     private final LongAdder spills = new LongAdder();
     private final LongAdder expiredAllocations = new LongAdder();
 
+    /** The allocation grace when none is given (the default of the master's {@code allocation_grace}). */
+    public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
+
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, LongSupplier nanoClock) {
+        this(layout, allocationDeadline, readLease, DEFAULT_ALLOCATION_GRACE, nanoClock);
+    }
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace, LongSupplier nanoClock) {
+        if (allocationGrace.isNegative() || allocationGrace.isZero()) {
+            throw new IllegalArgumentException("allocation grace must be positive, not " + allocationGrace);
+        }
         this.layout = layout;
         this.allocationDeadlineNanos = allocationDeadline.toNanos();
+        this.allocationGraceNanos = allocationGrace.toNanos();
         this.readLeaseNanos = readLease.toNanos();
         // Times are kept relative to construction so they never go below zero and 0 can mean "no read lease";
         // System.nanoTime() itself may be negative, and then a lease-free mapping would wait in quarantine until
@@ -208,6 +226,10 @@ public final class PageService {
 
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease) {
         this(layout, allocationDeadline, readLease, System::nanoTime);
+    }
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
+        this(layout, allocationDeadline, readLease, allocationGrace, System::nanoTime);
     }
 
     public BucketLayout layout() {
@@ -253,6 +275,10 @@ public final class PageService {
 
     public long readLeaseMillis() {
         return readLeaseNanos / 1_000_000;
+    }
+
+    public long allocationGraceMillis() {
+        return allocationGraceNanos / 1_000_000;
     }
 
     // ---- the page RPCs ----
@@ -341,6 +367,88 @@ public final class PageService {
         }
     }
 
+    /**
+     * Extends the in-flight allocation of (tenant, key), which must be {@code expected} and not yet past its deadline,
+     * to a full allocation deadline from now, so a long write renews instead of racing its deadline. An allocation
+     * already past its deadline is refused and left as it is (the reaper ends it).
+     *
+     * @return the milliseconds the writer now has
+     */
+    public Result<Long> renew(String tenant, String key, Placement expected) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key),
+                expected == null ? "no descriptor for key '" + key + "'" : null);
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        shard.lock.lock();
+        try {
+            long now = nanoClock.getAsLong();
+            ObjectEntry entry = shard.entries.get(scoped);
+            Result<Void> notHeld = notHeld(entry, key, expected, "to renew (expired, freed, or committed)");
+            if (notHeld != null) {
+                return notHeld.cast();
+            }
+            Pending pending = entry.pending;
+            if (pending.deadlineNanos - now <= 0) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the renew; its writer must stop");
+            }
+            // now + deadline is the latest deadline in the shard (taken under its lock from a monotonic clock), so
+            // moving the allocation to the tail keeps the list in deadline order.
+            pending.deadlineNanos = now + allocationDeadlineNanos;
+            shard.unlink(pending);
+            shard.append(pending);
+            changeLog.record(WalRecord.newBuilder().setRenewed(Renewed.newBuilder().setTenantId(tenant).setKey(key)
+                    .setPlacement(record(pending.placement)).setDeadlineMs(wallMillis(pending.deadlineNanos))));
+            return Result.ok(allocationDeadlineNanos / 1_000_000);
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
+    /** Why {@code entry} holds no in-flight allocation matching {@code expected}, or null when it does. Caller holds the shard lock. */
+    private Result<Void> notHeld(ObjectEntry entry, String key, Placement expected, String missing) {
+        if (entry == null || entry.pending == null) {
+            return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight " + missing);
+        }
+        if (!entry.pending.placement.sameRange(expected)) {
+            return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(expected) + " does not match the allocation of key '"
+                    + key + "' at " + describe(entry.pending.placement));
+        }
+        return null;
+    }
+
+    /** What {@link #dropInFlight} did: the allocation it ended, and until when (wall clock) its pages are quarantined, or 0. */
+    public record InFlightDrop(Placement placement, long quarantinedUntilMs) {
+    }
+
+    /**
+     * An operator's drop of the in-flight allocation of (tenant, key): the key may be allocated again at once, while its
+     * pages stay quarantined until the allocation's deadline plus the grace, since its writer may still be writing.
+     */
+    public Result<InFlightDrop> dropInFlight(String tenant, String key) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        Shard shard = shardOf(scoped);
+        shard.lock.lock();
+        try {
+            ObjectEntry entry = shard.entries.get(scoped);
+            if (entry == null || entry.pending == null) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenant + "'");
+            }
+            Placement placement = entry.pending.placement;
+            long until = dropPending(shard, entry.pending, PendingDropped.Reason.DROPPED);
+            removeIfEmpty(shard, scoped, entry);
+            return Result.ok(new InFlightDrop(placement, until));
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
     /** Commits the in-flight allocation of (tenant, key) as its mapping; a committed mapping it overwrites goes to quarantine. */
     public Result<Void> notifySuccess(String tenant, String key, Placement written) {
         String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key),
@@ -354,14 +462,11 @@ public final class PageService {
         try {
             long now = nanoClock.getAsLong();
             ObjectEntry entry = shard.entries.get(scoped);
-            if (entry == null || entry.pending == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
+            Result<Void> notHeld = notHeld(entry, key, written, "(expired after its deadline, or freed)");
+            if (notHeld != null) {
+                return notHeld;
             }
             Pending pending = entry.pending;
-            if (!pending.placement.sameRange(written)) {
-                return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(written) + " does not match the allocation of key '"
-                        + key + "' at " + describe(pending.placement));
-            }
             if (pending.deadlineNanos - now <= 0) {
                 dropPending(shard, pending, PendingDropped.Reason.EXPIRED);
                 removeIfEmpty(shard, scoped, entry);
@@ -523,8 +628,9 @@ public final class PageService {
                 long now = nanoClock.getAsLong();
                 while (shard.head != null && shard.head.deadlineNanos - now <= 0) {
                     Pending due = shard.head;
-                    freed += layout.pagesFor(due.placement.size());
-                    dropPending(shard, due, PendingDropped.Reason.EXPIRED);
+                    if (dropPending(shard, due, PendingDropped.Reason.EXPIRED) == 0) {
+                        freed += layout.pagesFor(due.placement.size());
+                    }
                     expiredAllocations.increment();
                     removeIfEmpty(shard, due.scopedKey, due.owner);
                 }
@@ -556,17 +662,45 @@ public final class PageService {
         return freed;
     }
 
-    /** Frees an in-flight allocation's pages at once: no reader was ever given them. Caller holds the shard lock. */
-    private void dropPending(Shard shard, Pending pending, PendingDropped.Reason reason) {
+    /**
+     * Ends an in-flight allocation. No reader was ever given its pages, but its writer may still be writing: unless the
+     * writer gave them up itself ({@link PendingDropped.Reason#FREED}), they wait in quarantine until the allocation's
+     * deadline plus the grace, so a writer stalled past its deadline cannot land its bytes on a newer object. Caller
+     * holds the shard lock.
+     *
+     * @return the wall-clock milliseconds the pages are quarantined until, or 0 when they were freed at once
+     */
+    private long dropPending(Shard shard, Pending pending, PendingDropped.Reason reason) {
+        long now = nanoClock.getAsLong();
+        long releaseNanos = pending.deadlineNanos + allocationGraceNanos;
+        boolean quarantined = reason != PendingDropped.Reason.FREED && releaseNanos - now > 0;
+        long releaseMs = quarantined ? wallMillis(releaseNanos) : 0;
         changeLog.record(WalRecord.newBuilder().setPendingDropped(PendingDropped.newBuilder()
                 .setTenantId(KeyRules.tenantOf(pending.scopedKey)).setKey(KeyRules.keyOf(pending.scopedKey))
-                .setPlacement(record(pending.placement)).setReason(reason)));
+                .setPlacement(record(pending.placement)).setReason(reason).setReleaseMs(releaseMs)));
         long pages = layout.pagesFor(pending.placement.size());
-        allocators[pending.placement.bucket()].free(pending.placement.offset() / layout.pageSize(), pages);
-        pageFrees.add(pages);
+        long firstPage = pending.placement.offset() / layout.pageSize();
+        if (quarantined) {
+            quarantine(pending.placement.bucket(), firstPage, pages, releaseNanos);
+        } else {
+            allocators[pending.placement.bucket()].free(firstPage, pages);
+            pageFrees.add(pages);
+        }
         shard.unlink(pending);
         pending.owner.pending = null;
         inFlight.decrementAndGet();
+        return releaseMs;
+    }
+
+    /** Holds a range out of the allocator until {@code releaseNanos}. Caller holds a shard lock (taken before this one). */
+    private void quarantine(int bucket, long firstPage, long pages, long releaseNanos) {
+        quarantinedPages.addAndGet(pages);
+        quarantineLock.lock();
+        try {
+            quarantine.add(new Quarantined(releaseNanos, bucket, firstPage, pages));
+        } finally {
+            quarantineLock.unlock();
+        }
     }
 
     /**
@@ -595,13 +729,7 @@ public final class PageService {
             allocators[entry.bucket].free(firstPage, pages);
             pageFrees.add(pages);
         } else {
-            quarantinedPages.addAndGet(pages);
-            quarantineLock.lock();
-            try {
-                quarantine.add(new Quarantined(entry.leaseUntilNanos, entry.bucket, firstPage, pages));
-            } finally {
-                quarantineLock.unlock();
-            }
+            quarantine(entry.bucket, firstPage, pages, entry.leaseUntilNanos);
         }
         entry.leaseUntilNanos = 0;
     }
