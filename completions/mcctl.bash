@@ -397,7 +397,7 @@ function _picocli_mcctl_rm() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--in-flight' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'--master' '--tenant' '--timeout'"
 
   type compopt &>/dev/null && compopt +o default
@@ -707,7 +707,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -749,6 +749,9 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--allocation-deadline')
+      return
+      ;;
+    '--allocation-grace')
       return
       ;;
     '--read-lease')
@@ -1416,7 +1419,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1464,6 +1467,9 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--allocation-deadline')
+      return
+      ;;
+    '--allocation-grace')
       return
       ;;
     '--read-lease')

@@ -183,6 +183,27 @@ class FenceProcessTest {
         }
     }
 
+    @Test
+    void a_notify_the_master_stops_answering_says_its_outcome_is_unknown() throws Exception {
+        byte[] bytes = content("unsure", 100_000);
+        Path file = dir.resolve("unsure.bin");
+        Files.write(file, bytes);
+        try (McctlProcess.Master master = startMaster("60s", "10s", 0)) {
+            Running writer = startMcctl(Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, "1000"),
+                    "offload", "--master", master.address(), "--timeout", "2s", "unsure", file.toString());
+            assertTrue(await(Duration.ofSeconds(60), () -> writer.errSays("test hook: written")), "the writer never finished writing");
+            signal(master.process(), "STOP"); // the notify goes out, and no answer comes
+            McctlProcess.Done done;
+            try {
+                done = writer.waitFor();
+            } finally {
+                signal(master.process(), "CONT");
+            }
+            assertNotEquals(0, done.exitCode());
+            assertTrue(done.err().contains("the outcome is unknown: check with mcctl stat unsure"), done.err());
+        }
+    }
+
     /** Whether no 4 KiB page of {@code file} is entirely {@code fill}. */
     static boolean noPageOf(Path file, byte fill) throws IOException {
         byte[] page = new byte[4096];
