@@ -344,7 +344,9 @@ public final class TierWriter {
         try {
             renewed = node.master().renew(heldKeys, Collections.nCopies(heldKeys.size(), tenant), heldPlaces);
         } catch (MasterException e) {
-            // Not renewed: the old fence stands, and the writer stops at it. Try again at the next chunk.
+            // Not renewed: the old fence stands, and the writer stops at it. Try again when half the time left is gone.
+            long now = System.nanoTime();
+            fence.renewAtNanos = now + Math.max(0, (fence.fenceNanos - now) / 2);
             return;
         }
         for (int j = 0; j < held.size(); j++) {
@@ -361,7 +363,10 @@ public final class TierWriter {
     /**
      * Notifies, trying again while the master cannot be reached (it is restarting: the call never got to it), with
      * backoff, until the allocations' deadline on this writer's clock. A notify that may have reached the master before
-     * the connection was lost is not repeated: its outcome is unknown, and each key says so.
+     * the connection was lost, or that it did not answer in time, is not repeated: its outcome is unknown, and the
+     * exception says so and how to find out.
+     *
+     * @throws MasterException when the notify failed as a whole
      */
     private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written, Fence fence) {
         for (int attempt = 0; ; attempt++) {
@@ -372,28 +377,26 @@ public final class TierWriter {
                 long pause = NOTIFY_BACKOFF_MILLIS[Math.min(attempt, NOTIFY_BACKOFF_MILLIS.length - 1)];
                 boolean retry = e.notSent() && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
                 if (!retry) {
-                    return notifyFailed(keys, e);
+                    throw notifyFailed(keys, e);
                 }
                 try {
                     Thread.sleep(pause);
                 } catch (InterruptedException interrupted) {
                     Thread.currentThread().interrupt();
-                    return notifyFailed(keys, e);
+                    throw notifyFailed(keys, e);
                 }
             }
         }
     }
 
-    private static List<KeyError> notifyFailed(List<String> keys, MasterException e) {
-        List<KeyError> out = new ArrayList<>(keys.size());
-        for (String key : keys) {
-            String message = e.outcomeUnknown()
-                    ? "the outcome is unknown: check with mcctl stat " + key + " (" + e.getMessage() + ")"
-                    : e.notSent() ? "notify failed, the master could not be reached before the allocation deadline: " + e.getMessage()
-                    : "notify failed: " + e.getMessage();
-            out.add(KeyError.newBuilder().setError(e.code()).setMessage(message).build());
-        }
-        return out;
+    private static MasterException notifyFailed(List<String> keys, MasterException e) {
+        String which = keys.size() == 1 ? keys.get(0) : keys.get(0) + " (and each of the other " + (keys.size() - 1) + " keys of the batch)";
+        String message = e.outcomeUnknown()
+                ? "notify of " + keys.size() + " key(s): the outcome is unknown: check with mcctl stat " + which + " (" + e.getMessage() + ")"
+                : e.notSent() ? "notify of " + keys.size() + " key(s) failed: the master could not be reached before the allocation deadline: "
+                + e.getMessage()
+                : e.getMessage();
+        return new MasterException(e.code(), message, e.unreachable(), e.notSent(), e);
     }
 
     /** A write failure as one line; a full filesystem says how full, against what the layout promises. */

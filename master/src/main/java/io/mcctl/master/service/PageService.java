@@ -34,8 +34,10 @@ import java.util.function.LongSupplier;
  *
  * <p>Every allocated page is, at any moment, in exactly one of: a committed mapping; an in-flight
  * allocation with a deadline; a quarantined range with a release time. Pages return to the allocator only
- * from an expired or freed in-flight allocation, or from quarantine once the last read lease on them has
- * run out, so no reader ever sees a page reused under it.
+ * from an in-flight allocation its writer freed, or from quarantine once its release time has passed: the last
+ * read lease of a removed or replaced mapping, or the deadline plus the allocation grace of an allocation that
+ * expired or was dropped (its writer may still be writing). So no reader ever sees a page reused under it, and
+ * a writer stalled past its deadline for less than the grace cannot land its bytes on a newer object.
  *
  * <p>Locks, and what they guard:
  * <ul>
