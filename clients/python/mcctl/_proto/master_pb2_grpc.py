@@ -104,6 +104,16 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.FromString,
                 )
+        self.RenewDistributedPageAllocation = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/RenewDistributedPageAllocation',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationResponse.FromString,
+                )
+        self.DropInFlightAllocation = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/DropInFlightAllocation',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationResponse.FromString,
+                )
 
 
 class MasterServiceServicer(object):
@@ -220,6 +230,19 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenewDistributedPageAllocation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropInFlightAllocation(self, request, context):
+        """Admin: end a key's in-flight allocation (mcctl rm --in-flight).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -312,6 +335,16 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.CheckPages,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.SerializeToString,
+            ),
+            'RenewDistributedPageAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewDistributedPageAllocation,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationResponse.SerializeToString,
+            ),
+            'DropInFlightAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropInFlightAllocation,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -626,5 +659,39 @@ class MasterService(object):
         return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/CheckPages',
             mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RenewDistributedPageAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/RenewDistributedPageAllocation',
+            mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DropInFlightAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/DropInFlightAllocation',
+            mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.DropInFlightAllocationResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

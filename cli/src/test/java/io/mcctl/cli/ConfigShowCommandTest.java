@@ -74,6 +74,18 @@ class ConfigShowCommandTest {
     }
 
     @Test
+    void the_allocation_grace_defaults_to_ten_seconds_and_must_be_positive() throws Exception {
+        assertEquals("10s", setting(json(CliRun.run("config", "show", "-o", "json").expectOk()), "allocation_grace").get("value").asText());
+        assertEquals("2s", setting(json(CliRun.run(Map.of("MCCTL_ALLOCATION_GRACE", "2s"), "config", "show", "-o", "json").expectOk()),
+                "allocation_grace").get("value").asText());
+        for (String bad : new String[] {"0s", "-1s", "soon"}) {
+            CliRun run = CliRun.run("config", "show", "--allocation-grace", bad).expectExit(ExitCodes.USAGE);
+            assertEquals(1, run.err().lines().count(), run.err());
+            assertTrue(run.err().contains("allocation_grace") && run.err().contains("positive duration"), run.err());
+        }
+    }
+
+    @Test
     void an_invalid_value_names_setting_value_source_and_what_is_allowed() {
         CliRun run = CliRun.run(Map.of("MOONCAKE_DISTRIBUTED_BUCKET_COUNT", "70000"), "config", "show")
                 .expectExit(ExitCodes.USAGE);

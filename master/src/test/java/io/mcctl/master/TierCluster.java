@@ -53,10 +53,21 @@ public final class TierCluster implements AutoCloseable {
 
     public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, int nodeCount)
             throws IOException {
-        return start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease), nodeCount);
+        return start(options(layout, allocationDeadline, readLease, MasterServer.Options.DEFAULT_ALLOCATION_GRACE), nodeCount);
     }
 
-    /** A master started with {@code options} and {@code nodeCount} nodes. */
+    /** A cluster whose master keeps expired allocations' pages for {@code allocationGrace} past their deadline. */
+    public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace,
+                                    int nodeCount) throws IOException {
+        return start(options(layout, allocationDeadline, readLease, allocationGrace), nodeCount);
+    }
+
+    /** WAL durability under the root, no periodic snapshots, the given deadline, lease and grace. */
+    public static MasterServer.Options options(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
+        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease,
+                io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20, java.util.Map.of(), allocationGrace);
+    }
+
     public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {
         MasterServer master = MasterServer.start(options);
         TierCluster cluster = new TierCluster(master);

@@ -50,8 +50,8 @@ public final class MasterProcess implements AutoCloseable {
     }
 
     /**
-     * Starts a master on 127.0.0.1, any free port, no metrics port, with {@code masterArgs} added, and waits until it
-     * serves.
+     * Starts a master on 127.0.0.1, any free port and metrics port unless {@code masterArgs} name them, with
+     * {@code masterArgs} added, and waits until it serves.
      *
      * @param prepare adjusts the process (directory, environment) before it starts
      * @throws IOException when it exits or does not serve within {@code timeout}; the message carries its stderr
@@ -60,8 +60,14 @@ public final class MasterProcess implements AutoCloseable {
                                       String... masterArgs) throws IOException, InterruptedException {
         Path out = Files.createTempFile("mcctl-master-out", ".txt");
         Path err = Files.createTempFile("mcctl-master-err", ".txt");
-        List<String> args = new ArrayList<>(List.of("master", "start", "--bind", "127.0.0.1", "--port", "0", "--metrics-port", "0"));
-        args.addAll(List.of(masterArgs));
+        List<String> args = new ArrayList<>(List.of("master", "start", "--bind", "127.0.0.1"));
+        List<String> given = List.of(masterArgs);
+        for (String portFlag : List.of("--port", "--metrics-port")) {
+            if (!given.contains(portFlag)) {
+                args.addAll(List.of(portFlag, "0")); // any free port, unless the caller names one (a restart on the same port)
+            }
+        }
+        args.addAll(given);
         ProcessBuilder builder = new ProcessBuilder(command(jvmOptions, args)).redirectOutput(out.toFile()).redirectError(err.toFile());
         prepare.accept(builder);
         long started = System.nanoTime();

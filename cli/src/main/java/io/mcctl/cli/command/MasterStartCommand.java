@@ -128,7 +128,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
                 stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
                 config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
-                MasterServer.Options.DEFAULT_ALLOCATION_GRACE, evictionPolicy(config));
+                config.get(MasterSettings.ALLOCATION_GRACE), evictionPolicy(config));
         io.mcctl.master.security.MasterSecurity security = security(config); // before anything is laid out
         // The state directory's lock comes first: a second master on the same state changes nothing, not even the
         // health check's probe files under the root.

@@ -106,17 +106,24 @@ public final class OffloadCommand implements Callable<Integer> {
         try (MasterClient master = client.connect(spec);
              TierNode node = TierNode.connect(master, true, new ClientMetrics());
              Progress progress = new Progress("offload", keys.size())) {
-            TierWriter writer = new TierWriter(node);
+            TierWriter writer = new TierWriter(node, TestHooks.fromEnvironment(spec.commandLine().getErr()));
             for (int from = 0; from < keys.size(); from += batchSize) {
                 int to = Math.min(keys.size(), from + batchSize);
                 List<TierWriter.ObjectSource> objects = new ArrayList<>(to - from);
                 for (int i = from; i < to; i++) {
-                    byte[] content = files.get(i) == null ? System.in.readAllBytes() : Files.readAllBytes(files.get(i));
-                    bytes += content.length;
-                    if (content.length == 0) {
+                    TierWriter.ObjectSource object;
+                    if (files.get(i) == null) {
+                        // stdin's length is not known before it ends, and the allocation needs it: read it whole
+                        object = new TierWriter.ObjectSource(keys.get(i), List.of(ByteBuffer.wrap(System.in.readAllBytes())));
+                    } else {
+                        // read chunk by chunk as it is written: memory stays flat whatever the file's size
+                        object = TierWriter.ObjectSource.ofFile(keys.get(i), files.get(i), Files.size(files.get(i)));
+                    }
+                    bytes += object.size();
+                    if (object.size() == 0) {
                         throw new CliException(ExitCodes.USAGE, "invalid object for key '" + keys.get(i) + "': it is empty; objects are at least 1 byte");
                     }
-                    objects.add(new TierWriter.ObjectSource(keys.get(i), List.of(ByteBuffer.wrap(content))));
+                    objects.add(object);
                 }
                 outcomes.addAll(writer.offload(tenant, objects, overwrite));
                 progress.advance(to - from);

@@ -160,6 +160,23 @@ public final class MasterClient implements AutoCloseable {
         return false;
     }
 
+    /**
+     * Whether a failed call never reached the master: UNAVAILABLE because no connection could be made (refused, or no
+     * route), as opposed to a connection that closed while the call was out, after which the master may have acted.
+     */
+    static boolean notSent(StatusRuntimeException e) {
+        if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
+            return false;
+        }
+        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.net.ConnectException || cause instanceof java.net.NoRouteToHostException
+                    || cause instanceof java.net.UnknownHostException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private MasterException translate(StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
         if (WireErrors.isChangesRefused(e)) {
@@ -178,7 +195,7 @@ public final class MasterClient implements AutoCloseable {
                 return new MasterException(ErrorCode.INTERNAL_ERROR, "TLS with the master at " + target + " failed: " + tlsProblem, true, e);
             }
             return new MasterException(ErrorCode.INTERNAL_ERROR, "cannot reach the master at " + target + ": " + reason
-                    + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, e);
+                    + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, notSent(e), e);
         }
         if (code == Status.Code.DEADLINE_EXCEEDED) {
             return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " did not answer within "
@@ -243,6 +260,19 @@ public final class MasterClient implements AutoCloseable {
                                                               List<DistributedDiskDescriptor> written) {
         return mutate(() -> stub().notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest.newBuilder()
                 .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build()));
+    }
+
+    /** Extends allocations still held to a full deadline from now; see the RPC. Never retried here. */
+    public io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse renew(List<String> keys, List<String> tenants,
+                                                                               List<DistributedDiskDescriptor> allocations) {
+        return mutate(() -> stub().renewDistributedPageAllocation(io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(allocations).build()));
+    }
+
+    /** Admin: ends the in-flight allocation of (tenant, key); its pages stay quarantined until its deadline plus the grace. */
+    public io.mcctl.master.proto.v1.DropInFlightAllocationResponse dropInFlight(String tenant, String key) {
+        return mutate(() -> stub().dropInFlightAllocation(io.mcctl.master.proto.v1.DropInFlightAllocationRequest.newBuilder()
+                .setTenantId(tenant).setKey(key).build()));
     }
 
     public GetDistributedPageMappingResponse getMapping(String tenant, String key) {

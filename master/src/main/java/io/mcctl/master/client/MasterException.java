@@ -8,11 +8,18 @@ public final class MasterException extends RuntimeException {
 
     private final ErrorCode code;
     private final boolean unreachable;
+    private final boolean notSent;
 
     public MasterException(ErrorCode code, String message, boolean unreachable, Throwable cause) {
+        this(code, message, unreachable, false, cause);
+    }
+
+    /** @param notSent the request never reached the master (no connection could be made), so it changed nothing */
+    public MasterException(ErrorCode code, String message, boolean unreachable, boolean notSent, Throwable cause) {
         super(message, cause);
         this.code = code;
         this.unreachable = unreachable;
+        this.notSent = notSent;
     }
 
     public ErrorCode code() {
@@ -22,5 +29,18 @@ public final class MasterException extends RuntimeException {
     /** True when the master could not be reached at all (not running, wrong address, network). */
     public boolean unreachable() {
         return unreachable;
+    }
+
+    /** True when the request was never sent (no connection to the master could be made): the call changed nothing and may be tried again. */
+    public boolean notSent() {
+        return notSent;
+    }
+
+    /**
+     * True when the master may or may not have acted on the call: it stopped answering (the call's deadline passed) or the
+     * connection was lost after the request went out.
+     */
+    public boolean outcomeUnknown() {
+        return unreachable && !notSent;
     }
 }

@@ -6,25 +6,54 @@ import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.KeyError;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
+import io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse;
+import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32C;
 
 /**
  * Offload: allocate pages for a batch, pwrite each object at the place the master gave (never a bucket
  * computed here), fsync the files written, then notify with each object's CRC32C. A key whose write fails
  * has its pages freed at once, so nothing leaks until the allocation deadline.
+ *
+ * <p>The writer fences itself: a shared file cannot refuse a late pwrite, so the writer never starts one once its
+ * own monotonic clock, started before the allocate request went out, says the allocation deadline (less a margin)
+ * has passed. Objects are written in chunks of at most {@link #CHUNK_BYTES}, the clock checked before each; a write
+ * that would outlast the deadline renews the batch's allocations instead of racing them. The master keeps an
+ * expired allocation's pages from reuse for a grace period after the deadline, which covers a writer stalled
+ * between its check and its pwrite for less than that.
  */
 public final class TierWriter {
 
-    /** An object to offload: its key and its bytes, possibly in several parts (a gather write). */
-    public record ObjectSource(String key, List<ByteBuffer> parts) {
+    /** Most bytes one pwrite carries, so the deadline is checked often and memory stays flat whatever the object's size. */
+    public static final int CHUNK_BYTES = 4 << 20;
+
+    /** An object to offload: its key and its bytes, either in memory (possibly in several parts) or in a file read chunk by chunk. */
+    public record ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes) {
+        public ObjectSource(String key, List<ByteBuffer> parts) {
+            this(key, parts, null, 0);
+        }
+
+        /** The first {@code bytes} bytes of {@code file}, read as they are written. */
+        public static ObjectSource ofFile(String key, Path file, long bytes) {
+            return new ObjectSource(key, List.of(), file, bytes);
+        }
+
         public long size() {
+            if (file != null) {
+                return fileBytes;
+            }
             long size = 0;
             for (ByteBuffer part : parts) {
                 size += part.remaining();
@@ -40,10 +69,71 @@ public final class TierWriter {
         }
     }
 
+    /** Called at points of an offload; for tests that stop a writer there. Does nothing unless overridden. */
+    public interface Listener {
+        Listener NONE = new Listener() {
+        };
+
+        /** The batch's pages are allocated; nothing is written yet. */
+        default void allocated(List<String> keys) {
+        }
+
+        /** A chunk of {@code key} at {@code done} bytes into it is about to be written (the fence is checked after this). */
+        default void beforeChunk(String key, long done) {
+        }
+
+        /** Every object is written and synced; the notify is about to go out. */
+        default void beforeNotify(List<String> keys) {
+        }
+    }
+
+    /** Pause between notify attempts while the master is restarting: doubled each time up to the last. */
+    private static final long[] NOTIFY_BACKOFF_MILLIS = {50, 100, 200, 400, 800, 1000};
+
     private final TierNode node;
+    private final Listener listener;
+    private final int chunkBytes;
 
     public TierWriter(TierNode node) {
+        this(node, Listener.NONE);
+    }
+
+    public TierWriter(TierNode node, Listener listener) {
+        this(node, listener, CHUNK_BYTES);
+    }
+
+    /** @param chunkBytes most bytes per pwrite (from 1 to {@link #CHUNK_BYTES}) */
+    public TierWriter(TierNode node, Listener listener, int chunkBytes) {
+        if (chunkBytes < 1 || chunkBytes > CHUNK_BYTES) {
+            throw new IllegalArgumentException("chunk of " + chunkBytes + " bytes: allowed is 1 to " + CHUNK_BYTES);
+        }
         this.node = node;
+        this.listener = listener;
+        this.chunkBytes = chunkBytes;
+    }
+
+    /**
+     * The writer's own view of its allocations' deadline, on {@link System#nanoTime()}: the last moment it may start a
+     * pwrite ({@code fenceNanos}, the deadline less a margin), and when to renew.
+     */
+    private static final class Fence {
+        long deadlineNanos;
+        long fenceNanos;
+        long renewAtNanos;
+
+        /** @param startNanos read before the request that set this deadline was sent */
+        void set(long startNanos, long deadlineMs) {
+            long deadline = TimeUnit.MILLISECONDS.toNanos(deadlineMs);
+            // A tenth of the deadline, at least 50 ms and at most 2 s: room for a chunk's pwrite once started.
+            long margin = Math.min(TimeUnit.SECONDS.toNanos(2), Math.max(TimeUnit.MILLISECONDS.toNanos(50), deadline / 10));
+            deadlineNanos = startNanos + deadline;
+            fenceNanos = deadlineNanos - margin;
+            renewAtNanos = startNanos + deadline / 2;
+        }
+
+        boolean passed(long now) {
+            return now - fenceNanos >= 0;
+        }
     }
 
     public List<Outcome> offload(String tenant, List<ObjectSource> objects, boolean overwrite) {
@@ -55,30 +145,62 @@ public final class TierWriter {
             sizes.add(object.size());
         }
         List<String> tenants = Collections.nCopies(n, tenant);
+        Fence fence = new Fence();
+        long allocateSent = System.nanoTime();
         BatchAllocateDistributedPageResponse allocated = node.master().batchAllocate(keys, tenants, sizes, overwrite);
+        fence.set(allocateSent, allocated.getDeadlineMs());
 
         Outcome[] outcomes = new Outcome[n];
-        List<Integer> written = new ArrayList<>();
-        List<DistributedDiskDescriptor> writtenDescriptors = new ArrayList<>();
-        List<Integer> failed = new ArrayList<>();
-        Set<Path> files = new LinkedHashSet<>();
+        DistributedDiskDescriptor[] places = new DistributedDiskDescriptor[n];
+        List<String> allocatedKeys = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             AllocationResult result = allocated.getResults(i);
             if (result.getStatus().getError() != ErrorCode.OK) {
                 outcomes[i] = new Outcome(keys.get(i), result.getStatus().getError(), result.getStatus().getMessage(), null);
-                continue;
+            } else {
+                places[i] = result.getDistributedDisk();
+                allocatedKeys.add(keys.get(i));
             }
-            DistributedDiskDescriptor place = result.getDistributedDisk();
+        }
+        if (!allocatedKeys.isEmpty()) {
+            listener.allocated(allocatedKeys);
+        }
+        List<Integer> written = new ArrayList<>();
+        List<DistributedDiskDescriptor> writtenDescriptors = new ArrayList<>();
+        List<Integer> failed = new ArrayList<>();
+        Set<Path> files = new LinkedHashSet<>();
+        ByteBuffer chunk = null;
+        for (int i = 0; i < n; i++) {
+            if (places[i] == null || outcomes[i] != null) {
+                continue; // not allocated, or lost to a renewal the master refused
+            }
+            DistributedDiskDescriptor place = places[i];
             Path file = Path.of(place.getFilePath());
+            ObjectSource object = objects.get(i);
             try {
-                int crc = node.io().write(file, place.getOffset(), objects.get(i).parts().toArray(new ByteBuffer[0]));
+                if (object.file() != null && chunk == null) {
+                    chunk = ByteBuffer.allocate((int) Math.min(chunkBytes, Math.max(1, maxFileBytes(objects))));
+                }
+                int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, object, chunk);
                 files.add(file);
+                places[i] = place.toBuilder().setCrc32C(crc).build();
                 written.add(i);
-                writtenDescriptors.add(place.toBuilder().setCrc32C(crc).build());
+            } catch (AllocationExpiredException e) {
+                outcomes[i] = new Outcome(keys.get(i), ErrorCode.OBJECT_NOT_FOUND, e.getMessage(), place);
+                failed.add(i);
             } catch (IOException | RuntimeException e) {
                 failed.add(i);
-                outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, "write failed: " + e.getMessage(), place);
+                outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), place);
             }
+        }
+        for (int i = 0; i < n; i++) {
+            if (places[i] != null && outcomes[i] != null && !failed.contains(i)) {
+                failed.add(i); // lost to a renewal the master refused
+            }
+        }
+        written.removeIf(i -> outcomes[i] != null);
+        for (int i : written) {
+            writtenDescriptors.add(places[i]);
         }
         try {
             for (Path file : files) {
@@ -101,11 +223,11 @@ public final class TierWriter {
             for (int i : written) {
                 writtenKeys.add(keys.get(i));
             }
-            NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccess(writtenKeys,
-                    Collections.nCopies(written.size(), tenant), writtenDescriptors);
+            listener.beforeNotify(writtenKeys);
+            List<KeyError> notified = notifyWithinDeadline(writtenKeys, Collections.nCopies(written.size(), tenant), writtenDescriptors, fence);
             for (int k = 0; k < written.size(); k++) {
                 int i = written.get(k);
-                KeyError status = notified.getResults(k);
+                KeyError status = notified.get(k);
                 outcomes[i] = new Outcome(keys.get(i), status.getError(), status.getMessage(), writtenDescriptors.get(k));
                 if (status.getError() == ErrorCode.OK) {
                     node.metrics().pagesWritten.inc(node.pagesFor(writtenDescriptors.get(k).getObjectSize()));
@@ -115,6 +237,184 @@ public final class TierWriter {
         List<Outcome> list = new ArrayList<>(n);
         Collections.addAll(list, outcomes);
         return list;
+    }
+
+    private static long maxFileBytes(List<ObjectSource> objects) {
+        long max = 0;
+        for (ObjectSource object : objects) {
+            if (object.file() != null) {
+                max = Math.max(max, object.fileBytes());
+            }
+        }
+        return max;
+    }
+
+    /** The writer's fence refused a pwrite: the allocation's deadline (less the margin) has passed on the writer's clock. */
+    private static final class AllocationExpiredException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        AllocationExpiredException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Writes object {@code i} chunk by chunk, checking the fence before each pwrite and renewing the batch's
+     * allocations when half the deadline is gone.
+     *
+     * @return the CRC32C of the object's bytes
+     */
+    private int writeObject(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, int i,
+                            Fence fence, Path file, ObjectSource object, ByteBuffer chunk) throws IOException, AllocationExpiredException {
+        CRC32C crc = new CRC32C();
+        long position = places[i].getOffset();
+        long size = object.size();
+        long done = 0;
+        if (object.file() != null) {
+            try (FileChannel source = FileChannel.open(object.file(), StandardOpenOption.READ)) {
+                while (done < size) {
+                    chunk.clear();
+                    chunk.limit((int) Math.min(chunk.capacity(), size - done));
+                    while (chunk.hasRemaining()) {
+                        if (source.read(chunk, done + chunk.position()) < 0) {
+                            throw new EOFException(object.file() + " ended at " + (done + chunk.position()) + " bytes while being offloaded; it had "
+                                    + size + " when offload began");
+                        }
+                    }
+                    chunk.flip();
+                    listener.beforeChunk(object.key(), done);
+                    checkFence(tenant, keys, places, outcomes, i, fence);
+                    node.io().writeChunk(file, position, chunk, crc);
+                    position += chunk.remaining();
+                    done += chunk.remaining();
+                }
+            }
+        } else {
+            for (ByteBuffer part : object.parts()) {
+                ByteBuffer rest = part.duplicate();
+                while (rest.hasRemaining()) {
+                    ByteBuffer piece = rest.slice();
+                    piece.limit(Math.min(piece.remaining(), chunkBytes));
+                    listener.beforeChunk(object.key(), done);
+                    checkFence(tenant, keys, places, outcomes, i, fence);
+                    node.io().writeChunk(file, position, piece, crc);
+                    position += piece.remaining();
+                    done += piece.remaining();
+                    rest.position(rest.position() + piece.remaining());
+                }
+            }
+        }
+        return (int) crc.getValue();
+    }
+
+    /** Renews when due, then refuses to go on once the fence has passed. */
+    private void checkFence(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, int i, Fence fence)
+            throws AllocationExpiredException {
+        long now = System.nanoTime();
+        if (now - fence.renewAtNanos >= 0 && !fence.passed(now)) {
+            renew(tenant, keys, places, outcomes, fence);
+            if (outcomes[i] != null) {
+                throw new AllocationExpiredException(outcomes[i].message());
+            }
+            now = System.nanoTime();
+        }
+        if (fence.passed(now)) {
+            throw new AllocationExpiredException("its allocation expired before the write finished (the writer was held up past the "
+                    + "allocation deadline): nothing more was written, write it again");
+        }
+    }
+
+    /**
+     * Renews every allocation of the batch this writer still holds. A key the master refuses is lost to the batch
+     * (its outcome set, its place cleared); a renewal that fails as a whole leaves the fence where it was.
+     */
+    private void renew(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, Fence fence) {
+        List<Integer> held = new ArrayList<>();
+        List<String> heldKeys = new ArrayList<>();
+        List<DistributedDiskDescriptor> heldPlaces = new ArrayList<>();
+        for (int k = 0; k < places.length; k++) {
+            if (places[k] != null && outcomes[k] == null) {
+                held.add(k);
+                heldKeys.add(keys.get(k));
+                heldPlaces.add(places[k]);
+            }
+        }
+        long sent = System.nanoTime();
+        RenewDistributedPageAllocationResponse renewed;
+        try {
+            renewed = node.master().renew(heldKeys, Collections.nCopies(heldKeys.size(), tenant), heldPlaces);
+        } catch (MasterException e) {
+            // Not renewed: the old fence stands, and the writer stops at it. Try again when half the time left is gone.
+            long now = System.nanoTime();
+            fence.renewAtNanos = now + Math.max(0, (fence.fenceNanos - now) / 2);
+            return;
+        }
+        for (int j = 0; j < held.size(); j++) {
+            KeyError status = renewed.getResults(j);
+            if (status.getError() != ErrorCode.OK) {
+                int k = held.get(j);
+                outcomes[k] = new Outcome(keys.get(k), status.getError(), "its allocation could not be renewed: " + status.getMessage()
+                        + "; nothing more was written", places[k]);
+            }
+        }
+        fence.set(sent, renewed.getDeadlineMs());
+    }
+
+    /**
+     * Notifies, trying again while the master cannot be reached (it is restarting: the call never got to it), with
+     * backoff, until the allocations' deadline on this writer's clock. A notify that may have reached the master before
+     * the connection was lost, or that it did not answer in time, is not repeated: its outcome is unknown, and the
+     * exception says so and how to find out.
+     *
+     * @throws MasterException when the notify failed as a whole
+     */
+    private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written, Fence fence) {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccess(keys, tenants, written);
+                return notified.getResultsList();
+            } catch (MasterException e) {
+                long pause = NOTIFY_BACKOFF_MILLIS[Math.min(attempt, NOTIFY_BACKOFF_MILLIS.length - 1)];
+                boolean retry = e.notSent() && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
+                if (!retry) {
+                    throw notifyFailed(keys, e);
+                }
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw notifyFailed(keys, e);
+                }
+            }
+        }
+    }
+
+    private static MasterException notifyFailed(List<String> keys, MasterException e) {
+        String which = keys.size() == 1 ? keys.get(0) : keys.get(0) + " (and each of the other " + (keys.size() - 1) + " keys of the batch)";
+        String message = e.outcomeUnknown()
+                ? "notify of " + keys.size() + " key(s): the outcome is unknown: check with mcctl stat " + which + " (" + e.getMessage() + ")"
+                : e.notSent() ? "notify of " + keys.size() + " key(s) failed: the master could not be reached before the allocation deadline: "
+                + e.getMessage()
+                : e.getMessage();
+        return new MasterException(e.code(), message, e.unreachable(), e.notSent(), e);
+    }
+
+    /** A write failure as one line; a full filesystem says how full, against what the layout promises. */
+    private String writeFailure(Path file, Exception e) {
+        String message = e.getMessage() == null ? e.toString() : e.getMessage();
+        if (e instanceof IOException && message.contains("No space left on device")) {
+            long capacity = (long) node.layout().getBucketCount() * node.layout().getBucketSize();
+            String free;
+            try {
+                free = Files.getFileStore(file).getUsableSpace() + " bytes free";
+            } catch (IOException | RuntimeException unknown) {
+                free = "free space unknown (" + unknown.getMessage() + ")";
+            }
+            return "write failed: the filesystem under the root " + node.layout().getRootDir() + " is full (ENOSPC): the layout needs "
+                    + node.layout().getBucketCount() + " x " + node.layout().getBucketSize() + " = " + capacity + " bytes, the filesystem has "
+                    + free + "; its pages were freed";
+        }
+        return "write failed: " + message;
     }
 
     private void freeFailed(String tenant, List<String> keys, Outcome[] outcomes, List<Integer> failed) {

@@ -52,6 +52,11 @@ public final class MethodPermissions {
                     NotifyDistributedDiskSuccessRequest::getTenantIdsList),
             tenants("Remove", Permission.TENANT_WRITE, RemoveRequest.class, r -> List.of(r.getTenantId())),
             tenants("BatchRemove", Permission.TENANT_WRITE, BatchRemoveRequest.class, BatchRemoveRequest::getTenantIdsList),
+            tenants("RenewDistributedPageAllocation", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest.class,
+                    io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest::getTenantIdsList),
+            // Dropping another writer's allocation can hurt whoever is writing it: admin only, on the tenants it names.
+            tenants("DropInFlightAllocation", Permission.ADMIN, io.mcctl.master.proto.v1.DropInFlightAllocationRequest.class,
+                    r -> List.of(r.getTenantId())),
             tenants("GetDistributedPageMapping", Permission.TENANT_READ, GetDistributedPageMappingRequest.class, r -> List.of(r.getTenantId())),
             tenants("BatchGetDistributedPageMapping", Permission.TENANT_READ, BatchGetDistributedPageMappingRequest.class,
                     BatchGetDistributedPageMappingRequest::getTenantIdsList),

@@ -266,6 +266,26 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     }
 
     @Override
+    public void renewDistributedPageAllocation(io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest request,
+                                               StreamObserver<io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse> observer) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
+        io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse.Builder response =
+                io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse.newBuilder().setDeadlineMs(pages.allocationDeadlineMillis());
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            response.addResults(keyError(pages.renew(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
+        }
+        replyWhenDurable(observer, response.build());
+    }
+
+    @Override
+    public void dropInFlightAllocation(io.mcctl.master.proto.v1.DropInFlightAllocationRequest request,
+                                       StreamObserver<io.mcctl.master.proto.v1.DropInFlightAllocationResponse> observer) {
+        PageService.InFlightDrop dropped = orThrow(pages.dropInFlight(request.getTenantId(), request.getKey()));
+        replyWhenDurable(observer, io.mcctl.master.proto.v1.DropInFlightAllocationResponse.newBuilder()
+                .setDistributedDisk(toWire(dropped.placement())).setQuarantinedUntilMs(dropped.quarantinedUntilMs()).build());
+    }
+
+    @Override
     public void remove(RemoveRequest request, StreamObserver<RemoveResponse> observer) {
         orThrow(pages.remove(request.getTenantId(), request.getKey()));
         replyWhenDurable(observer, RemoveResponse.getDefaultInstance());

@@ -65,7 +65,7 @@ public final class MasterServer implements AutoCloseable {
                           Duration allocationGrace, PageService.EvictionPolicy eviction) {
 
         /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
-        public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
+        public static final Duration DEFAULT_ALLOCATION_GRACE = PageService.DEFAULT_ALLOCATION_GRACE;
 
         /** With eviction off: a full tier answers NO_AVAILABLE_HANDLE (the shorter constructors, for tests and benchmarks). */
         public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
@@ -185,7 +185,7 @@ public final class MasterServer implements AutoCloseable {
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode, init.layout().clusterId(),
-                    () -> new PageService(options.layout(), options.allocationDeadline(), options.allocationGrace(), options.readLease(),
+                    () -> new PageService(options.layout(), options.allocationDeadline(), options.readLease(), options.allocationGrace(),
                             System::nanoTime));
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);

@@ -24,6 +24,11 @@ public final class MasterSettings {
             "a positive duration (" + DurationParser.ALLOWED + ")",
             "time a writer has between allocate and notify before its pages are reclaimed");
 
+    public static final Setting<Duration> ALLOCATION_GRACE = Setting.of("allocation_grace", "MCCTL_ALLOCATION_GRACE",
+            "--allocation-grace", "10s", MasterSettings::parseGrace, DurationParser::format,
+            "a positive duration (" + DurationParser.ALLOWED + ")",
+            "how long past its deadline an expired or dropped allocation's pages are kept from reuse (its writer may still be writing)");
+
     public static final Setting<Duration> READ_LEASE = Setting.of("read_lease", "MCCTL_READ_LEASE", "--read-lease", "5s",
             text -> positive(DurationParser.parse(text)), DurationParser::format,
             "a positive duration (" + DurationParser.ALLOWED + ")",
@@ -101,7 +106,7 @@ public final class MasterSettings {
         return text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString();
     }
 
-    public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, READ_LEASE, DURABILITY, STATE_DIR,
+    public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
             SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
             TLS_CLIENT_CA, TOKENS_FILE);
 
@@ -120,6 +125,18 @@ public final class MasterSettings {
 
     static String formatFraction(double value) {
         return String.format(java.util.Locale.ROOT, "%.2f", value);
+    }
+
+    static Duration parseGrace(String text) {
+        return positive(DurationParser.parse(text));
+    }
+
+    /**
+     * The allocation grace among the settings a master was started with (keys as in {@link #ALL}, values as formatted),
+     * or the default when they do not name it.
+     */
+    public static Duration allocationGrace(java.util.Map<String, String> settingsInForce) {
+        return parseGrace(settingsInForce.getOrDefault(ALLOCATION_GRACE.key(), ALLOCATION_GRACE.defaultText()));
     }
 
     static Durability parseDurability(String text) {

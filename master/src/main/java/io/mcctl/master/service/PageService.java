@@ -55,19 +55,22 @@ public final class PageService {
 
     private final LongAdder expiredAllocations = new LongAdder();
 
+    /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
+    public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
+
     /**
-     * @param allocationGrace how long an expired allocation's pages are held past its deadline before reuse, for a
-     *                        writer that is late; zero frees them at the deadline
+     * @param allocationGrace how long an expired or dropped allocation's pages are held past its deadline before
+     *                        reuse, for a writer that is late; positive
      */
-    public PageService(BucketLayout layout, Duration allocationDeadline, Duration allocationGrace, Duration readLease, LongSupplier nanoClock) {
-        this(layout, allocationDeadline, allocationGrace, readLease, nanoClock, System::currentTimeMillis);
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace, LongSupplier nanoClock) {
+        this(layout, allocationDeadline, readLease, allocationGrace, nanoClock, System::currentTimeMillis);
     }
 
     /** @param wallClock read once, to tie {@code nanoClock} to the wall clock that logged times are in */
-    public PageService(BucketLayout layout, Duration allocationDeadline, Duration allocationGrace, Duration readLease, LongSupplier nanoClock,
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace, LongSupplier nanoClock,
                        LongSupplier wallClock) {
-        if (allocationGrace.isNegative()) {
-            throw new IllegalArgumentException("allocation grace " + allocationGrace + " is negative");
+        if (allocationGrace.isNegative() || allocationGrace.isZero()) {
+            throw new IllegalArgumentException("allocation grace " + allocationGrace + " must be positive: a late writer needs it");
         }
         this.layout = layout;
         this.state = new PageState(layout, nanoClock, wallClock);
@@ -79,12 +82,17 @@ public final class PageService {
         this.readLeaseNanos = readLease.toNanos();
     }
 
+    /** With the default allocation grace. */
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, LongSupplier nanoClock) {
-        this(layout, allocationDeadline, Duration.ZERO, readLease, nanoClock);
+        this(layout, allocationDeadline, readLease, DEFAULT_ALLOCATION_GRACE, nanoClock);
+    }
+
+    public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
+        this(layout, allocationDeadline, readLease, allocationGrace, System::nanoTime);
     }
 
     public PageService(BucketLayout layout, Duration allocationDeadline, Duration readLease) {
-        this(layout, allocationDeadline, Duration.ZERO, readLease, System::nanoTime);
+        this(layout, allocationDeadline, readLease, DEFAULT_ALLOCATION_GRACE, System::nanoTime);
     }
 
     public BucketLayout layout() {
@@ -119,6 +127,11 @@ public final class PageService {
     /** The bucket a descriptor's file path names, or -1. */
     public int bucketOfPath(String filePath) {
         return space.bucketOfPath(filePath);
+    }
+
+    /** Wall-clock milliseconds of a time on this service's clock, as its changes log it (rounded up). */
+    long wallMillis(long nanos) {
+        return state.wallMillis(nanos);
     }
 
     public long allocationDeadlineMillis() {
@@ -267,11 +280,15 @@ public final class PageService {
      */
     public Result<Long> renew(String tenant, String key, Placement held) {
         return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, entry, now) -> {
-            if (entry == null || entry.inFlight == null || entry.inFlight.deadlineNanos - now <= 0) {
+            // In the order notify checks: no allocation, another allocation, then one past its deadline.
+            if (entry == null || entry.inFlight == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight to renew (expired, freed, or committed)");
             }
             if (!entry.inFlight.placement.sameRange(held)) {
                 return mismatch(key, held, entry.inFlight);
+            }
+            if (entry.inFlight.deadlineNanos - now <= 0) {
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the renewal; its pages are being reclaimed");
             }
             logAndApply(new Change.Renewed(tenant, key, entry.inFlight.placement, state.wallMillis(now + allocationDeadlineNanos)));
             return Result.ok(allocationDeadlineMillis());
@@ -281,18 +298,24 @@ public final class PageService {
     /**
      * Drops the in-flight allocation of (tenant, key) for an operator: the key may be allocated again at once, and
      * its pages wait until the allocation's deadline plus the grace period, since its writer may still be writing.
-     * Returns the placement dropped.
+     * Returns the placement dropped and until when its pages are held.
      */
-    public Result<Placement> dropInFlight(String tenant, String key) {
+    public Result<InFlightDrop> dropInFlight(String tenant, String key) {
         return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
             if (entry == null || entry.inFlight == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenant + "'");
             }
             KeyTable.InFlight pending = entry.inFlight;
-            long holdUntil = Math.max(pending.deadlineNanos, now) + allocationGraceNanos;
-            logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.DROPPED, state.wallMillis(holdUntil)));
-            return Result.ok(pending.placement);
+            // As at expiry: held until the deadline plus the grace, or freed at once when that has passed too.
+            long holdUntil = pending.deadlineNanos + allocationGraceNanos;
+            long releaseMs = holdUntil - now > 0 ? state.wallMillis(holdUntil) : 0;
+            logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.DROPPED, releaseMs));
+            return Result.ok(new InFlightDrop(pending.placement, releaseMs));
         });
+    }
+
+    /** An in-flight allocation an operator dropped: where it was, and until when (wall clock) its pages are held. */
+    public record InFlightDrop(Placement placement, long quarantinedUntilMs) {
     }
 
     /** A change of one key, made under its shard lock once the request is valid and changes are taken. */
@@ -534,13 +557,14 @@ public final class PageService {
     }
 
     /**
-     * Ends an allocation whose deadline has passed; its pages wait out the grace period (or are freed at once without
-     * one). Caller holds the shard lock. Returns the pages freed now.
+     * Ends an allocation whose deadline has passed; its pages wait out the grace period after the deadline, or are freed
+     * at once when that has passed too. Caller holds the shard lock. Returns the pages freed now.
      */
     private long expire(KeyTable.InFlight pending) {
         String tenant = KeyRules.tenantOf(pending.scopedKey);
         String key = KeyRules.keyOf(pending.scopedKey);
-        long releaseMs = allocationGraceNanos > 0 ? state.wallMillis(pending.deadlineNanos + allocationGraceNanos) : 0;
+        long release = pending.deadlineNanos + allocationGraceNanos;
+        long releaseMs = release - state.now() > 0 ? state.wallMillis(release) : 0;
         logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.EXPIRED, releaseMs));
         return releaseMs == 0 ? layout.pagesFor(pending.placement.size()) : 0;
     }

@@ -102,7 +102,7 @@ class CrashRecoveryPropertiesTest {
 
         Live(Path stateDir) throws IOException {
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, true,
-                    () -> new PageService(layout, DEADLINE, GRACE, LEASE, clock::get, () -> WALL_BASE_MS + clock.get() / 1_000_000));
+                    () -> new PageService(layout, DEADLINE, LEASE, GRACE, clock::get, () -> WALL_BASE_MS + clock.get() / 1_000_000));
             pages = recovered.pages;
             pages.setEviction(EVICTION);
             wal = new WriteAheadLog(stateDir, "test-cluster", recovered.lastSequence, 64 << 10, System::currentTimeMillis);
@@ -218,7 +218,7 @@ class CrashRecoveryPropertiesTest {
                         }
                     }
                     case DROP -> {
-                        Result<Placement> r = live.pages.dropInFlight(tenant, key);
+                        Result<PageService.InFlightDrop> r = live.pages.dropInFlight(tenant, key);
                         assertEquals(km.inFlight != null, r.isOk(), where + ": " + r);
                         km.inFlight = null;
                     }

@@ -348,13 +348,15 @@ class SnapshotRecoveryTest {
                 Result<Placement> allocated = pages.allocate(tenant, key, size, random.nextBoolean());
                 if (allocated.isOk()) {
                     double then = random.nextDouble();
-                    if (then < 0.75) {
+                    if (then < 0.7) {
                         pages.notifySuccess(tenant, key, allocated.value().withCrc(random.nextInt()));
                     } else if (then < 0.8) {
-                        pages.renew(tenant, key, allocated.value()); // a long write, then abandoned
-                    } else if (then < 0.9) {
+                        pages.renew(tenant, key, allocated.value()); // a long write: notified later, or abandoned
+                    } else if (then < 0.87) {
                         pages.free(tenant, key, allocated.value());
-                    } // else abandoned: it expires at its deadline
+                    } else if (then < 0.92) {
+                        pages.dropInFlight(tenant, key); // an operator's rm --in-flight: quarantined for the grace
+                    } // else abandoned: it expires at its deadline, then waits out the grace
                 }
             } else if (r < 0.85) {
                 if (random.nextBoolean()) {
@@ -447,10 +449,14 @@ class SnapshotRecoveryTest {
             Result<Placement> allocated = pages.allocate(tenant, key, random.nextLong(1, 12 * PAGE), random.nextInt(3) == 0);
             if (allocated.isOk()) {
                 double then = random.nextDouble();
-                if (then < 0.75) {
+                if (then < 0.65) {
                     pages.notifySuccess(tenant, key, allocated.value().withCrc(random.nextInt()));
+                } else if (then < 0.75) {
+                    pages.renew(tenant, key, allocated.value());
                 } else if (then < 0.85) {
                     pages.free(tenant, key, allocated.value());
+                } else if (then < 0.9) {
+                    pages.dropInFlight(tenant, key);
                 }
             }
         } else if (r < 0.6) {

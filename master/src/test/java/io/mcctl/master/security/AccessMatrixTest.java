@@ -42,12 +42,13 @@ class AccessMatrixTest {
 
     /** What each RPC needs, written out here independently of MethodPermissions. */
     private static final Set<String> TENANT_WRITES = Set.of("AllocateDistributedPage", "BatchAllocateDistributedPage",
-            "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove");
+            "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove",
+            "RenewDistributedPageAllocation");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
     private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats");
     private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
-    private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)");
+    private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation");
 
     enum Caller { OWN_TENANT, OTHER_TENANT, MONITOR, ADMIN, NO_TOKEN, UNKNOWN_TOKEN }
 

@@ -48,9 +48,10 @@ class PageServicePropertiesTest {
     static final long PAGE = 4096;
     static final Duration DEADLINE = Duration.ofMillis(100);
     static final Duration LEASE = Duration.ofMillis(70);
+    static final Duration GRACE = Duration.ofMillis(50);
     static final String[] KEYS = {"k0", "k1", "k2", "k3", "k4", "k5"};
 
-    enum Kind { ALLOCATE, FREE, NOTIFY, GET, REMOVE, ADVANCE, REAP, INVALID }
+    enum Kind { ALLOCATE, FREE, NOTIFY, GET, REMOVE, ADVANCE, REAP, INVALID, RENEW, DROP }
 
     /** One step; the numbers are read against the state the step meets. */
     record Op(Kind kind, int tenant, int key, int a, int b, int c, int aim) {
@@ -77,10 +78,10 @@ class PageServicePropertiesTest {
             "FREE OK", "FREE OBJECT_NOT_FOUND", "FREE INVALID_PARAMS",
             "NOTIFY OK", "NOTIFY OBJECT_NOT_FOUND", "NOTIFY INVALID_PARAMS",
             "GET OK", "GET REPLICA_IS_NOT_READY", "GET OBJECT_NOT_FOUND", "REMOVE OK", "REMOVE OBJECT_NOT_FOUND",
-            "INVALID INVALID_PARAMS",
+            "INVALID INVALID_PARAMS", "RENEW OK", "RENEW OBJECT_NOT_FOUND", "RENEW INVALID_PARAMS", "DROP OK", "DROP OBJECT_NOT_FOUND",
             "event: spill to another bucket", "event: overwrite", "event: mapping freed at once", "event: mapping quarantined behind a lease",
             "event: quarantine released by reap", "event: expired allocation reaped", "event: notify after the deadline",
-            "event: expired allocation reclaimed by a new allocate");
+            "event: expired allocation reclaimed by a new allocate", "event: expired allocation quarantined for the grace");
 
     @Property(tries = 2000, shrinking = ShrinkingMode.BOUNDED)
     @StatisticsReport(StatisticsReport.StatisticsReportMode.OFF)
@@ -127,6 +128,9 @@ class PageServicePropertiesTest {
         Arbitrary<Op> notify = Combinators.combine(tenant, key, Arbitraries.frequency(Tuple.of(8, 0), Tuple.of(2, 1), Tuple.of(1, 2)),
                         Arbitraries.integers(), raw)
                 .as((t, k, mode, crc, r) -> new Op(Kind.NOTIFY, t, k, mode, crc, r));
+        Arbitrary<Op> renew = Combinators.combine(tenant, key, Arbitraries.frequency(Tuple.of(8, 0), Tuple.of(2, 1), Tuple.of(1, 2)), raw)
+                .as((t, k, mode, r) -> new Op(Kind.RENEW, t, k, mode, 0, r));
+        Arbitrary<Op> drop = Combinators.combine(tenant, key).as((t, k) -> new Op(Kind.DROP, t, k, 0, 0, 0));
         Arbitrary<Op> get = Combinators.combine(tenant, key).as((t, k) -> new Op(Kind.GET, t, k, 0, 0, 0));
         Arbitrary<Op> remove = Combinators.combine(tenant, key).as((t, k) -> new Op(Kind.REMOVE, t, k, 0, 0, 0));
         Arbitrary<Op> advance = Combinators.combine(Arbitraries.integers().between(0, 3), raw)
@@ -138,7 +142,7 @@ class PageServicePropertiesTest {
         Arbitrary<Integer> aim = Arbitraries.frequencyOf(Tuple.of(3, Arbitraries.just(-1)), Tuple.of(7, Arbitraries.integers().between(0, 1000)));
         Arbitrary<Op> op = Combinators.combine(Arbitraries.frequencyOf(
                 Tuple.of(25, allocate), Tuple.of(8, free), Tuple.of(20, notify), Tuple.of(12, get), Tuple.of(8, remove),
-                Tuple.of(12, advance), Tuple.of(10, reap), Tuple.of(2, invalid)), aim).as(Op::aimed);
+                Tuple.of(12, advance), Tuple.of(10, reap), Tuple.of(2, invalid), Tuple.of(8, renew), Tuple.of(3, drop)), aim).as(Op::aimed);
         return op.list().ofMinSize(1).ofMaxSize(100).withSizeDistribution(RandomDistribution.uniform());
     }
 
@@ -180,7 +184,7 @@ class PageServicePropertiesTest {
                 tenants[t] = "tenant-" + t;
             }
             this.now = setup.clockOrigin();
-            this.service = new PageService(layout, DEADLINE, LEASE, () -> now);
+            this.service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
         }
 
         /**
@@ -262,6 +266,22 @@ class PageServicePropertiesTest {
             s.pending = null;
         }
 
+        /**
+         * An allocation ends unnotified past its deadline: its pages wait in quarantine until deadline plus grace (its
+         * writer may still be writing), or are freed at once when that has passed too. Returns the pages freed at once.
+         */
+        long expirePending(KeyState s, String what) {
+            Placement p = s.pending;
+            long release = s.pendingDeadline + GRACE.toNanos();
+            s.pending = null;
+            if (release - now > 0) {
+                quarantine.add(new Quarantined(release, p.bucket(), p.offset() / PAGE, pages(p), "expired allocation of " + what + " " + p));
+                happened("event: expired allocation quarantined for the grace");
+                return 0;
+            }
+            return pages(p);
+        }
+
         /** A mapping leaves: freed now without a live lease, else quarantined until the lease ends. */
         void retire(KeyState s, String what) {
             Placement old = s.committed;
@@ -286,7 +306,7 @@ class PageServicePropertiesTest {
                     for (String k : KEYS) {
                         KeyState s = model.get(scoped(t, k));
                         boolean fits = s != null && switch (op.kind()) {
-                            case FREE, NOTIFY -> s.pending != null;
+                            case FREE, NOTIFY, RENEW, DROP -> s.pending != null;
                             case GET, REMOVE -> s.committed != null;
                             case ALLOCATE -> s.committed != null || s.pending != null;
                             default -> false;
@@ -311,6 +331,8 @@ class PageServicePropertiesTest {
                 case ADVANCE -> advance(op);
                 case REAP -> reap();
                 case INVALID -> invalid(tenant, key, op);
+                case RENEW -> renew(tenant, key, op);
+                case DROP -> drop(tenant, key);
             }
         }
 
@@ -334,7 +356,7 @@ class PageServicePropertiesTest {
                 want = ErrorCode.REPLICA_IS_NOT_READY;
             } else {
                 if (s.pending != null) {
-                    dropPending(s); // expired: the next allocation reclaims it
+                    expirePending(s, scoped(tenant, key)); // expired: the next allocation reclaims it
                     happened("event: expired allocation reclaimed by a new allocate");
                 }
                 if (s.committed != null && !overwrite) {
@@ -431,7 +453,7 @@ class PageServicePropertiesTest {
                 want = ErrorCode.INVALID_PARAMS;
             } else if (s.pendingDeadline - now <= 0) {
                 want = ErrorCode.OBJECT_NOT_FOUND;
-                dropPending(s);
+                expirePending(s, scoped(tenant, key));
                 happened("event: notify after the deadline");
             } else {
                 want = ErrorCode.OK;
@@ -444,6 +466,42 @@ class PageServicePropertiesTest {
             }
             expect(want, service.notifySuccess(tenant, key, arg), "notifySuccess(" + tenant + ", " + key + ", " + arg + ")");
             outcome(Kind.NOTIFY, want);
+            tidy(tenant, key);
+        }
+
+        void renew(String tenant, String key, Op op) {
+            KeyState s = state(tenant, key);
+            Placement arg = switch (op.a()) {
+                case 0 -> s.pending != null ? s.pending : wrongOf(null, op.c());
+                case 1 -> wrongOf(s.pending != null ? s.pending : s.committed, op.c());
+                default -> null;
+            };
+            ErrorCode want;
+            if (arg == null) {
+                want = ErrorCode.INVALID_PARAMS;
+            } else if (s.pending == null) {
+                want = ErrorCode.OBJECT_NOT_FOUND;
+            } else if (!sameRange(arg, s.pending)) {
+                want = ErrorCode.INVALID_PARAMS;
+            } else if (s.pendingDeadline - now <= 0) {
+                want = ErrorCode.OBJECT_NOT_FOUND; // too late: refused, and left for the reaper
+            } else {
+                want = ErrorCode.OK;
+                s.pendingDeadline = asLogged(now + deadlineNanos);
+            }
+            expect(want, service.renew(tenant, key, arg), "renew(" + tenant + ", " + key + ", " + arg + ")");
+            outcome(Kind.RENEW, want);
+            tidy(tenant, key);
+        }
+
+        void drop(String tenant, String key) {
+            KeyState s = state(tenant, key);
+            ErrorCode want = s.pending != null ? ErrorCode.OK : ErrorCode.OBJECT_NOT_FOUND;
+            if (want == ErrorCode.OK) {
+                expirePending(s, scoped(tenant, key));
+            }
+            expect(want, service.dropInFlight(tenant, key), "dropInFlight(" + tenant + ", " + key + ")");
+            outcome(Kind.DROP, want);
             tidy(tenant, key);
         }
 
@@ -501,10 +559,10 @@ class PageServicePropertiesTest {
 
         void reap() {
             long want = 0;
-            for (KeyState s : model.values()) {
+            for (Map.Entry<String, KeyState> e : model.entrySet()) {
+                KeyState s = e.getValue();
                 if (s.pending != null && s.pendingDeadline - now <= 0) {
-                    want += pages(s.pending);
-                    s.pending = null;
+                    want += expirePending(s, e.getKey());
                     happened("event: expired allocation reaped");
                 }
             }

@@ -37,10 +37,11 @@ class PageServiceTest {
     static final long SECOND = 1_000_000_000L;
     static final Duration DEADLINE = Duration.ofSeconds(10);
     static final Duration LEASE = Duration.ofSeconds(5);
+    static final Duration GRACE = Duration.ofSeconds(3);
 
     final BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-page-service"), BUCKETS, PAGE, PAGES_PER_BUCKET * PAGE);
     long now = 42 * SECOND;
-    PageService service = new PageService(layout, DEADLINE, LEASE, () -> now);
+    PageService service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
 
     // ---- helpers ----
 
@@ -285,17 +286,21 @@ class PageServiceTest {
         }
 
         @Test
-        void notify_after_the_deadline_is_OBJECT_NOT_FOUND_and_the_pages_are_back_even_before_a_reap() {
+        void notify_after_the_deadline_is_OBJECT_NOT_FOUND_and_the_pages_wait_out_the_grace_in_quarantine() {
             Placement p = allocate("t", "k", 4 * PAGE);
             now += DEADLINE.toNanos();
             Result<Void> late = service.notifySuccess("t", "k", p.withCrc(9));
             assertEquals(ErrorCode.OBJECT_NOT_FOUND, late.error(), late.toString());
-            assertTrue(noneAllocated(p));
-            assertEquals(0, allocatedPages());
+            assertTrue(allAllocated(p), "a writer late past its deadline may still be writing: its pages are not reused yet");
+            assertEquals(4, service.quarantinedPageCount());
             assertEquals(0, service.inFlightCount());
             assertEquals(ErrorCode.OBJECT_NOT_FOUND, service.peek("t", "k").error());
-            assertEquals(0, service.reap(), "the reaper finds nothing left to free (no double free)");
-            assertEquals(0, allocatedPages());
+            now += GRACE.toNanos() - 1;
+            assertEquals(0, service.reap(), "held until deadline plus grace");
+            now += 1;
+            assertEquals(4, service.reap(), "released once, at deadline plus grace (no double free)");
+            assertTrue(noneAllocated(p));
+            assertEquals(0, service.quarantinedPageCount());
         }
 
         @Test
@@ -315,11 +320,15 @@ class PageServiceTest {
             now += DEADLINE.toNanos() - 1;
             assertEquals(0, service.reap());
             now += 1;
-            assertEquals(3, service.reap());
+            assertEquals(0, service.reap(), "expired, but its pages wait out the grace");
             assertEquals(1, service.expiredAllocationsTotal());
-            assertEquals(0, allocatedPages());
+            assertEquals(3, allocatedPages());
+            assertEquals(3, service.quarantinedPageCount());
             assertEquals(ErrorCode.OBJECT_NOT_FOUND, service.notifySuccess("t", "k", p).error());
             assertEquals(ErrorCode.OBJECT_NOT_FOUND, service.free("t", "k", p).error());
+            now += GRACE.toNanos();
+            assertEquals(3, service.reap());
+            assertEquals(0, allocatedPages());
         }
 
         @Test
@@ -327,7 +336,8 @@ class PageServiceTest {
             Placement old = allocate("t", "k", 2 * PAGE);
             now += DEADLINE.toNanos();
             Placement fresh = allocate("t", "k", 5 * PAGE);
-            assertEquals(5, allocatedPages(), "the expired allocation's pages went back");
+            assertEquals(7, allocatedPages(), "the expired allocation's pages wait out the grace while the key is allocated again");
+            assertTrue(allAllocated(old));
             assertEquals(1, service.inFlightCount());
             assertEquals(ErrorCode.INVALID_PARAMS, service.notifySuccess("t", "k", old).error());
             assertEquals(ErrorCode.INVALID_PARAMS, service.free("t", "k", old).error());
@@ -442,7 +452,7 @@ class PageServiceTest {
 
         void startClockAt(long nanos) {
             now = nanos;
-            service = new PageService(layout, DEADLINE, LEASE, () -> now);
+            service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
         }
 
         @Test
@@ -475,6 +485,8 @@ class PageServiceTest {
             now += DEADLINE.toNanos() - 1;
             assertEquals(0, service.reap());
             now += 1;
+            assertEquals(0, service.reap());
+            now += GRACE.toNanos();
             assertEquals(1, service.reap());
             assertTrue(noneAllocated(p));
         }

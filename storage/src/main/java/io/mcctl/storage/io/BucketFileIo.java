@@ -59,6 +59,20 @@ public final class BucketFileIo {
         return (int) crc.getValue();
     }
 
+    /**
+     * Writes the remaining bytes of {@code src} at {@code offset}, adding them to {@code crc}: one chunk of an object
+     * written piece by piece. The buffer's position is left unchanged.
+     */
+    public void writeChunk(Path file, long offset, ByteBuffer src, java.util.zip.Checksum crc) throws IOException {
+        checkRange(file, offset, src.remaining());
+        crc.update(src.duplicate());
+        ByteBuffer chunk = src.duplicate();
+        long position = offset;
+        while (chunk.hasRemaining()) {
+            position += writeOnce(file, chunk, position);
+        }
+    }
+
     /** Reads {@code size} bytes at {@code offset} and checks them against {@code expectedCrc}. */
     public ByteBuffer read(Path file, long offset, int size, int expectedCrc) throws IOException {
         ByteBuffer buffer = ByteBuffer.allocate(size);
