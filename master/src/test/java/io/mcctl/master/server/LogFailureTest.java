@@ -102,10 +102,15 @@ class LogFailureTest {
 
             MasterException allocate = assertThrows(MasterException.class, () -> node.client().allocate("t", "after", 10, false));
             assertTrue(allocate.getMessage().contains("takes no changes") && allocate.getMessage().contains("restart"), allocate.toString());
-            StatusRuntimeException raw = assertThrows(StatusRuntimeException.class,
-                    () -> io.mcctl.master.proto.v1.MasterServiceGrpc.newBlockingStub(io.grpc.ManagedChannelBuilder
-                            .forTarget(cluster.target()).usePlaintext().build()).withDeadlineAfter(10, TimeUnit.SECONDS)
-                            .remove(io.mcctl.master.proto.v1.RemoveRequest.newBuilder().setTenantId("t").setKey("before-0").build()));
+            io.grpc.ManagedChannel channel = io.grpc.ManagedChannelBuilder.forTarget(cluster.target()).usePlaintext().build();
+            StatusRuntimeException raw;
+            try {
+                raw = assertThrows(StatusRuntimeException.class, () -> io.mcctl.master.proto.v1.MasterServiceGrpc.newBlockingStub(channel)
+                        .withDeadlineAfter(10, TimeUnit.SECONDS)
+                        .remove(io.mcctl.master.proto.v1.RemoveRequest.newBuilder().setTenantId("t").setKey("before-0").build()));
+            } finally {
+                channel.shutdownNow();
+            }
             assertEquals(Status.Code.UNAVAILABLE, raw.getStatus().getCode());
             assertTrue(raw.getStatus().getDescription().contains("restart"), raw.getStatus().getDescription());
 
@@ -141,6 +146,68 @@ class LogFailureTest {
                     URI.create("http://127.0.0.1:" + cluster.master().metricsPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode());
             assertFalse(health.body().contains("unhealthy"));
+        }
+    }
+
+    @Test
+    void a_write_into_a_full_root_frees_its_pages_and_says_the_filesystem_is_full() throws Exception {
+        mount = dir.resolve("root");
+        Files.createDirectories(mount);
+        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount.toString()) == 0;
+        if (!mounted) {
+            mount = null;
+        }
+        assumeTrue(mounted, "needs root to mount a tmpfs");
+        // 4 sparse buckets of 4 MiB on a 2 MiB filesystem: the layout promises more than the disk holds.
+        BucketLayout layout = new BucketLayout(mount, 4, TierCluster.PAGE, 4L << 20);
+        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(5), MasterSettings.Durability.wal, dir.resolve("state"), null, 2, 64L << 20, Map.of());
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            TierWriter.Outcome failed = null;
+            int written = 0;
+            for (int i = 0; i < 200 && failed == null; i++) {
+                TierWriter.Outcome outcome = node.writer().offload("t", List.of(TestObjects.object("big-" + i, 64 << 10)), false).get(0);
+                if (outcome.ok()) {
+                    written++;
+                } else {
+                    failed = outcome;
+                }
+            }
+            assertNotNull(failed, "the root never filled");
+            assertTrue(failed.message().contains("is full (ENOSPC)") && failed.message().contains(mount.toString()), failed.message());
+            GetStatsResponse stats = node.client().stats();
+            assertEquals(0, stats.getInFlightAllocations(), "the failed write gave its pages back");
+            assertEquals(written, stats.getMappings());
+            assertEquals(null, cluster.master().pages().refusal(), "a full root is the writer's failure, not the log's");
+        }
+    }
+
+    @Test
+    void a_snapshot_that_fails_on_a_full_state_directory_leaves_no_temp_file_and_the_next_one_works() throws Exception {
+        mount = dir.resolve("state");
+        Files.createDirectories(mount);
+        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mount.toString()) == 0;
+        if (!mounted) {
+            mount = null;
+        }
+        assumeTrue(mounted, "needs root to mount a tmpfs");
+        BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
+        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(5), MasterSettings.Durability.snapshot, mount, null, 2, 64L << 20, Map.of());
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            for (int i = 0; i < 500; i++) {
+                assertTrue(node.writer().offload("t", List.of(TestObjects.object("k-" + i + "-" + "x".repeat(200), 10)), false).get(0).ok());
+            }
+            fill(mount);
+            assertThrows(IOException.class, () -> cluster.master().snapshot());
+            try (var files = Files.list(mount)) {
+                List<String> names = files.map(p -> p.getFileName().toString()).toList();
+                assertTrue(names.stream().noneMatch(n -> n.endsWith(".tmp") || n.contains("tmp")), "a temp file was left: " + names);
+            }
+            Files.delete(mount.resolve("filler"));
+            assertEquals(500, cluster.master().snapshot().mappings(), "with space back the next snapshot works");
         }
     }
 
