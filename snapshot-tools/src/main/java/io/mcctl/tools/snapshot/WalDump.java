@@ -160,18 +160,26 @@ public final class WalDump {
                 keyed(out, c.getTenantId(), c.getKey(), c.getPlacement());
                 if (c.hasReplaced()) {
                     out.put("replaced", SnapshotDiff.placementJson(c.getReplaced()));
-                    release(out, "replaced_", c.getReplacedReleaseMs(), record.getTimeMs());
+                    release(out, "replaced_", c.getReplacedReleaseMs());
                 }
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();
                 keyed(out, d.getTenantId(), d.getKey(), d.getPlacement());
                 out.put("reason", d.getReason().name().toLowerCase(Locale.ROOT));
+                release(out, "", d.getReleaseMs());
             }
             case REMOVED -> {
                 Removed r = record.getRemoved();
                 keyed(out, r.getTenantId(), r.getKey(), r.getPlacement());
-                release(out, "", r.getReleaseMs(), record.getTimeMs());
+                out.put("reason", r.getReason().name().toLowerCase(Locale.ROOT));
+                release(out, "", r.getReleaseMs());
+            }
+            case RENEWED -> {
+                io.mcctl.master.proto.v1.Renewed r = record.getRenewed();
+                keyed(out, r.getTenantId(), r.getKey(), r.getPlacement());
+                out.put("deadline", Formats.iso(r.getDeadlineMs()));
+                out.put("deadline_ms", r.getDeadlineMs());
             }
             case RELEASED -> {
                 Released r = record.getReleased();
@@ -206,19 +214,28 @@ public final class WalDump {
                 if (c.hasReplaced()) {
                     PlacementRecord r = c.getReplaced();
                     line.append(" replaced=").append(Formats.place(r.getBucket(), r.getOffset(), r.getSize()))
-                            .append(quarantined(c.getReplacedReleaseMs(), record.getTimeMs())
+                            .append(quarantined(c.getReplacedReleaseMs())
                                     ? " replaced_quarantined_until=" + Formats.iso(c.getReplacedReleaseMs()) : " replaced_freed");
                 }
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();
                 keyedText(line, d.getTenantId(), d.getKey(), d.getPlacement(), false);
-                line.append(" reason=").append(d.getReason().name().toLowerCase(Locale.ROOT));
+                line.append(" reason=").append(d.getReason().name().toLowerCase(Locale.ROOT))
+                        .append(quarantined(d.getReleaseMs()) ? " quarantined_until=" + Formats.iso(d.getReleaseMs()) : " freed");
             }
             case REMOVED -> {
                 Removed r = record.getRemoved();
                 keyedText(line, r.getTenantId(), r.getKey(), r.getPlacement(), true);
-                line.append(quarantined(r.getReleaseMs(), record.getTimeMs()) ? " quarantined_until=" + Formats.iso(r.getReleaseMs()) : " freed");
+                if (r.getReason() != Removed.Reason.REMOVED) {
+                    line.append(" reason=").append(r.getReason().name().toLowerCase(Locale.ROOT));
+                }
+                line.append(quarantined(r.getReleaseMs()) ? " quarantined_until=" + Formats.iso(r.getReleaseMs()) : " freed");
+            }
+            case RENEWED -> {
+                io.mcctl.master.proto.v1.Renewed r = record.getRenewed();
+                keyedText(line, r.getTenantId(), r.getKey(), r.getPlacement(), false);
+                line.append(" deadline=").append(Formats.iso(r.getDeadlineMs()));
             }
             case RELEASED -> {
                 Released r = record.getReleased();
@@ -229,16 +246,13 @@ public final class WalDump {
         return line.toString().stripTrailing();
     }
 
-    /**
-     * Whether a removed or replaced mapping's pages went to quarantine: the rule replay applies, release after the
-     * record's time (the master logs 0 for pages freed at once).
-     */
-    static boolean quarantined(long releaseMs, long timeMs) {
-        return releaseMs > timeMs;
+    /** Whether the pages went to quarantine: the rule replay applies (the master logs 0 for pages freed at once). */
+    static boolean quarantined(long releaseMs) {
+        return releaseMs > 0;
     }
 
-    private static void release(Map<String, Object> out, String prefix, long releaseMs, long timeMs) {
-        boolean quarantined = quarantined(releaseMs, timeMs);
+    private static void release(Map<String, Object> out, String prefix, long releaseMs) {
+        boolean quarantined = quarantined(releaseMs);
         out.put(prefix + "quarantined", quarantined);
         out.put(prefix + "release", quarantined ? Formats.iso(releaseMs) : null);
         out.put(prefix + "release_ms", releaseMs);
