@@ -18,6 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class ListingCursors {
 
     static final int MAX_CURSORS = 64;
+    /** Keys kept by all listings together: references only (8 bytes each at most), about 32 MiB. */
+    static final long MAX_KEPT_KEYS = 4_000_000;
     static final long IDLE_NANOS = 120_000_000_000L;
 
     /** The sorted scoped keys one listing found. Immutable. */
@@ -56,6 +58,7 @@ final class ListingCursors {
 
     private final AtomicLong ids = new AtomicLong();
     private final LinkedHashMap<Long, Cursor> cursors = new LinkedHashMap<>(16, 0.75f, true);
+    private long keptKeys;
 
     /** The cursor and start index a token continues, or null when the listing must go on from its last key. */
     synchronized Cursor resume(Token token, String scopedPrefix, long nowNanos) {
@@ -68,19 +71,39 @@ final class ListingCursors {
         return cursor;
     }
 
-    synchronized Cursor start(String scopedPrefix, String[] sortedKeys, long nowNanos) {
-        Cursor cursor = new Cursor(ids.incrementAndGet(), scopedPrefix, sortedKeys, nowNanos);
-        cursors.put(cursor.id(), cursor);
-        while (cursors.size() > MAX_CURSORS) {
-            Iterator<Long> eldest = cursors.keySet().iterator();
-            eldest.next();
-            eldest.remove();
+    /** A listing's keys, not yet kept: {@link #keep} keeps it once a page leaves keys for a next one. */
+    Cursor start(String scopedPrefix, String[] sortedKeys, long nowNanos) {
+        return new Cursor(ids.incrementAndGet(), scopedPrefix, sortedKeys, nowNanos);
+    }
+
+    /**
+     * Keeps a listing for its next pages, dropping the least recently used ones beyond {@value #MAX_CURSORS} listings
+     * or {@value #MAX_KEPT_KEYS} keys in all (a dropped listing goes on from its last key with one more pass).
+     */
+    synchronized void keep(Cursor cursor) {
+        if (cursors.putIfAbsent(cursor.id(), cursor) != null) {
+            return;
         }
-        return cursor;
+        keptKeys += cursor.keys().length;
+        Iterator<Cursor> eldest = cursors.values().iterator();
+        while ((cursors.size() > MAX_CURSORS || keptKeys > MAX_KEPT_KEYS) && eldest.hasNext()) {
+            Cursor old = eldest.next();
+            if (old == cursor) {
+                continue;
+            }
+            eldest.remove();
+            keptKeys -= old.keys().length;
+        }
     }
 
     private void dropIdle(long nowNanos) {
-        cursors.values().removeIf(c -> nowNanos - c.createdNanos() > IDLE_NANOS);
+        for (Iterator<Cursor> it = cursors.values().iterator(); it.hasNext(); ) {
+            Cursor c = it.next();
+            if (nowNanos - c.createdNanos() > IDLE_NANOS) {
+                it.remove();
+                keptKeys -= c.keys().length;
+            }
+        }
     }
 
     static String tokenFor(Cursor cursor, int nextIndex, String lastKey) {

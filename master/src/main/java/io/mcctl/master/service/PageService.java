@@ -483,7 +483,11 @@ public final class PageService {
                 bytes += KeyRules.utf8Length(key) + space.path(placement.bucket()).length() + LISTED_KEY_OVERHEAD_BYTES;
             }
         }
-        String next = index < sorted.length ? ListingCursors.tokenFor(cursor, index, last.substring(tenant.length() + 1)) : "";
+        String next = "";
+        if (index < sorted.length) {
+            listings.keep(cursor);
+            next = ListingCursors.tokenFor(cursor, index, last.substring(tenant.length() + 1));
+        }
         return Result.ok(new KeyPage(page, next));
     }
 
