@@ -62,6 +62,9 @@ public final class OffloadCommand implements Callable<Integer> {
     @Option(names = "--overwrite", description = "Replace keys that already exist (their old pages are freed).")
     boolean overwrite;
 
+    @Option(names = "--pin", description = "Soft-pin the objects: when the tier is full they are evicted only when nothing unpinned is left.")
+    boolean pin;
+
     @Override
     public Integer call() throws IOException {
         List<Path> files = new ArrayList<>();
@@ -125,7 +128,7 @@ public final class OffloadCommand implements Callable<Integer> {
                     }
                     objects.add(object);
                 }
-                outcomes.addAll(writer.offload(tenant, objects, overwrite));
+                outcomes.addAll(writer.offload(tenant, objects, overwrite, pin));
                 progress.advance(to - from);
             }
         }

@@ -239,8 +239,14 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public BatchAllocateDistributedPageResponse batchAllocate(List<String> keys, List<String> tenants, List<Long> sizes, boolean overwrite) {
+        return batchAllocate(keys, tenants, sizes, overwrite, false);
+    }
+
+    /** {@code pin}: every object of the batch is soft-pinned once committed. */
+    public BatchAllocateDistributedPageResponse batchAllocate(List<String> keys, List<String> tenants, List<Long> sizes, boolean overwrite,
+                                                              boolean pin) {
         return mutate(() -> stub().batchAllocateDistributedPage(BatchAllocateDistributedPageRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).build()));
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).build()));
     }
 
     public void free(String tenant, String key, DistributedDiskDescriptor allocation) {

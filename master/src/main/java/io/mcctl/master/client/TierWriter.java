@@ -137,6 +137,11 @@ public final class TierWriter {
     }
 
     public List<Outcome> offload(String tenant, List<ObjectSource> objects, boolean overwrite) {
+        return offload(tenant, objects, overwrite, false);
+    }
+
+    /** {@code pin}: the objects are soft-pinned once committed (evicted only when nothing unpinned is left). */
+    public List<Outcome> offload(String tenant, List<ObjectSource> objects, boolean overwrite, boolean pin) {
         int n = objects.size();
         List<String> keys = new ArrayList<>(n);
         List<Long> sizes = new ArrayList<>(n);
@@ -147,7 +152,7 @@ public final class TierWriter {
         List<String> tenants = Collections.nCopies(n, tenant);
         Fence fence = new Fence();
         long allocateSent = System.nanoTime();
-        BatchAllocateDistributedPageResponse allocated = node.master().batchAllocate(keys, tenants, sizes, overwrite);
+        BatchAllocateDistributedPageResponse allocated = node.master().batchAllocate(keys, tenants, sizes, overwrite, pin);
         fence.set(allocateSent, allocated.getDeadlineMs());
 
         Outcome[] outcomes = new Outcome[n];

@@ -29,12 +29,12 @@ public final class ChangeCodec {
         return switch (record.getChangeCase()) {
             case ALLOCATED -> {
                 Allocated a = record.getAllocated();
-                yield new Change.Allocated(a.getTenantId(), a.getKey(), placement(a.getPlacement()), a.getDeadlineMs(), a.getOverwrite());
+                yield new Change.Allocated(a.getTenantId(), a.getKey(), placement(a.getPlacement()), a.getDeadlineMs(), a.getOverwrite(), a.getPin());
             }
             case COMMITTED -> {
                 Committed c = record.getCommitted();
                 yield new Change.Committed(c.getTenantId(), c.getKey(), placement(c.getPlacement()),
-                        c.hasReplaced() ? placement(c.getReplaced()) : null, c.hasReplaced() ? c.getReplacedReleaseMs() : 0);
+                        c.hasReplaced() ? placement(c.getReplaced()) : null, c.hasReplaced() ? c.getReplacedReleaseMs() : 0, c.getPinned());
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();
@@ -75,9 +75,10 @@ public final class ChangeCodec {
         WalRecord.Builder record = WalRecord.newBuilder();
         if (change instanceof Change.Allocated a) {
             record.setAllocated(Allocated.newBuilder().setTenantId(a.tenant()).setKey(a.key()).setPlacement(record(a.placement()))
-                    .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()));
+                    .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()).setPin(a.pin()));
         } else if (change instanceof Change.Committed c) {
-            Committed.Builder committed = Committed.newBuilder().setTenantId(c.tenant()).setKey(c.key()).setPlacement(record(c.placement()));
+            Committed.Builder committed = Committed.newBuilder().setTenantId(c.tenant()).setKey(c.key()).setPlacement(record(c.placement()))
+                    .setPinned(c.pinned());
             if (c.replaced() != null) {
                 committed.setReplaced(record(c.replaced())).setReplacedReleaseMs(c.replacedReleaseMs());
             }
@@ -120,11 +121,11 @@ public final class ChangeCodec {
     /** A snapshot's in-flight allocation. */
     public static PendingRecord pendingRecord(Change.Allocated a) {
         return PendingRecord.newBuilder().setTenantId(a.tenant()).setKey(a.key()).setPlacement(record(a.placement()))
-                .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()).build();
+                .setDeadlineMs(a.deadlineMs()).setOverwrite(a.overwrite()).setPin(a.pin()).build();
     }
 
     public static Change.Allocated inFlight(PendingRecord p) {
-        return new Change.Allocated(p.getTenantId(), p.getKey(), placement(p.getPlacement()), p.getDeadlineMs(), p.getOverwrite());
+        return new Change.Allocated(p.getTenantId(), p.getKey(), placement(p.getPlacement()), p.getDeadlineMs(), p.getOverwrite(), p.getPin());
     }
 
     public static QuarantineRecord quarantineRecord(PageService.QuarantinedRange q) {

@@ -16,7 +16,7 @@ final class MappingRecordDecoder {
 
     /** Receives one decoded mapping. */
     interface Sink {
-        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c);
+        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned);
     }
 
     private byte[] tenant = new byte[64];
@@ -37,6 +37,7 @@ final class MappingRecordDecoder {
         long pageOffset = 0;
         long size = 0;
         int crc = 0;
+        boolean pinned = false;
         while (at < end) {
             int tag = (int) varint(end);
             int field = tag >>> 3;
@@ -78,6 +79,8 @@ final class MappingRecordDecoder {
                         throw new InvalidProtocolBufferException("placement runs past its length");
                     }
                 }
+            } else if (wire == 0 && field == 4) {
+                pinned = varint(end) != 0;
             } else {
                 skip(wire, end);
             }
@@ -89,7 +92,7 @@ final class MappingRecordDecoder {
         System.arraycopy(tenant, 0, scoped, 0, tenantLength);
         scoped[tenantLength] = 0;
         System.arraycopy(key, 0, scoped, tenantLength + 1, keyLength);
-        sink.mapping(new String(scoped, 0, n, StandardCharsets.UTF_8), bucket, pageOffset, size, crc);
+        sink.mapping(new String(scoped, 0, n, StandardCharsets.UTF_8), bucket, pageOffset, size, crc, pinned);
     }
 
     private byte[] copy(byte[] into, int len) {

@@ -162,6 +162,11 @@ public final class SnapshotFile {
          * @param scopedKey tenant, NUL, key
          */
         public void addMapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException {
+            addMapping(scopedKey, bucket, offset, size, crc32c, false);
+        }
+
+        /** {@link #addMapping(String, int, long, long, int)} with the soft pin (field 4, written only when set). */
+        public void addMapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException {
             byte[] utf8 = scopedKey.getBytes(StandardCharsets.UTF_8);
             int split = 0;
             while (split < utf8.length && utf8[split] != 0) {
@@ -175,7 +180,8 @@ public final class SnapshotFile {
                     + (crc32c != 0 ? CodedOutputStream.computeFixed32Size(4, crc32c) : 0);
             int recordSize = (tenantLength > 0 ? CodedOutputStream.computeTagSize(1) + CodedOutputStream.computeUInt32SizeNoTag(tenantLength) + tenantLength : 0)
                     + (keyLength > 0 ? CodedOutputStream.computeTagSize(2) + CodedOutputStream.computeUInt32SizeNoTag(keyLength) + keyLength : 0)
-                    + CodedOutputStream.computeTagSize(3) + CodedOutputStream.computeUInt32SizeNoTag(placementSize) + placementSize;
+                    + CodedOutputStream.computeTagSize(3) + CodedOutputStream.computeUInt32SizeNoTag(placementSize) + placementSize
+                    + (pinned ? CodedOutputStream.computeBoolSize(4, true) : 0);
             coded.writeUInt32NoTag(recordSize);
             if (tenantLength > 0) {
                 coded.writeByteArray(1, utf8, 0, tenantLength);
@@ -196,6 +202,9 @@ public final class SnapshotFile {
             }
             if (crc32c != 0) {
                 coded.writeFixed32(4, crc32c);
+            }
+            if (pinned) {
+                coded.writeBool(4, true);
             }
             openRecords++;
         }

@@ -150,8 +150,8 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c) -> {
-                writer.addMapping(scopedKey, bucket, offset, size, crc32c);
+            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned) -> {
+                writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned);
                 mappings[0]++;
             };
             List<QuarantineRecord> quarantine;

@@ -75,9 +75,9 @@ public final class StateRecovery {
             Map<Long, QuarantineRecord> q = new HashMap<>();
             pages.visit(new PageService.StateVisitor() {
                 @Override
-                public void mapping(String tenant, String key, Placement placement) {
+                public void mapping(String tenant, String key, Placement placement, boolean pinned) {
                     m.put(KeyRules.scopedKey(tenant, key), MappingRecord.newBuilder().setTenantId(tenant).setKey(key)
-                            .setPlacement(ChangeCodec.record(placement)).build());
+                            .setPlacement(ChangeCodec.record(placement)).setPinned(pinned).build());
                 }
 
                 @Override

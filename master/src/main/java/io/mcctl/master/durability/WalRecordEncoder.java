@@ -27,39 +27,46 @@ final class WalRecordEncoder {
     private WalRecordEncoder() {
     }
 
-    // ---- Allocated {1 tenant_id, 2 key, 3 placement, 4 deadline_ms, 5 overwrite} ----
+    // ---- Allocated {1 tenant_id, 2 key, 3 placement, 4 deadline_ms, 5 overwrite, 6 pin} ----
 
-    static int allocatedSize(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-        return lengthDelimitedSize(allocatedBodySize(tenant, key, placement, deadlineMs, overwrite));
+    static int allocatedSize(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite, boolean pin) {
+        return lengthDelimitedSize(allocatedBodySize(tenant, key, placement, deadlineMs, overwrite, pin));
     }
 
-    static void putAllocated(ByteBuffer out, String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
+    static void putAllocated(ByteBuffer out, String tenant, String key, Placement placement, long deadlineMs, boolean overwrite, boolean pin) {
         putTag(out, WAL_ALLOCATED, WIRE_LENGTH_DELIMITED);
-        putVarint(out, allocatedBodySize(tenant, key, placement, deadlineMs, overwrite));
+        putVarint(out, allocatedBodySize(tenant, key, placement, deadlineMs, overwrite, pin));
         putString(out, 1, tenant);
         putString(out, 2, key);
         putPlacement(out, 3, placement);
         putInt64(out, 4, deadlineMs);
-        if (overwrite) {
-            putTag(out, 5, WIRE_VARINT);
+        putTrue(out, 5, overwrite);
+        putTrue(out, 6, pin);
+    }
+
+    private static int allocatedBodySize(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite, boolean pin) {
+        return stringSize(tenant) + stringSize(key) + placementFieldSize(placement) + int64Size(deadlineMs) + (overwrite ? 2 : 0) + (pin ? 2 : 0);
+    }
+
+    /** A bool field, written only when true (protobuf leaves defaults out). */
+    private static void putTrue(ByteBuffer out, int field, boolean value) {
+        if (value) {
+            putTag(out, field, WIRE_VARINT);
             out.put((byte) 1);
         }
     }
 
-    private static int allocatedBodySize(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-        return stringSize(tenant) + stringSize(key) + placementFieldSize(placement) + int64Size(deadlineMs) + (overwrite ? 2 : 0);
-    }
-
-    // ---- Committed {1 tenant_id, 2 key, 3 placement, 4 replaced, 5 replaced_release_ms} ----
+    // ---- Committed {1 tenant_id, 2 key, 3 placement, 4 replaced, 5 replaced_release_ms, 6 pinned} ----
 
     /** {@code replaced} null: no mapping was replaced, and neither it nor its release time is written. */
-    static int committedSize(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
-        return lengthDelimitedSize(committedBodySize(tenant, key, placement, replaced, replacedReleaseMs));
+    static int committedSize(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned) {
+        return lengthDelimitedSize(committedBodySize(tenant, key, placement, replaced, replacedReleaseMs, pinned));
     }
 
-    static void putCommitted(ByteBuffer out, String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
+    static void putCommitted(ByteBuffer out, String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs,
+                             boolean pinned) {
         putTag(out, WAL_COMMITTED, WIRE_LENGTH_DELIMITED);
-        putVarint(out, committedBodySize(tenant, key, placement, replaced, replacedReleaseMs));
+        putVarint(out, committedBodySize(tenant, key, placement, replaced, replacedReleaseMs, pinned));
         putString(out, 1, tenant);
         putString(out, 2, key);
         putPlacement(out, 3, placement);
@@ -67,10 +74,12 @@ final class WalRecordEncoder {
             putPlacement(out, 4, replaced);
             putInt64(out, 5, replacedReleaseMs);
         }
+        putTrue(out, 6, pinned);
     }
 
-    private static int committedBodySize(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
-        int size = stringSize(tenant) + stringSize(key) + placementFieldSize(placement);
+    private static int committedBodySize(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs,
+                                         boolean pinned) {
+        int size = stringSize(tenant) + stringSize(key) + placementFieldSize(placement) + (pinned ? 2 : 0);
         if (replaced != null) {
             size += placementFieldSize(replaced) + int64Size(replacedReleaseMs);
         }

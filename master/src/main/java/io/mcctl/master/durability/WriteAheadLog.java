@@ -116,24 +116,24 @@ public final class WriteAheadLog implements AutoCloseable {
     }
 
     /** Appends an {@code Allocated} record, encoded from its fields (see {@link WalRecordEncoder}). */
-    public long appendAllocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-        return appendFrame(WalRecordEncoder.allocatedSize(tenant, key, placement, deadlineMs, overwrite),
-                out -> WalRecordEncoder.putAllocated(out, tenant, key, placement, deadlineMs, overwrite));
+    public long appendAllocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite, boolean pin) {
+        return appendFrame(WalRecordEncoder.allocatedSize(tenant, key, placement, deadlineMs, overwrite, pin),
+                out -> WalRecordEncoder.putAllocated(out, tenant, key, placement, deadlineMs, overwrite, pin));
     }
 
     /** Appends a {@code Committed} record, encoded from its fields; {@code replaced} null when none was. */
-    public long appendCommitted(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
-        return appendFrame(WalRecordEncoder.committedSize(tenant, key, placement, replaced, replacedReleaseMs),
-                out -> WalRecordEncoder.putCommitted(out, tenant, key, placement, replaced, replacedReleaseMs));
+    public long appendCommitted(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned) {
+        return appendFrame(WalRecordEncoder.committedSize(tenant, key, placement, replaced, replacedReleaseMs, pinned),
+                out -> WalRecordEncoder.putCommitted(out, tenant, key, placement, replaced, replacedReleaseMs, pinned));
     }
 
     /** This log as the page service's change log: allocations and commits encoded from their fields. */
     public ChangeLog changeLog() {
         return change -> {
             if (change instanceof Change.Allocated a) {
-                appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite());
+                appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
             } else if (change instanceof Change.Committed c) {
-                appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs());
+                appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
             } else {
                 append(ChangeCodec.encode(change));
             }

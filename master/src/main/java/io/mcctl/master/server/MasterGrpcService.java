@@ -184,7 +184,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void allocateDistributedPage(AllocateDistributedPageRequest request, StreamObserver<AllocateDistributedPageResponse> observer) {
-        Placement placement = orThrow(pages.allocate(request.getTenantId(), request.getKey(), request.getSize(), request.getOverwrite()));
+        Placement placement = orThrow(pages.allocate(request.getTenantId(), request.getKey(), request.getSize(), request.getOverwrite(),
+                request.getPin()));
         replyWhenDurable(observer, AllocateDistributedPageResponse.newBuilder().setDistributedDisk(toWire(placement))
                 .setDeadlineMs(pages.allocationDeadlineMillis()).build());
     }
@@ -196,7 +197,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
                 .setDeadlineMs(pages.allocationDeadlineMillis());
         for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Placement> result = pages.allocate(request.getTenantIds(i), request.getKeys(i), request.getSizes(i), request.getOverwrite());
+            Result<Placement> result = pages.allocate(request.getTenantIds(i), request.getKeys(i), request.getSizes(i), request.getOverwrite(),
+                    request.getPin());
             AllocationResult.Builder item = AllocationResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value())); // an unset status reads as OK
@@ -457,7 +459,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setEvictedBytes(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
                         + pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION))
                 .setEvictionRuns(pages.evictionRunsTotal()).setOldestUseAgeMs(pages.oldestUseAgeMillis())
-                .setPageAllocationsTotal(pages.pageAllocationsTotal());
+                .setPageAllocationsTotal(pages.pageAllocationsTotal())
+                .setPinnedKeys(pages.pinnedMappingCount()).setPinnedBytes(pages.pinnedBytes());
         for (Map.Entry<String, long[]> t : pages.tenantCounters().entrySet()) {
             long[] c = t.getValue();
             lookups += c[2] + c[3];

@@ -82,6 +82,8 @@ public final class MasterMetrics {
         GaugeWithCallback.builder().name("mcctl_master_oldest_object_age_seconds")
                 .help("Time since the least recently used object was last used (sampled)")
                 .callback(cb -> cb.call(pages.oldestUseAgeMillis() / 1000.0)).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_pinned_bytes").help("Bytes of soft-pinned objects (evicted only when nothing unpinned is left)")
+                .callback(cb -> cb.call(pages.pinnedBytes())).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_changes_refused")
                 .help("1 once the master takes no changes (its write-ahead log failed; see /health), else 0")
                 .callback(cb -> cb.call(pages.refusal() == null ? 0 : 1)).register(registry);

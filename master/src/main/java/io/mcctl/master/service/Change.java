@@ -21,8 +21,12 @@ public sealed interface Change {
         DROPPED
     }
 
-    /** An allocation handed out; its pages are the writer's until {@code deadlineMs}. */
-    record Allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) implements Change {
+    /** An allocation handed out; its pages are the writer's until {@code deadlineMs}; {@code pin}: its commit is soft-pinned. */
+    record Allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite, boolean pin) implements Change {
+
+        public Allocated(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
+            this(tenant, key, placement, deadlineMs, overwrite, false);
+        }
     }
 
     /** An allocation's deadline moved to {@code deadlineMs} (a long write renewing it). */
@@ -34,7 +38,12 @@ public sealed interface Change {
      * (null when there was none): its pages are freed at once when {@code replacedReleaseMs} is 0, else held in
      * quarantine until then.
      */
-    record Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) implements Change {
+    record Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned)
+            implements Change {
+
+        public Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
+            this(tenant, key, placement, replaced, replacedReleaseMs, false);
+        }
     }
 
     /** An in-flight allocation ended without a commit; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */

@@ -32,6 +32,8 @@ final class KeyTable {
         long lastUsedNanos;
         /** Where the committed mapping sits in its shard's eviction samples, or -1. */
         int sampleIndex = -1;
+        /** Soft pin: evicted only when nothing unpinned is left. Logged with the commit. */
+        boolean pinned;
         InFlight inFlight;
 
         boolean hasCommitted() {
@@ -60,6 +62,7 @@ final class KeyTable {
         void clearCommitted() {
             bucket = -1;
             leaseUntilNanos = 0;
+            pinned = false;
         }
 
         boolean isEmpty() {
@@ -78,15 +81,18 @@ final class KeyTable {
         final Placement placement;
         long deadlineNanos;
         final boolean overwrite;
+        /** Whether the commit of this allocation is soft-pinned. */
+        final boolean pin;
         InFlight prev;
         InFlight next;
 
-        InFlight(String scopedKey, Entry owner, Placement placement, long deadlineNanos, boolean overwrite) {
+        InFlight(String scopedKey, Entry owner, Placement placement, long deadlineNanos, boolean overwrite, boolean pin) {
             this.scopedKey = scopedKey;
             this.owner = owner;
             this.placement = placement;
             this.deadlineNanos = deadlineNanos;
             this.overwrite = overwrite;
+            this.pin = pin;
         }
     }
 

@@ -153,6 +153,11 @@ public final class PageService {
      * there, in the next bucket (home+1, home+2, ... wrapping) that has one.
      */
     public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite) {
+        return allocate(tenant, key, size, overwrite, false);
+    }
+
+    /** An allocation whose commit is soft-pinned when {@code pin}: evicted only when nothing unpinned is left. */
+    public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite, boolean pin) {
         String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout.bucketSize()));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
@@ -162,7 +167,7 @@ public final class PageService {
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            return allocateLocked(tenant, key, scoped, shard, size, overwrite, eviction.enabled());
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, eviction.enabled());
         } finally {
             shard.lock.unlock();
         }
@@ -170,7 +175,7 @@ public final class PageService {
 
     /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
     private Result<Placement> allocateLocked(String tenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
-                                             boolean mayEvict) {
+                                             boolean pin, boolean mayEvict) {
         long now = state.now();
         long pages = layout.pagesFor(size);
         KeyTable.Entry entry = shard.entries.get(scoped);
@@ -195,12 +200,12 @@ public final class PageService {
             } finally {
                 shard.lock.lock();
             }
-            return allocateLocked(tenant, key, scoped, shard, size, overwrite, false);
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, false);
         }
         if (placement == null) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size));
         }
-        Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite);
+        Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite, pin);
         try {
             changeLog.append(change);
         } catch (ChangeLog.Refused e) {
@@ -266,8 +271,8 @@ public final class PageService {
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
             logAndApply(entry.hasCommitted()
-                    ? new Change.Committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now))
-                    : new Change.Committed(tenant, key, committed, null, 0));
+                    ? new Change.Committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now), pending.pin)
+                    : new Change.Committed(tenant, key, committed, null, 0, pending.pin));
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -710,6 +715,7 @@ public final class PageService {
         KeyTable.Shard victimShard = null;
         Placement victim = null;
         long victimUsed = 0;
+        boolean victimPinned = false;
         long bestAge = Long.MAX_VALUE;
         int sampled = 0;
         long now = state.now();
@@ -724,14 +730,17 @@ public final class PageService {
                 for (int j = 0; j < Math.min(n, EVICTION_SAMPLES_PER_SHARD); j++) {
                     int k = n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
                     KeyTable.Entry entry = shard.sampleEntries[k];
-                    // Older is smaller; a live lease counts as used just now when the room is wanted at once.
-                    long age = preferUnleased && entry.leaseUntilNanos - now > 0 ? Long.MAX_VALUE - 1 : entry.lastUsedNanos;
+                    // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
+                    // now when the room is wanted at once.
+                    long age = entry.pinned ? Long.MAX_VALUE
+                            : preferUnleased && entry.leaseUntilNanos - now > 0 ? Long.MAX_VALUE - 1 : entry.lastUsedNanos;
                     if (victim == null || age < bestAge) {
                         bestAge = age;
                         victimKey = shard.sampleKeys[k];
                         victimShard = shard;
                         victim = entry.committed();
                         victimUsed = entry.lastUsedNanos;
+                        victimPinned = entry.pinned;
                     }
                     sampled++;
                 }
@@ -741,6 +750,9 @@ public final class PageService {
         }
         if (victim == null) {
             return -1;
+        }
+        if (victimPinned && state.pinnedMappings.get() < state.mappings.get()) {
+            return 0; // only pinned ones sampled while unpinned ones exist elsewhere: sample again
         }
         victimShard.lock.lock();
         try {
@@ -904,6 +916,10 @@ public final class PageService {
 
     public long quarantinedRangeCount() { return quarantine.size(); }
 
+    public long pinnedMappingCount() { return state.pinnedMappings.get(); }
+
+    public long pinnedBytes() { return state.pinnedBytes.sum(); }
+
     public long pageAllocationsTotal() { return space.pageAllocationsTotal(); }
 
     public long pageFreesTotal() { return space.pageFreesTotal(); }
@@ -920,12 +936,12 @@ public final class PageService {
     @FunctionalInterface
     public interface MappingSink {
         /** One committed mapping; {@code scopedKey} is tenant, NUL, key. Primitive arguments: a million calls, no objects. */
-        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c) throws IOException;
+        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException;
     }
 
     /** An in-flight allocation as a snapshot holds it: the change that made it, with its current deadline. */
     public static Change.Allocated inFlightRecord(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-        return new Change.Allocated(tenant, key, placement, deadlineMs, overwrite);
+        return new Change.Allocated(tenant, key, placement, deadlineMs, overwrite, false);
     }
 
     /** A quarantined range as a snapshot holds it. */
@@ -942,14 +958,16 @@ public final class PageService {
         private final long[] offsets;
         private final long[] sizes;
         private final int[] crcs;
+        private final boolean[] pinned;
         private final List<Change.Allocated> inFlight;
 
-        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, List<Change.Allocated> inFlight) {
+        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned, List<Change.Allocated> inFlight) {
             this.keys = keys;
             this.buckets = buckets;
             this.offsets = offsets;
             this.sizes = sizes;
             this.crcs = crcs;
+            this.pinned = pinned;
             this.inFlight = inFlight;
         }
 
@@ -962,7 +980,7 @@ public final class PageService {
         public void emitMappings(int from, int to, MappingSink sink) throws IOException {
             for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
-                    sink.mapping(keys[i], buckets[i], offsets[i], sizes[i], crcs[i]);
+                    sink.mapping(keys[i], buckets[i], offsets[i], sizes[i], crcs[i], pinned[i]);
                 }
             }
         }
@@ -990,6 +1008,7 @@ public final class PageService {
             long[] offsets = new long[n];
             long[] sizes = new long[n];
             int[] crcs = new int[n];
+            boolean[] pinned = new boolean[n];
             int i = 0;
             for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
                 KeyTable.Entry entry = e.getValue();
@@ -998,14 +1017,15 @@ public final class PageService {
                 offsets[i] = entry.offset;
                 sizes[i] = entry.size;
                 crcs[i] = entry.crc32c;
+                pinned[i] = entry.pinned;
                 i++;
                 KeyTable.InFlight pending = entry.inFlight;
                 if (pending != null) {
                     inFlight.add(new Change.Allocated(KeyRules.tenantOf(e.getKey()), KeyRules.keyOf(e.getKey()), pending.placement,
-                            state.wallMillis(pending.deadlineNanos), pending.overwrite));
+                            state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
                 }
             }
-            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, inFlight);
+            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, inFlight);
         } finally {
             shard.lock.unlock();
         }
@@ -1126,7 +1146,9 @@ public final class PageService {
             finished = true;
             long restoredLeaseUntil = state.now() + readLeaseNanos;
             long[] committed = new long[KeyTable.SHARDS];
+            long[] pinned = new long[KeyTable.SHARDS];
             state.tenants.clear();
+            state.pinnedBytes.reset();
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 KeyTable.Shard shard = keys.shard(i);
                 List<KeyTable.InFlight> inFlight = new ArrayList<>();
@@ -1142,6 +1164,10 @@ public final class PageService {
                         PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
                         usage.keys.increment();
                         usage.bytes.add(entry.size);
+                        if (entry.pinned) {
+                            pinned[i]++;
+                            state.pinnedBytes.add(entry.size);
+                        }
                     }
                     if (entry.inFlight != null) {
                         inFlight.add(entry.inFlight);
@@ -1160,6 +1186,7 @@ public final class PageService {
                 }
             });
             state.mappings.set(java.util.Arrays.stream(committed).sum());
+            state.pinnedMappings.set(java.util.Arrays.stream(pinned).sum());
             long inFlightCount = 0;
             for (int i = 0; i < KeyTable.SHARDS; i++) {
                 for (KeyTable.InFlight p = keys.shard(i).head; p != null; p = p.next) {
@@ -1242,7 +1269,7 @@ public final class PageService {
 
     /** Every committed mapping, in-flight allocation and quarantined range: the tools' read of a recovered state. */
     public interface StateVisitor {
-        void mapping(String tenant, String key, Placement placement);
+        void mapping(String tenant, String key, Placement placement, boolean pinned);
 
         void inFlight(Change.Allocated allocation);
 
@@ -1256,7 +1283,7 @@ public final class PageService {
             for (int i = 0; i < copy.keys.length; i++) {
                 if (copy.buckets[i] >= 0) {
                     visitor.mapping(KeyRules.tenantOf(copy.keys[i]), KeyRules.keyOf(copy.keys[i]),
-                            new Placement(copy.buckets[i], copy.offsets[i], copy.sizes[i], copy.crcs[i]));
+                            new Placement(copy.buckets[i], copy.offsets[i], copy.sizes[i], copy.crcs[i]), copy.pinned[i]);
                 }
             }
             copy.inFlight.forEach(visitor::inFlight);
@@ -1277,7 +1304,7 @@ public final class PageService {
         private Batch() {
         }
 
-        public void add(String scopedKey, int bucket, long offset, long size, int crc32c) {
+        public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
             int shard = KeyTable.shardIndex(scopedKey);
             if (keys[shard] == null) {
                 keys[shard] = new ArrayList<>();
@@ -1288,6 +1315,7 @@ public final class PageService {
             entry.offset = offset;
             entry.size = size;
             entry.crc32c = crc32c;
+            entry.pinned = pinned;
             keys[shard].add(scopedKey);
             entries[shard].add(entry);
         }

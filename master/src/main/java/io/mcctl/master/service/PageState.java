@@ -43,6 +43,9 @@ final class PageState {
     final BucketSpace space;
     final AtomicLong mappings = new AtomicLong();
     final AtomicLong inFlight = new AtomicLong();
+    /** Committed mappings that are soft-pinned, and their bytes. */
+    final AtomicLong pinnedMappings = new AtomicLong();
+    final LongAdder pinnedBytes = new LongAdder();
     final ConcurrentHashMap<String, TenantUsage> tenants = new ConcurrentHashMap<>();
 
     private final LongSupplier nanoClock;
@@ -115,7 +118,7 @@ final class PageState {
             // after this one bring the key back to where it was.
             endInFlight(shard, entry, a.tenant());
         }
-        entry.inFlight = new KeyTable.InFlight(scoped, entry, a.placement(), clockOf(a.deadlineMs()), a.overwrite());
+        entry.inFlight = new KeyTable.InFlight(scoped, entry, a.placement(), clockOf(a.deadlineMs()), a.overwrite(), a.pin());
         shard.append(entry.inFlight);
         inFlight.incrementAndGet();
         usage(a.tenant()).inFlight.increment();
@@ -151,6 +154,10 @@ final class PageState {
                 release(c.replaced(), c.replacedReleaseMs());
             }
             usage(c.tenant()).bytes.add(-entry.size);
+            if (entry.pinned) {
+                pinnedMappings.decrementAndGet();
+                pinnedBytes.add(-entry.size);
+            }
         } else {
             mappings.incrementAndGet();
             usage(c.tenant()).keys.increment();
@@ -159,6 +166,11 @@ final class PageState {
         entry.commit(c.placement());
         entry.leaseUntilNanos = 0;
         entry.lastUsedNanos = now();
+        entry.pinned = c.pinned();
+        if (c.pinned()) {
+            pinnedMappings.incrementAndGet();
+            pinnedBytes.add(c.placement().size());
+        }
         usage(c.tenant()).bytes.add(c.placement().size());
     }
 
@@ -189,6 +201,10 @@ final class PageState {
             usage.evictedBytes.add(entry.size);
         }
         shard.removeSample(entry);
+        if (entry.pinned) {
+            pinnedMappings.decrementAndGet();
+            pinnedBytes.add(-entry.size);
+        }
         entry.clearCommitted();
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs());

@@ -155,7 +155,8 @@ class CrashRecoveryPropertiesTest {
                 switch (step.kind()) {
                     case ALLOCATE, ALLOCATE_OVERWRITE -> {
                         boolean overwrite = step.kind() == Kind.ALLOCATE_OVERWRITE;
-                        Result<Placement> r = live.pages.allocate(tenant, key, step.pages() * PAGE - 7, overwrite);
+                        // Every third allocation soft-pins its object: pins are logged, snapshotted and replayed too.
+                        Result<Placement> r = live.pages.allocate(tenant, key, step.pages() * PAGE - 7, overwrite, step.pages() % 3 == 0);
                         if (km.expired(now)) {
                             km.inFlight = null; // the allocate reclaims it first
                         }

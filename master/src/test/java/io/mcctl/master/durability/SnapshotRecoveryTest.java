@@ -213,7 +213,7 @@ class SnapshotRecoveryTest {
         List<Placement> found = new ArrayList<>();
         pages.visit(new PageService.StateVisitor() {
             @Override
-            public void mapping(String t, String k, Placement p) {
+            public void mapping(String t, String k, Placement p, boolean pinned) {
             }
 
             @Override

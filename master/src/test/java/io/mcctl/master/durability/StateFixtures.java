@@ -54,8 +54,8 @@ final class StateFixtures {
         TreeSet<String> lines = new TreeSet<>();
         pages.visit(new PageService.StateVisitor() {
             @Override
-            public void mapping(String tenant, String key, Placement p) {
-                lines.add("mapping " + tenant + "/" + key + " " + text(ChangeCodec.record(p)));
+            public void mapping(String tenant, String key, Placement p, boolean pinned) {
+                lines.add("mapping " + tenant + "/" + key + " " + text(ChangeCodec.record(p)) + (pinned ? " pinned" : ""));
             }
 
             @Override

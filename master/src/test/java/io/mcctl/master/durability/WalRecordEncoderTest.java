@@ -77,27 +77,28 @@ class WalRecordEncoderTest {
     @Property(tries = 1000)
     void an_allocated_record_is_encoded_as_protobuf_encodes_it(@ForAll("strings") String tenant, @ForAll("strings") String key,
                                                                 @ForAll("placements") Placement placement, @ForAll("longs") long deadlineMs,
-                                                                @ForAll boolean overwrite) {
+                                                                @ForAll boolean overwrite, @ForAll boolean pin) {
         PropertyTimeout.check();
         byte[] expected = WalRecord.newBuilder().setAllocated(Allocated.newBuilder().setTenantId(tenant).setKey(key)
-                .setPlacement(record(placement)).setDeadlineMs(deadlineMs).setOverwrite(overwrite)).build().toByteArray();
-        byte[] actual = encodedBy(WalRecordEncoder.allocatedSize(tenant, key, placement, deadlineMs, overwrite),
-                out -> WalRecordEncoder.putAllocated(out, tenant, key, placement, deadlineMs, overwrite));
+                .setPlacement(record(placement)).setDeadlineMs(deadlineMs).setOverwrite(overwrite).setPin(pin)).build().toByteArray();
+        byte[] actual = encodedBy(WalRecordEncoder.allocatedSize(tenant, key, placement, deadlineMs, overwrite, pin),
+                out -> WalRecordEncoder.putAllocated(out, tenant, key, placement, deadlineMs, overwrite, pin));
         assertArrayEquals(expected, actual);
     }
 
     @Property(tries = 1000)
     void a_committed_record_is_encoded_as_protobuf_encodes_it(@ForAll("strings") String tenant, @ForAll("strings") String key,
                                                                @ForAll("placements") Placement placement,
-                                                               @ForAll("maybePlacements") Placement replaced, @ForAll("longs") long releaseMs) {
+                                                               @ForAll("maybePlacements") Placement replaced, @ForAll("longs") long releaseMs,
+                                                               @ForAll boolean pinned) {
         PropertyTimeout.check();
-        Committed.Builder committed = Committed.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(placement));
+        Committed.Builder committed = Committed.newBuilder().setTenantId(tenant).setKey(key).setPlacement(record(placement)).setPinned(pinned);
         if (replaced != null) {
             committed.setReplaced(record(replaced)).setReplacedReleaseMs(releaseMs);
         }
         byte[] expected = WalRecord.newBuilder().setCommitted(committed).build().toByteArray();
-        byte[] actual = encodedBy(WalRecordEncoder.committedSize(tenant, key, placement, replaced, releaseMs),
-                out -> WalRecordEncoder.putCommitted(out, tenant, key, placement, replaced, releaseMs));
+        byte[] actual = encodedBy(WalRecordEncoder.committedSize(tenant, key, placement, replaced, releaseMs, pinned),
+                out -> WalRecordEncoder.putCommitted(out, tenant, key, placement, replaced, releaseMs, pinned));
         assertArrayEquals(expected, actual);
     }
 
@@ -140,10 +141,10 @@ class WalRecordEncoderTest {
     void a_record_refused_for_a_missing_field_leaves_nothing_in_the_log() throws Exception {
         Placement placement = new Placement(1, 0, 10, 0);
         try (WriteAheadLog wal = new WriteAheadLog(dir, "test-cluster", 0, WriteAheadLogTest.BIG_SEGMENTS, () -> 1_700_000_000_000L)) {
-            wal.appendAllocated("t", "before", placement, 5, false);
-            assertThrows(NullPointerException.class, () -> wal.appendAllocated("t", null, placement, 5, false));
-            assertThrows(NullPointerException.class, () -> wal.appendCommitted(null, "k", placement, null, 0));
-            assertEquals(2, wal.appendAllocated("t", "after", placement, 5, false), "no sequence was used up");
+            wal.appendAllocated("t", "before", placement, 5, false, false);
+            assertThrows(NullPointerException.class, () -> wal.appendAllocated("t", null, placement, 5, false, false));
+            assertThrows(NullPointerException.class, () -> wal.appendCommitted(null, "k", placement, null, 0, false));
+            assertEquals(2, wal.appendAllocated("t", "after", placement, 5, false, true), "no sequence was used up");
             wal.whenDurable().get(10, TimeUnit.SECONDS);
         }
         List<String> keys = new ArrayList<>();

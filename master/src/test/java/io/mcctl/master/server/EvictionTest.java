@@ -158,4 +158,33 @@ class EvictionTest {
             assertEquals(0, check.getLeakedPages() + check.getOverlapPages() + check.getFalseFreePages(), check.toString());
         }
     }
+
+    @Test
+    void pinned_objects_are_evicted_only_when_nothing_unpinned_is_left_and_the_pin_survives_a_restart() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 1); // 64 objects of four pages
+        MasterServer.Options options = options(layout, Duration.ofMillis(50));
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            for (int i = 0; i < 16; i++) {
+                assertTrue(node.writer().offload("t", List.of(object("pinned-" + i, SIZE)), false, true).get(0).ok());
+            }
+            for (int i = 0; i < 200; i++) {
+                assertTrue(node.writer().offload("t", List.of(object("plain-" + i, SIZE)), false).get(0).ok(), "plain-" + i);
+            }
+            for (int i = 0; i < 16; i++) {
+                assertTrue(node.client().exists("t", "pinned-" + i), "pinned-" + i + " was evicted while unpinned objects were left");
+            }
+            assertEquals(16, node.client().stats().getPinnedKeys());
+            cluster.master().snapshot();
+            assertTrue(node.writer().offload("t", List.of(object("pinned-after-snapshot", SIZE)), false, true).get(0).ok());
+        }
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            assertEquals(17, node.client().stats().getPinnedKeys(), "pins from the snapshot and from the log after it");
+            // A tier of only pinned objects still takes new ones: the oldest pinned make room.
+            for (int i = 0; i < 80; i++) {
+                assertTrue(node.writer().offload("t", List.of(object("more-pinned-" + i, SIZE)), false, true).get(0).ok(), "more-pinned-" + i);
+            }
+        }
+    }
 }
