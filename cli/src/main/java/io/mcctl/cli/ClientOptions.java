@@ -1,8 +1,16 @@
 package io.mcctl.cli;
 
+import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.TierNode;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.master.service.KeyRules;
 import io.mcctl.storage.config.DurationParser;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.time.Duration;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -56,5 +64,25 @@ public final class ClientOptions {
         String target = target(spec);
         tenant();
         return new MasterClient(target, deadline);
+    }
+
+    /**
+     * This node's view of the master's root, checked against the master's layout. A root that is not there (the
+     * shared filesystem not mounted) is {@link ExitCodes#UNAVAILABLE}, naming the bucket file that was expected.
+     */
+    public static TierNode node(MasterClient master, boolean writable) throws IOException {
+        try {
+            return TierNode.connect(master, writable, new ClientMetrics());
+        } catch (NoSuchFileException e) {
+            GetLayoutResponse layout = master.layout();
+            Path root = Path.of(layout.getRootDir());
+            if (Files.isDirectory(root)) {
+                throw e;
+            }
+            Path expected = root.resolve(BucketLayout.bucketFileName(0));
+            throw new CliException(ExitCodes.UNAVAILABLE, "the master at " + master.target() + " keeps its bucket files under " + root
+                    + ", but " + expected + " is not on this node: check that the shared filesystem is mounted at " + root
+                    + " (mcctl mount validate)", e);
+        }
     }
 }

@@ -27,12 +27,24 @@ public final class Main {
         System.setProperty("org.slf4j.simpleLogger.dateTimeFormat",
                 System.getProperty("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"));
         System.setProperty("org.slf4j.simpleLogger.log.io.grpc", System.getProperty("org.slf4j.simpleLogger.log.io.grpc", "warn"));
+        silenceGrpcLogging();
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
         PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
         int code = run(args, System.getenv(), out, err);
         out.flush();
         err.flush();
+        GrpcThreads.stop();
         System.exit(code);
+    }
+
+    /**
+     * grpc-java logs through java.util.logging: a name that does not resolve, or a peer that is not gRPC, prints a
+     * warning with a stack trace before mcctl's own one-line error. mcctl reports those failures itself.
+     */
+    private static final java.util.logging.Logger GRPC_LOGGER = java.util.logging.Logger.getLogger("io.grpc");
+
+    static void silenceGrpcLogging() {
+        GRPC_LOGGER.setLevel(java.util.logging.Level.OFF);
     }
 
     private static final java.util.regex.Pattern FIRST_SENTENCE = java.util.regex.Pattern.compile("\\. (?=[A-Z0-9])");
@@ -104,12 +116,21 @@ public final class Main {
             return ExitCodes.USAGE;
         });
         commandLine.setExecutionExceptionHandler((ex, failed, parseResult) -> {
+            String unreachable = MasterErrors.unreachable(ex, failed.getCommandSpec());
+            if (unreachable != null) {
+                err.println("mcctl: error: " + unreachable);
+                if (root.stacktrace) {
+                    ex.printStackTrace(err);
+                }
+                err.flush();
+                return ExitCodes.UNAVAILABLE;
+            }
             int code = exitCodeOf(ex);
             String message = ex.getMessage() == null || ex.getMessage().isBlank() ? ex.getClass().getSimpleName() : ex.getMessage();
             if (code == ExitCodes.INTERNAL) {
                 message = "internal error: " + ex.getClass().getName() + ": " + message + " (run again with -x and report the stack trace)";
             } else if (ex instanceof NoSuchFileException missing) {
-                message = "no such file: " + missing.getFile();
+                message = missing.getReason() != null ? missing.getReason() : "no such file: " + missing.getFile();
             } else if (ex instanceof AccessDeniedException denied) {
                 message = "permission denied: " + denied.getFile();
             }
