@@ -299,7 +299,7 @@ function _picocli_mcctl_offload() {
 
   local commands=""
   local flag_opts="'--overwrite' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local arg_opts="'--master' '--timeout' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -308,10 +308,10 @@ function _picocli_mcctl_offload() {
     '--master')
       return
       ;;
-    '--tenant')
+    '--timeout')
       return
       ;;
-    '--timeout')
+    '--tenant')
       return
       ;;
     '-o'|'--output')
@@ -349,8 +349,8 @@ function _picocli_mcctl_get() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--out' '--batch' '--batch-size'"
+  local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tenant' '--out' '--batch' '--batch-size'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -358,10 +358,10 @@ function _picocli_mcctl_get() {
     '--master')
       return
       ;;
-    '--tenant')
+    '--timeout')
       return
       ;;
-    '--timeout')
+    '--tenant')
       return
       ;;
     '--out')
@@ -398,7 +398,7 @@ function _picocli_mcctl_rm() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout'"
+  local arg_opts="'--master' '--timeout' '--tenant'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -406,10 +406,10 @@ function _picocli_mcctl_rm() {
     '--master')
       return
       ;;
-    '--tenant')
+    '--timeout')
       return
       ;;
-    '--timeout')
+    '--tenant')
       return
       ;;
   esac
@@ -431,7 +431,7 @@ function _picocli_mcctl_ls() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--prefix' '--limit'"
+  local arg_opts="'--master' '--timeout' '--tenant' '-o' '--output' '--prefix' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -440,10 +440,10 @@ function _picocli_mcctl_ls() {
     '--master')
       return
       ;;
-    '--tenant')
+    '--timeout')
       return
       ;;
-    '--timeout')
+    '--tenant')
       return
       ;;
     '-o'|'--output')
@@ -476,7 +476,7 @@ function _picocli_mcctl_stat() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output'"
+  local arg_opts="'--master' '--timeout' '--tenant' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -485,10 +485,10 @@ function _picocli_mcctl_stat() {
     '--master')
       return
       ;;
-    '--tenant')
+    '--timeout')
       return
       ;;
-    '--timeout')
+    '--tenant')
       return
       ;;
     '-o'|'--output')
@@ -683,7 +683,7 @@ function _picocli_mcctl_completion() {
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
-  local SHELL_pos_param_args=("bash" "zsh") # 0-0 values
+  local SHELL_pos_param_args=("bash" "zsh" "fish") # 0-0 values
 
   if [[ "${curr_word}" == -* ]]; then
     COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
@@ -788,16 +788,13 @@ function _picocli_mcctl_snapshot_create() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output'"
+  local arg_opts="'--master' '--timeout' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -1083,16 +1080,13 @@ function _picocli_mcctl_bitmap_inspect() {
 
   local commands=""
   local flag_opts="'--extents' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
+  local arg_opts="'--master' '--timeout' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')

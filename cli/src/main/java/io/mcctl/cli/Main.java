@@ -117,8 +117,10 @@ public final class Main {
         });
         commandLine.setExecutionExceptionHandler((ex, failed, parseResult) -> {
             String unreachable = MasterErrors.unreachable(ex, failed.getCommandSpec());
-            if (unreachable != null) {
-                err.println("mcctl: error: " + unreachable);
+            if (unreachable != null || ex instanceof MasterException master && master.unreachable()) {
+                String line = unreachable != null ? unreachable : ex.getMessage().lines().findFirst().orElse("");
+                io.mcctl.cli.shell.UnreachableMasters.failed(MasterErrors.target(failed.getCommandSpec()), line);
+                err.println("mcctl: error: " + line);
                 if (root.stacktrace) {
                     ex.printStackTrace(err);
                 }

@@ -39,7 +39,7 @@ final class MasterErrors {
     }
 
     /** The master address {@code command} used: its --master, else the environment's, else the default. */
-    private static String target(CommandSpec command) {
+    static String target(CommandSpec command) {
         OptionSpec option = command.findOption("--master");
         Object value = option == null ? null : option.getValue();
         if (value != null) {

@@ -45,7 +45,7 @@ import picocli.CommandLine.Spec;
                 "shared bucket file and a CRC32C check: a mismatch is an error, never data.",
                 "KEYS_FILE holds one key per line, exactly as written: spaces are part of the key, and an empty line is refused.",
                 "With -0 the keys are separated by NUL bytes instead (for keys that contain newlines), as find -print0 writes them.",
-                "One KEY is streamed in chunks of " + GetCommand.CHUNK_BYTES / 1024 + " KiB, so memory stays small whatever its size. "
+                "One KEY is streamed in chunks of " + (GetCommand.CHUNK_BYTES >> 20) + " MiB, so memory stays small whatever its size. "
                         + "With --out FILE the bytes go to a temporary file beside FILE, renamed to FILE once their CRC32C matched: "
                         + "FILE is never left holding bytes that failed their checksum. On stdout the bytes are written as they are "
                         + "read; a mismatch found at the end is reported (exit 5): discard what was written."})
