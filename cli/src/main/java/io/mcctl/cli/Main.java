@@ -92,13 +92,25 @@ public final class Main {
 
     /** Runs one command line and returns its exit code; what it prints goes to {@code out} and {@code err}. */
     public static int run(String[] args, Map<String, String> environment, PrintWriter out, PrintWriter err) {
-        return commandLine(environment, out, err).execute(args);
+        return commandLine(environment, out, err, McctlCommand.subcommandsFor(args)).execute(args);
     }
 
-    /** The configured command tree, for {@link #run} and for tools that read the model (completion, docs). */
+    /** The command tree with only what running {@code args} needs (see {@link McctlCommand#subcommandsFor}). */
+    public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err, String[] args) {
+        return commandLine(environment, out, err, McctlCommand.subcommandsFor(args));
+    }
+
+    /** The whole configured command tree, for tools that read the model (completion, docs). */
     public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err) {
+        return commandLine(environment, out, err, McctlCommand.SUBCOMMANDS);
+    }
+
+    private static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err, java.util.List<Class<?>> subcommands) {
         McctlCommand root = new McctlCommand(environment);
         CommandLine commandLine = new CommandLine(root);
+        for (Class<?> subcommand : subcommands) {
+            commandLine.addSubcommand(subcommand);
+        }
         SettingsOptions.install(commandLine);
         reflowDescriptions(commandLine);
         commandLine.setOut(out);

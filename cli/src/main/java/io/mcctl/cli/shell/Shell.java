@@ -171,7 +171,7 @@ public final class Shell {
             return Step.NEXT;
         }
         String[] args = words.size() == 1 && first.equals("help") ? new String[] {"--help"} : words.toArray(new String[0]);
-        CommandLine commandLine = Main.commandLine(environment, out, err);
+        CommandLine commandLine = Main.commandLine(environment, out, err, args);
         String runsUntilStopped = runsUntilStopped(commandLine, words);
         if (runsUntilStopped != null) {
             fail(ExitCodes.USAGE, "'" + runsUntilStopped + "' runs until it is stopped and would hold the shell: run it outside "
