@@ -158,6 +158,29 @@ class GetStreamingProcessTest {
     }
 
     @Test
+    void a_get_to_a_fifo_writes_into_it_and_leaves_it_a_fifo() throws Exception {
+        byte[] content = randomBytes(3 << 20, 5);
+        Path fifo = dir.resolve("pipe");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        try (McctlProcess.Master master = startMaster(dir.resolve("root"))) {
+            offload(master.address(), "k", content);
+            Process get = McctlProcess.builder(dir, Map.of("MCCTL_MASTER", master.address()), "get", "k", "--out", fifo.toString())
+                    .redirectError(dir.resolve("get.err").toFile()).start();
+            java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return Files.readAllBytes(fifo);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            assertTrue(get.waitFor(60, TimeUnit.SECONDS), "get did not finish");
+            assertEquals(0, get.exitValue(), Files.readString(dir.resolve("get.err")));
+            assertArrayEquals(content, read.get(60, TimeUnit.SECONDS));
+            assertTrue(Files.isSameFile(fifo, fifo) && !Files.isRegularFile(fifo), "the FIFO was not replaced by a file");
+        }
+    }
+
+    @Test
     void an_out_file_in_a_missing_directory_is_bad_input_not_a_missing_key() throws Exception {
         Path missing = dir.resolve("no-such-dir").resolve("x");
         McctlProcess.Done get = McctlProcess.run(dir, Map.of(), "get", "k", "--master", "127.0.0.1:1", "--out", missing.toString());

@@ -152,6 +152,9 @@ public final class GetCommand implements Callable<Integer> {
             if (Files.isDirectory(target)) {
                 throw new CliException(ExitCodes.USAGE, "invalid --out " + out + ": it is a directory (a directory is for --batch)");
             }
+            if (Files.exists(target)) {
+                target = target.toRealPath(); // through a symlink, the file it names is replaced, not the link
+            }
         }
         String tenant = client.tenant();
         try (MasterClient master = client.connect(spec);
@@ -165,6 +168,8 @@ public final class GetCommand implements Callable<Integer> {
             ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, Math.max(1, place.getObjectSize())));
             if (target == null) {
                 streamToStdout(node, place, chunk);
+            } else if (Files.exists(target) && !Files.isRegularFile(target)) {
+                streamToDevice(node, place, chunk, target); // a FIFO or a device (/dev/stdout) cannot be renamed onto
             } else {
                 streamToFile(node, place, chunk, target);
             }
@@ -174,12 +179,23 @@ public final class GetCommand implements Callable<Integer> {
 
     private void streamToStdout(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk) throws IOException {
         // Raw bytes to file descriptor 1: objects are binary, and the CLI's writers are for text.
-        FileChannel stdout = new FileOutputStream(FileDescriptor.out).getChannel();
+        streamAsRead(node, place, chunk, new FileOutputStream(FileDescriptor.out).getChannel(), "stdout");
+    }
+
+    private void streamToDevice(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, Path device) throws IOException {
+        try (FileChannel channel = FileChannel.open(device, StandardOpenOption.WRITE)) {
+            streamAsRead(node, place, chunk, channel, device.toString());
+        }
+    }
+
+    /** Streams to a sink that cannot be replaced afterwards: a mismatch can only say that what was written is bad. */
+    private void streamAsRead(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, FileChannel sink, String name)
+            throws IOException {
         try {
-            node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), stdout, chunk);
+            node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
         } catch (ChecksumMismatchException e) {
             throw new CliException(ExitCodes.CORRUPT, key + ": the " + place.getObjectSize()
-                    + " bytes written to stdout failed their checksum, discard them: " + e.getMessage(), e);
+                    + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
         } catch (BucketFileMissingException e) {
             throw new CliException(ExitCodes.UNAVAILABLE, key + ": " + e.getMessage(), e);
         }
