@@ -235,6 +235,12 @@ class GetStreamingProcessTest {
             assertEquals(0, nul.exitCode(), nul.err());
             assertEquals("c", Files.readString(dir.resolve("out3").resolve("two%0Alines")));
             assertEquals("a", Files.readString(dir.resolve("out3").resolve("+spaced+")));
+
+            Files.writeString(dir.resolve("missing.nul"), "gone\nkey\0");
+            McctlProcess.Done missing = McctlProcess.run(dir, env, "get", "--batch", "missing.nul", "-0", "--out", "out4");
+            assertEquals(ExitCodes.NOT_FOUND, missing.exitCode(), missing.err());
+            assertEquals(1, missing.err().lines().count(), "a key's newline is shown escaped: " + missing.err());
+            assertTrue(missing.err().startsWith("mcctl: error: gone\\nkey: "), missing.err());
         }
     }
 }

@@ -4,6 +4,7 @@ import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.Progress;
+import io.mcctl.cli.Table;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
 import io.mcctl.master.client.TierReader;
@@ -162,7 +163,8 @@ public final class GetCommand implements Callable<Integer> {
             BatchGetDistributedPageMappingResponse response = master.batchGetMapping(List.of(key), List.of(tenant));
             MappingResult result = response.getResults(0);
             if (result.getStatus().getError() != ErrorCode.OK) {
-                throw new CliException(exitCodeOf(result.getStatus().getError()), key + ": " + result.getStatus().getMessage());
+                throw new CliException(exitCodeOf(result.getStatus().getError()),
+                        Table.escape(key + ": " + result.getStatus().getMessage())); // the master's message names the key too
             }
             DistributedDiskDescriptor place = result.getDistributedDisk();
             ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, Math.max(1, place.getObjectSize())));
@@ -194,10 +196,10 @@ public final class GetCommand implements Callable<Integer> {
         try {
             node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
         } catch (ChecksumMismatchException e) {
-            throw new CliException(ExitCodes.CORRUPT, key + ": the " + place.getObjectSize()
+            throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": the " + place.getObjectSize()
                     + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
         } catch (BucketFileMissingException e) {
-            throw new CliException(ExitCodes.UNAVAILABLE, key + ": " + e.getMessage(), e);
+            throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
         }
     }
 
@@ -209,9 +211,9 @@ public final class GetCommand implements Callable<Integer> {
             try (FileChannel file = FileChannel.open(partial, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), file, chunk);
             } catch (ChecksumMismatchException e) {
-                throw new CliException(ExitCodes.CORRUPT, key + ": " + e.getMessage() + "; " + out + " was not written", e);
+                throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": " + e.getMessage() + "; " + out + " was not written", e);
             } catch (BucketFileMissingException e) {
-                throw new CliException(ExitCodes.UNAVAILABLE, key + ": " + e.getMessage(), e);
+                throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
             }
             Files.move(partial, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             renamed = true;
@@ -240,7 +242,7 @@ public final class GetCommand implements Callable<Integer> {
                 public void accept(List<TierReader.Outcome> outcomes) throws IOException {
                     for (TierReader.Outcome outcome : outcomes) {
                         if (!outcome.ok()) {
-                            err.println("mcctl: error: " + outcome.key() + ": " + outcome.message());
+                            err.println("mcctl: error: " + Table.escape(outcome.key() + ": " + outcome.message()));
                             worst[0] = Math.max(worst[0], exitCodeOf(outcome.status()));
                             continue;
                         }
