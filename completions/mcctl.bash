@@ -301,17 +301,14 @@ function _picocli_mcctl_offload() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'--overwrite' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local flag_opts="'--overwrite' '--pin' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -340,6 +337,9 @@ function _picocli_mcctl_offload() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--tenant')
+      return
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -376,16 +376,13 @@ function _picocli_mcctl_get() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--out' '--batch' '--batch-size'"
+  local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size'"
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -414,6 +411,9 @@ function _picocli_mcctl_get() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--tenant')
+      return
       ;;
     '--out')
       local IFS=$'\n'
@@ -449,15 +449,12 @@ function _picocli_mcctl_rm() {
 
   local commands=""
   local flag_opts="'--in-flight' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant'"
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -486,6 +483,9 @@ function _picocli_mcctl_rm() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--tenant')
+      return
       ;;
   esac
 
@@ -506,16 +506,13 @@ function _picocli_mcctl_ls() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--prefix' '--limit'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--prefix' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -544,6 +541,9 @@ function _picocli_mcctl_ls() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--tenant')
+      return
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -575,16 +575,13 @@ function _picocli_mcctl_stat() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -613,6 +610,9 @@ function _picocli_mcctl_stat() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--tenant')
+      return
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -830,7 +830,7 @@ function _picocli_mcctl_completion() {
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
-  local SHELL_pos_param_args=("bash" "zsh") # 0-0 values
+  local SHELL_pos_param_args=("bash" "zsh" "fish") # 0-0 values
 
   if [[ "${curr_word}" == -* ]]; then
     COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
@@ -962,16 +962,13 @@ function _picocli_mcctl_snapshot_create() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')
@@ -1311,16 +1308,13 @@ function _picocli_mcctl_bitmap_inspect() {
 
   local commands=""
   local flag_opts="'--extents' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--tenant' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output' '--state-dir' '--snapshot' '--bucket' '--regions' '--can-alloc' '--limit'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
 
   case ${prev_word} in
     '--master')
-      return
-      ;;
-    '--tenant')
       return
       ;;
     '--timeout')

@@ -10,8 +10,9 @@ import picocli.AutoComplete;
 import picocli.CommandLine;
 
 /**
- * Bash and zsh completion scripts generated from the picocli model, so they list exactly the commands,
- * options and enum values mcctl has. zsh uses the bash script through zsh's bashcompinit.
+ * Bash, zsh and fish completion scripts generated from the picocli model, so they list exactly the commands,
+ * options and enum values mcctl has. zsh uses the bash script through zsh's bashcompinit; fish gets its own
+ * ({@link FishCompletion}).
  * {@link #main} writes them into {@code completions/}; a test fails when the checked-in copies are stale.
  */
 public final class CompletionScripts {
@@ -26,15 +27,17 @@ public final class CompletionScripts {
             case "bash" -> bash;
             case "zsh" -> "#compdef mcctl\n# zsh completion for mcctl: the bash script, through zsh's bash completion support.\n"
                     + "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n" + bash;
-            default -> throw new IllegalArgumentException("no completion script for shell '" + shell + "': allowed are bash, zsh");
+            case "fish" -> FishCompletion.script(model);
+            default -> throw new IllegalArgumentException("no completion script for shell '" + shell + "': allowed are bash, zsh, fish");
         };
     }
 
-    /** Regenerates {@code completions/mcctl.bash} and {@code completions/_mcctl} under the directory given. */
+    /** Regenerates {@code completions/mcctl.bash}, {@code completions/_mcctl} and {@code completions/mcctl.fish} under the directory given. */
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args.length > 0 ? args[0] : "completions");
         Files.createDirectories(dir);
         Files.writeString(dir.resolve("mcctl.bash"), script("bash"), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("_mcctl"), script("zsh"), StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("mcctl.fish"), script("fish"), StandardCharsets.UTF_8);
     }
 }

@@ -28,12 +28,24 @@ public final class Main {
         System.setProperty("org.slf4j.simpleLogger.dateTimeFormat",
                 System.getProperty("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"));
         System.setProperty("org.slf4j.simpleLogger.log.io.grpc", System.getProperty("org.slf4j.simpleLogger.log.io.grpc", "warn"));
+        silenceGrpcLogging();
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
         PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
         int code = run(args, System.getenv(), out, err);
         out.flush();
         err.flush();
+        GrpcThreads.stop();
         System.exit(code);
+    }
+
+    /**
+     * grpc-java logs through java.util.logging: a name that does not resolve, or a peer that is not gRPC, prints a
+     * warning with a stack trace before mcctl's own one-line error. mcctl reports those failures itself.
+     */
+    private static final java.util.logging.Logger GRPC_LOGGER = java.util.logging.Logger.getLogger("io.grpc");
+
+    static void silenceGrpcLogging() {
+        GRPC_LOGGER.setLevel(java.util.logging.Level.OFF);
     }
 
     private static final java.util.regex.Pattern FIRST_SENTENCE = java.util.regex.Pattern.compile("\\. (?=[A-Z0-9])");
@@ -81,13 +93,25 @@ public final class Main {
 
     /** Runs one command line and returns its exit code; what it prints goes to {@code out} and {@code err}. */
     public static int run(String[] args, Map<String, String> environment, PrintWriter out, PrintWriter err) {
-        return commandLine(environment, out, err).execute(args);
+        return commandLine(environment, out, err, McctlCommand.subcommandsFor(args)).execute(args);
     }
 
-    /** The configured command tree, for {@link #run} and for tools that read the model (completion, docs). */
+    /** The command tree with only what running {@code args} needs (see {@link McctlCommand#subcommandsFor}). */
+    public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err, String[] args) {
+        return commandLine(environment, out, err, McctlCommand.subcommandsFor(args));
+    }
+
+    /** The whole configured command tree, for tools that read the model (completion, docs). */
     public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err) {
+        return commandLine(environment, out, err, McctlCommand.SUBCOMMANDS);
+    }
+
+    private static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err, java.util.List<Class<?>> subcommands) {
         McctlCommand root = new McctlCommand(environment);
         CommandLine commandLine = new CommandLine(root);
+        for (Class<?> subcommand : subcommands) {
+            commandLine.addSubcommand(subcommand);
+        }
         SettingsOptions.install(commandLine);
         reflowDescriptions(commandLine);
         commandLine.setOut(out);
@@ -105,12 +129,23 @@ public final class Main {
             return ExitCodes.USAGE;
         });
         commandLine.setExecutionExceptionHandler((ex, failed, parseResult) -> {
+            String unreachable = MasterErrors.unreachable(ex, failed.getCommandSpec());
+            if (unreachable != null || ex instanceof MasterException master && master.unreachable()) {
+                String line = unreachable != null ? unreachable : ex.getMessage().lines().findFirst().orElse("");
+                io.mcctl.cli.shell.UnreachableMasters.failed(MasterErrors.target(failed.getCommandSpec()), line);
+                err.println("mcctl: error: " + line);
+                if (root.stacktrace) {
+                    ex.printStackTrace(err);
+                }
+                err.flush();
+                return ExitCodes.UNAVAILABLE;
+            }
             int code = exitCodeOf(ex);
             String message = ex.getMessage() == null || ex.getMessage().isBlank() ? ex.getClass().getSimpleName() : ex.getMessage();
             if (code == ExitCodes.INTERNAL) {
                 message = "internal error: " + ex.getClass().getName() + ": " + message + " (run again with -x and report the stack trace)";
             } else if (ex instanceof NoSuchFileException missing) {
-                message = "no such file: " + missing.getFile();
+                message = missing.getReason() != null ? missing.getReason() : "no such file: " + missing.getFile();
             } else if (ex instanceof AccessDeniedException denied) {
                 message = "permission denied: " + denied.getFile();
             }

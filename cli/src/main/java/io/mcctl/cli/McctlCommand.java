@@ -14,6 +14,7 @@ import io.mcctl.cli.command.RmCommand;
 import io.mcctl.cli.command.ShellCommand;
 import io.mcctl.cli.command.SnapshotCommand;
 import io.mcctl.cli.command.StatCommand;
+import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -26,11 +27,41 @@ import picocli.CommandLine.ScopeType;
         description = {"mcctl runs and operates a page-mode distributed disk tier for LLM KV caches: a master allocates "
                 + "pages in large shared bucket files; any node writes with pwrite and reads with a direct pread, with no hop "
                 + "through the node that wrote the data.", ""},
-        footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."},
-        subcommands = {MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class, LsCommand.class,
-                StatCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-                BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class})
+        footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."})
 public final class McctlCommand extends GroupCommand {
+
+    /**
+     * The subcommands, in the order help lists them. They are added by {@link Main}, not by the annotation, so that a
+     * command line can be given only the subcommand it runs: picocli reflects on every command class it is given, which
+     * loads the classes their methods name (gRPC, protobuf, Jackson), a good part of a short command's start.
+     */
+    static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
+            LsCommand.class, StatCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
+            BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+
+    /**
+     * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all
+     * of them otherwise (help lists them, and an unknown word is answered with the closest names).
+     */
+    static List<Class<?>> subcommandsFor(String[] args) {
+        boolean version = false;
+        for (String arg : args) {
+            if (arg.equals("-V") || arg.equals("--version")) {
+                version = true;
+            } else if (arg.equals("-h") || arg.equals("--help") || !arg.startsWith("-")) {
+                if (arg.startsWith("-")) {
+                    return SUBCOMMANDS;
+                }
+                for (Class<?> command : SUBCOMMANDS) {
+                    if (command.getAnnotation(Command.class).name().equals(arg)) {
+                        return List.of(command);
+                    }
+                }
+                return SUBCOMMANDS;
+            }
+        }
+        return version ? List.of() : SUBCOMMANDS;
+    }
 
     @Option(names = {"-x", "--stacktrace"}, scope = ScopeType.INHERIT,
             description = "On error, print the stack trace as well as the one-line message.")

@@ -11,7 +11,10 @@ public final class OutputMixin {
     /** Report formats. */
     public enum Format { text, json }
 
-    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    /** Built on first use: every command carries this mixin, and most never print JSON. */
+    private static final class Json {
+        static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    }
 
     @Option(names = {"-o", "--output"}, paramLabel = "FORMAT", defaultValue = "text",
             description = "Report format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
@@ -24,7 +27,7 @@ public final class OutputMixin {
     /** Pretty-printed JSON of {@code value} (maps, lists, records). */
     public static String toJson(Object value) {
         try {
-            return JSON.writeValueAsString(value);
+            return Json.MAPPER.writeValueAsString(value);
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("cannot render JSON: " + e.getMessage(), e);
         }

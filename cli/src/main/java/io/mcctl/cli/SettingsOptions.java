@@ -1,5 +1,6 @@
 package io.mcctl.cli;
 
+import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.ConfigLoader;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
@@ -37,12 +38,23 @@ public final class SettingsOptions {
             for (Setting<?> setting : uses.settings()) {
                 spec.addOption(OptionSpec.builder(setting.flag()).paramLabel("VALUE").type(String.class)
                         .description(setting.description() + " [env " + setting.envName() + "; default "
-                                + (setting.defaultText() == null ? "computed" : setting.defaultText()) + "]").build());
+                                + defaultText(setting) + "]").build());
             }
         }
         for (CommandLine sub : commandLine.getSubcommands().values()) {
             install(sub);
         }
+    }
+
+    /**
+     * What help shows as a setting's default. An empty declared default means the value is derived from another
+     * setting; the state directory's is the root's {@code master} directory.
+     */
+    static String defaultText(Setting<?> setting) {
+        if (setting.defaultText() == null || setting.defaultText().isEmpty()) {
+            return setting == MasterSettings.STATE_DIR ? "<root>/master" : "computed";
+        }
+        return setting.defaultText();
     }
 
     /** Resolves the settings of {@code spec}'s command from its flags, the environment, the config file and defaults. */

@@ -36,7 +36,7 @@ class McctlCommandTest {
     @Test
     void help_wraps_descriptions_as_paragraphs_and_keeps_example_lines_as_written() {
         String get = CliRun.run("get", "--help").expectOk().out();
-        assertTrue(get.replace("\n", " ").contains("listed in KEYS_FILE (one per line) into --out DIR"), get);
+        assertTrue(get.replace("\n", " ").contains("listed in KEYS_FILE into --out DIR"), get);
         for (String line : get.lines().toList()) {
             assertTrue(line.length() <= 80, "wrapped at the width: '" + line + "'");
         }

@@ -144,4 +144,35 @@ class ShellCommandTest {
         assertFalse(stdout.contains("\u001b") || stderr.contains("\u001b"), "escape codes in output");
         assertEquals(1, stderr.lines().filter(l -> l.startsWith("mcctl: error: ")).count(), stderr);
     }
+
+    @Test
+    void master_start_is_refused_in_one_line_instead_of_holding_the_shell() throws Exception {
+        ShellRun run = ShellRun.of("master start --root " + dir.resolve("root") + " --port 0 --metrics-port 0\n--version\n");
+        assertEquals(ExitCodes.USAGE, run.exitCode(), run.err());
+        assertEquals(1, run.err().lines().count(), run.err());
+        assertTrue(run.err().contains("'master start' runs until it is stopped"), run.err());
+        assertTrue(run.out().contains("Java "), "the next line ran: " + run.out());
+        assertFalse(Files.exists(dir.resolve("root")), "nothing was laid out");
+        assertTrue(ShellRun.of("master start --help\n").out().contains("Usage: mcctl master start"), "its help is still shown");
+    }
+
+    @Test
+    void piped_lines_to_a_master_that_is_down_fail_at_once_after_the_first() throws Exception {
+        Path script = dir.resolve("script.txt");
+        Files.writeString(script, "ls --master 127.0.0.1:1\n".repeat(20) + "ls --master 127.0.0.1:2\n");
+        Path out = dir.resolve("out.txt");
+        Path err = dir.resolve("err.txt");
+        Process process = McctlProcess.builder(dir, Map.of("NO_COLOR", "1"), "shell")
+                .redirectInput(script.toFile()).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        assertTrue(process.waitFor(90, TimeUnit.SECONDS), "mcctl shell did not end at end of input");
+        List<String> errors = Files.readAllLines(err, StandardCharsets.UTF_8);
+        assertEquals(21, errors.size(), String.join("\n", errors));
+        assertTrue(errors.get(0).startsWith("mcctl: error: cannot reach the master at 127.0.0.1:1"), errors.get(0));
+        assertFalse(errors.get(0).contains("not retried"), errors.get(0));
+        for (String line : errors.subList(1, 20)) {
+            assertTrue(line.startsWith(errors.get(0) + " (not retried: it failed"), line);
+        }
+        assertTrue(errors.get(20).startsWith("mcctl: error: cannot reach the master at 127.0.0.1:2")
+                && !errors.get(20).contains("not retried"), "another address is tried: " + errors.get(20));
+    }
 }

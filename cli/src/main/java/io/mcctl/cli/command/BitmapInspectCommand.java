@@ -1,7 +1,7 @@
 package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
-import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Progress;
@@ -45,7 +45,7 @@ public final class BitmapInspectCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Mixin
-    ClientOptions client;
+    MasterOptions client;
 
     @Mixin
     OutputMixin output;

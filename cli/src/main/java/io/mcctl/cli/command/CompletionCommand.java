@@ -8,16 +8,17 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-/** {@code mcctl completion bash|zsh}: the shell completion script, generated from the command model. */
+/** {@code mcctl completion bash|zsh|fish}: the shell completion script, generated from the command model. */
 @Command(name = "completion", mixinStandardHelpOptions = true,
         description = {"Print the completion script for SHELL. Install it with, for example:",
                 "  ./mcctl completion bash > /etc/bash_completion.d/mcctl",
                 "  ./mcctl completion zsh > \"$${fpath[1]}/_mcctl\"",
+                "  ./mcctl completion fish > ~/.config/fish/completions/mcctl.fish",
                 "or source it from your shell's start-up file. The same scripts are in completions/."})
 public final class CompletionCommand implements Callable<Integer> {
 
     /** Shells with a completion script. */
-    public enum Shell { bash, zsh }
+    public enum Shell { bash, zsh, fish }
 
     @Spec
     CommandSpec spec;

@@ -20,7 +20,9 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl config show}: every setting in force, its value and where the value came from. */
 @Command(name = "show", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Print the effective settings and each value's source.",
-                "Precedence: flag > environment > YAML file (--config or $MCCTL_CONFIG) > default."})
+                "Precedence: flag > environment > YAML file (--config or $MCCTL_CONFIG) > default.",
+                "Paths are shown resolved. The default root, " + StorageSettings.DEFAULT_ROOT + ", is relative to the current "
+                        + "directory: run from another directory, mcctl uses another root; its SOURCE says so."})
 public final class ConfigShowCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
     @Spec
@@ -52,17 +54,27 @@ public final class ConfigShowCommand implements Callable<Integer>, SettingsOptio
                 row.put("source_detail", entry.sourceDetail());
                 row.put("env", entry.setting().envName());
                 row.put("flag", entry.setting().flag());
+                if (relativeDefault(entry)) {
+                    row.put("relative_to", "the current directory");
+                }
                 rows.add(row);
             }
             spec.commandLine().getOut().println(OutputMixin.toJson(Map.of("settings", rows)));
         } else {
             Table table = new Table("SETTING", "VALUE", "SOURCE", "ENVIRONMENT");
             for (EffectiveConfig.Entry entry : config.entries()) {
-                table.row(entry.setting().key(), entry.formattedValue(), entry.describeSource(), entry.setting().envName());
+                String source = entry.describeSource() + (relativeDefault(entry)
+                        ? " (" + StorageSettings.DEFAULT_ROOT + ", relative to the current directory)" : "");
+                table.row(entry.setting().key(), entry.formattedValue(), source, entry.setting().envName());
             }
             spec.commandLine().getOut().print(table.render());
         }
         spec.commandLine().getOut().flush();
         return 0;
+    }
+
+    /** Whether {@code entry} is the default root, a path that depends on the directory mcctl runs in. */
+    private static boolean relativeDefault(EffectiveConfig.Entry entry) {
+        return entry.setting() == StorageSettings.ROOT_DIR && entry.source() == EffectiveConfig.SourceKind.DEFAULT;
     }
 }

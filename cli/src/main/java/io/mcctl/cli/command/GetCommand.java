@@ -4,26 +4,34 @@ import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.Progress;
-import io.mcctl.master.client.ClientMetrics;
+import io.mcctl.cli.Table;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
 import io.mcctl.master.client.TierReader;
-import java.io.FileOutputStream;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.storage.io.BucketFileMissingException;
+import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.net.URLEncoder;
 import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ThreadLocalRandom;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -33,10 +41,19 @@ import picocli.CommandLine.Spec;
 
 /** {@code mcctl get}: read objects from the tier by direct pread. */
 @Command(name = "get", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Read KEY's object to stdout (or --out FILE), or with --batch every key listed in KEYS_FILE (one per",
-                "line) into --out DIR, one file per key (the key URL-encoded as the file name). One mapping call per batch of keys,",
-                "then a pread of the shared bucket file and a CRC32C check: a mismatch is an error, never data."})
+        description = {"Read KEY's object to stdout (or --out FILE), or with --batch every key listed in KEYS_FILE into --out DIR,",
+                "one file per key (the key URL-encoded as the file name). One mapping call per batch of keys, then a pread of the",
+                "shared bucket file and a CRC32C check: a mismatch is an error, never data.",
+                "KEYS_FILE holds one key per line, exactly as written: spaces are part of the key, and an empty line is refused.",
+                "With -0 the keys are separated by NUL bytes instead (for keys that contain newlines), as find -print0 writes them.",
+                "One KEY is streamed in chunks of " + (GetCommand.CHUNK_BYTES >> 20) + " MiB, so memory stays small whatever its size. "
+                        + "With --out FILE the bytes go to a temporary file beside FILE, renamed to FILE once their CRC32C matched: "
+                        + "FILE is never left holding bytes that failed their checksum. On stdout the bytes are written as they are "
+                        + "read; a mismatch found at the end is reported (exit 5): discard what was written."})
 public final class GetCommand implements Callable<Integer> {
+
+    /** Bytes read and written at a time when one key is streamed. */
+    static final int CHUNK_BYTES = 1 << 20;
 
     @Spec
     CommandSpec spec;
@@ -47,11 +64,16 @@ public final class GetCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "KEY", description = "Key to read.")
     String key;
 
-    @Option(names = "--out", paramLabel = "PATH", description = "File to write (directory with --batch); default stdout.")
+    @Option(names = "--out", paramLabel = "PATH",
+            description = "File to write (directory with --batch, created if needed); default stdout. "
+                    + "A missing parent directory of FILE is bad input (exit 2).")
     Path out;
 
     @Option(names = "--batch", paramLabel = "KEYS_FILE", description = "Read every key listed in this file, one per line.")
     Path keysFile;
+
+    @Option(names = {"-0", "--null"}, description = "With --batch: keys in KEYS_FILE end with a NUL byte, not a newline.")
+    boolean nullSeparated;
 
     @Option(names = "--batch-size", paramLabel = "N", defaultValue = "" + TierReader.KEYS_PER_LOOKUP,
             description = "Keys per mapping call (default: ${DEFAULT-VALUE}); objects are read and written " + READ_BATCH + " at a time.")
@@ -62,34 +84,153 @@ public final class GetCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        List<String> keys;
-        if (keysFile != null) {
-            if (key != null) {
-                throw new CliException(ExitCodes.USAGE, "give either KEY or --batch KEYS_FILE, not both");
-            }
-            if (out == null) {
-                throw new CliException(ExitCodes.USAGE, "--batch needs --out DIR for the objects");
-            }
-            if (!Files.isRegularFile(keysFile)) {
-                throw new CliException(ExitCodes.NOT_FOUND, "no such file: " + keysFile);
-            }
-            keys = Files.readAllLines(keysFile, StandardCharsets.UTF_8).stream().map(String::strip).filter(s -> !s.isEmpty()).toList();
-            Files.createDirectories(out);
-        } else {
+        if (nullSeparated && keysFile == null) {
+            throw new CliException(ExitCodes.USAGE, "-0/--null goes with --batch KEYS_FILE");
+        }
+        if (keysFile == null) {
             if (key == null) {
                 throw new CliException(ExitCodes.USAGE, "get needs KEY, or --batch KEYS_FILE --out DIR");
             }
-            keys = List.of(key);
+            return getOne();
+        }
+        if (key != null) {
+            throw new CliException(ExitCodes.USAGE, "give either KEY or --batch KEYS_FILE, not both");
+        }
+        if (out == null) {
+            throw new CliException(ExitCodes.USAGE, "--batch needs --out DIR for the objects");
+        }
+        if (!Files.isRegularFile(keysFile)) {
+            throw new CliException(ExitCodes.NOT_FOUND, "no such file: " + keysFile);
         }
         if (batchSize < 1 || batchSize > 10_000) {
             throw new CliException(ExitCodes.USAGE, "invalid --batch-size " + batchSize + ": allowed is 1 to 10000");
         }
+        List<String> keys = readKeys(keysFile, nullSeparated);
+        Files.createDirectories(out);
+        return getBatch(keys);
+    }
+
+    /**
+     * The keys of {@code file}, one per line (or per NUL-terminated record), exactly as written: a key may hold
+     * spaces; an empty line, or bytes that are not UTF-8, are refused naming the line. The last key needs no terminator.
+     */
+    static List<String> readKeys(Path file, boolean nullSeparated) throws IOException {
+        byte[] bytes = Files.readAllBytes(file);
+        byte separator = nullSeparated ? (byte) 0 : (byte) '\n';
+        String unit = nullSeparated ? "NUL-separated key" : "line";
+        List<String> keys = new ArrayList<>();
+        int start = 0;
+        while (start < bytes.length) {
+            int end = start;
+            while (end < bytes.length && bytes[end] != separator) {
+                end++;
+            }
+            int number = keys.size() + 1;
+            if (end == start) {
+                throw new CliException(ExitCodes.USAGE, file + ": " + unit + " " + number + " is empty: give one key per "
+                        + (nullSeparated ? "NUL-terminated record" : "line") + ", with no empty ones");
+            }
+            try {
+                keys.add(StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes, start, end - start)).toString());
+            } catch (CharacterCodingException e) {
+                throw new CliException(ExitCodes.USAGE, file + ": " + unit + " " + number + " is not UTF-8 text");
+            }
+            start = end + 1;
+        }
+        return keys;
+    }
+
+    /** One key, streamed to --out FILE (through a temporary file beside it) or to stdout. */
+    private int getOne() throws IOException {
+        Path target = null;
+        if (out != null) {
+            target = out.toAbsolutePath();
+            Path dir = target.getParent();
+            if (dir != null && !Files.isDirectory(dir)) {
+                throw new CliException(ExitCodes.USAGE, "invalid --out " + out + ": directory " + dir + " does not exist");
+            }
+            if (Files.isDirectory(target)) {
+                throw new CliException(ExitCodes.USAGE, "invalid --out " + out + ": it is a directory (a directory is for --batch)");
+            }
+            if (Files.exists(target)) {
+                target = target.toRealPath(); // through a symlink, the file it names is replaced, not the link
+            }
+        }
+        String tenant = client.tenant();
+        try (MasterClient master = client.connect(spec);
+             TierNode node = ClientOptions.node(master, false)) {
+            BatchGetDistributedPageMappingResponse response = master.batchGetMapping(List.of(key), List.of(tenant));
+            MappingResult result = response.getResults(0);
+            if (result.getStatus().getError() != ErrorCode.OK) {
+                throw new CliException(exitCodeOf(result.getStatus().getError()),
+                        Table.escape(key + ": " + result.getStatus().getMessage())); // the master's message names the key too
+            }
+            DistributedDiskDescriptor place = result.getDistributedDisk();
+            ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, Math.max(1, place.getObjectSize())));
+            if (target == null) {
+                streamToStdout(node, place, chunk);
+            } else if (Files.exists(target) && !Files.isRegularFile(target)) {
+                streamToDevice(node, place, chunk, target); // a FIFO or a device (/dev/stdout) cannot be renamed onto
+            } else {
+                streamToFile(node, place, chunk, target);
+            }
+        }
+        return ExitCodes.OK;
+    }
+
+    private void streamToStdout(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk) throws IOException {
+        // Raw bytes to file descriptor 1: objects are binary, and the CLI's writers are for text.
+        streamAsRead(node, place, chunk, new FileOutputStream(FileDescriptor.out).getChannel(), "stdout");
+    }
+
+    private void streamToDevice(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, Path device) throws IOException {
+        try (FileChannel channel = FileChannel.open(device, StandardOpenOption.WRITE)) {
+            streamAsRead(node, place, chunk, channel, device.toString());
+        }
+    }
+
+    /** Streams to a sink that cannot be replaced afterwards: a mismatch can only say that what was written is bad. */
+    private void streamAsRead(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, FileChannel sink, String name)
+            throws IOException {
+        try {
+            node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
+        } catch (ChecksumMismatchException e) {
+            throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": the " + place.getObjectSize()
+                    + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
+        } catch (BucketFileMissingException e) {
+            throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void streamToFile(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, Path target) throws IOException {
+        Path partial = target.resolveSibling("." + target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                + ".mcctl-partial");
+        boolean renamed = false;
+        try {
+            try (FileChannel file = FileChannel.open(partial, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), file, chunk);
+            } catch (ChecksumMismatchException e) {
+                throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": " + e.getMessage() + "; " + out + " was not written", e);
+            } catch (BucketFileMissingException e) {
+                throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
+            }
+            Files.move(partial, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            renamed = true;
+        } finally {
+            if (!renamed) {
+                Files.deleteIfExists(partial);
+            }
+        }
+    }
+
+    private int getBatch(List<String> keys) throws IOException {
         String tenant = client.tenant();
         PrintWriter err = spec.commandLine().getErr();
         int[] worst = {ExitCodes.OK};
         int[] read = {0};
         try (MasterClient master = client.connect(spec);
-             TierNode node = TierNode.connect(master, false, new ClientMetrics());
+             TierNode node = ClientOptions.node(master, false);
              Progress progress = new Progress("get", keys.size())) {
             new TierReader(node).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
                 @Override
@@ -101,27 +242,19 @@ public final class GetCommand implements Callable<Integer> {
                 public void accept(List<TierReader.Outcome> outcomes) throws IOException {
                     for (TierReader.Outcome outcome : outcomes) {
                         if (!outcome.ok()) {
-                            err.println("mcctl: error: " + outcome.key() + ": " + outcome.message());
+                            err.println("mcctl: error: " + Table.escape(outcome.key() + ": " + outcome.message()));
                             worst[0] = Math.max(worst[0], exitCodeOf(outcome.status()));
                             continue;
                         }
-                        if (keysFile != null) {
-                            write(out.resolve(URLEncoder.encode(outcome.key(), StandardCharsets.UTF_8)), outcome.data());
-                        } else if (out != null) {
-                            write(out, outcome.data());
-                        } else {
-                            writeStdout(outcome.data());
-                        }
+                        write(out.resolve(URLEncoder.encode(outcome.key(), StandardCharsets.UTF_8)), outcome.data());
                         read[0]++;
                     }
                     progress.advance(outcomes.size());
                 }
             });
         }
-        if (keysFile != null) {
-            spec.commandLine().getOut().printf("read %d of %d keys into %s%n", read[0], keys.size(), out);
-            spec.commandLine().getOut().flush();
-        }
+        spec.commandLine().getOut().printf("read %d of %d keys into %s%n", read[0], keys.size(), out);
+        spec.commandLine().getOut().flush();
         err.flush();
         return worst[0];
     }
@@ -137,6 +270,15 @@ public final class GetCommand implements Callable<Integer> {
         };
     }
 
+    /** The exit code of a key the master's mapping lookup did not find or refused, as {@link TierReader} counts them. */
+    static int exitCodeOf(ErrorCode code) {
+        return switch (code) {
+            case OBJECT_NOT_FOUND -> ExitCodes.NOT_FOUND;
+            case INVALID_PARAMS -> ExitCodes.USAGE;
+            default -> ExitCodes.FAILED;
+        };
+    }
+
     private static void write(Path file, ByteBuffer data) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
@@ -144,12 +286,5 @@ public final class GetCommand implements Callable<Integer> {
                 channel.write(data);
             }
         }
-    }
-
-    private static void writeStdout(ByteBuffer data) throws IOException {
-        // Raw bytes to file descriptor 1: objects are binary, and the CLI's writers are for text.
-        OutputStream stdout = new FileOutputStream(FileDescriptor.out);
-        Channels.newChannel(stdout).write(data);
-        stdout.flush();
     }
 }

@@ -22,7 +22,9 @@ import picocli.CommandLine.Spec;
 
 /** {@code mcctl ls}: a tenant's keys, in key order. */
 @Command(name = "ls", mixinStandardHelpOptions = true, sortOptions = false,
-        description = "List a tenant's keys in key order, with size and place.")
+        description = {"List a tenant's keys in key order, with size and place.",
+                "Control characters in keys are shown escaped in text output (\\n, \\t, \\e, \\xHH; a backslash as \\\\); "
+                        + "-o json gives the keys as they are."})
 public final class LsCommand implements Callable<Integer> {
 
     @Spec

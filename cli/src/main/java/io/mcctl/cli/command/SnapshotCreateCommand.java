@@ -1,6 +1,6 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.master.client.MasterClient;
@@ -23,7 +23,7 @@ public final class SnapshotCreateCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Mixin
-    ClientOptions client;
+    MasterOptions client;
 
     @Mixin
     OutputMixin output;

@@ -33,7 +33,8 @@ public final class SnapshotListCommand implements Callable<Integer> {
     OutputMixin output;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "STATE_DIR", defaultValue = DEFAULT_STATE_DIR,
-            description = "The master's state directory, <root>/master unless the master was given another (default: ${DEFAULT-VALUE}).")
+            description = "The master's state directory, <root>/master unless the master was given another (default: "
+                    + "mooncake-data/master in the current directory).")
     Path dir;
 
     @Override

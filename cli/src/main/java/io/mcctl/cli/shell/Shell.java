@@ -78,6 +78,7 @@ public final class Shell {
             return lastFailure;
         } finally {
             ACTIVE.set(false);
+            UnreachableMasters.clear();
         }
     }
 
@@ -127,6 +128,7 @@ public final class Shell {
             return ExitCodes.OK;
         } finally {
             ACTIVE.set(false);
+            UnreachableMasters.clear();
             terminal.handle(Signal.INT, previous);
             try {
                 reader.getHistory().save();
@@ -169,13 +171,42 @@ public final class Shell {
             return Step.NEXT;
         }
         String[] args = words.size() == 1 && first.equals("help") ? new String[] {"--help"} : words.toArray(new String[0]);
-        int code = Main.commandLine(environment, out, err).execute(args);
+        CommandLine commandLine = Main.commandLine(environment, out, err, args);
+        String runsUntilStopped = runsUntilStopped(commandLine, words);
+        if (runsUntilStopped != null) {
+            fail(ExitCodes.USAGE, "'" + runsUntilStopped + "' runs until it is stopped and would hold the shell: run it outside "
+                    + "the shell, e.g. in another terminal: mcctl " + runsUntilStopped);
+            return Step.NEXT;
+        }
+        int code = commandLine.execute(args);
         out.flush();
         err.flush();
         if (code != ExitCodes.OK) {
             lastFailure = code;
         }
         return Step.NEXT;
+    }
+
+    /** Commands that serve until they are stopped: in the shell they would never give the prompt back. */
+    static final java.util.Set<String> RUN_UNTIL_STOPPED = java.util.Set.of("mcctl master start");
+
+    /**
+     * The command (without "mcctl") that {@code words} would run when it is one that runs until stopped, else null.
+     * Asking for its help is fine.
+     */
+    static String runsUntilStopped(CommandLine root, List<String> words) {
+        CommandLine command = root;
+        for (String word : words) {
+            if (word.equals("-h") || word.equals("--help") || word.equals("-V") || word.equals("--version")) {
+                return null;
+            }
+            CommandLine sub = word.startsWith("-") ? null : command.getSubcommands().get(word);
+            if (sub != null) {
+                command = sub;
+            }
+        }
+        String name = command.getCommandSpec().qualifiedName();
+        return RUN_UNTIL_STOPPED.contains(name) ? name.substring("mcctl ".length()) : null;
     }
 
     private void fail(int code, String message) {

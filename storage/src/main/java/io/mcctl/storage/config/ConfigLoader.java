@@ -23,7 +23,9 @@ public final class ConfigLoader {
     /** Environment variable naming the YAML file when {@code --config} is not given. */
     public static final String CONFIG_ENV = "MCCTL_CONFIG";
 
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+    /** A key given twice is refused rather than the last one silently winning. */
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
+            .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     private ConfigLoader() {
     }
@@ -70,9 +72,18 @@ public final class ConfigLoader {
             root = YAML.readTree(Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             throw new ConfigException("config file " + file + named + " does not exist");
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            // Jackson's message carries its own location in a second paragraph; name it the way editors do.
+            String reason = e.getOriginalMessage() == null ? e.getClass().getSimpleName() : e.getOriginalMessage().lines().findFirst().orElse("");
+            com.fasterxml.jackson.core.JsonLocation where = e.getLocation();
+            String at = where == null || where.getLineNr() < 1 ? "" : ":" + where.getLineNr() + ":" + where.getColumnNr();
+            if (reason.startsWith("Duplicate field")) {
+                reason = "a setting is given twice (" + reason.substring("Duplicate field ".length()) + "): give each setting once";
+            }
+            throw new ConfigException("config file " + file + at + named + " is not valid YAML: " + reason);
         } catch (IOException e) {
             String reason = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse("");
-            throw new ConfigException("config file " + file + named + " is not valid YAML: " + reason);
+            throw new ConfigException("config file " + file + named + " cannot be read: " + reason);
         }
         if (root == null || root.isMissingNode() || root.isNull()) {
             return Map.of();

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.zip.CRC32C;
 
@@ -86,16 +87,7 @@ public final class BucketFileIo {
         int start = dst.position();
         int size = dst.remaining();
         checkRange(file, offset, size);
-        long position = offset;
-        while (dst.hasRemaining()) {
-            int n = readOnce(file, dst, position);
-            if (n < 0) {
-                long length = pool.channel(file).size();
-                throw new EOFException("object at " + file + " offset " + offset + " size " + size + ": the file ends at "
-                        + length + " bytes");
-            }
-            position += n;
-        }
+        fill(file, dst, offset, offset, size);
         CRC32C crc = new CRC32C();
         crc.update(dst.duplicate().flip().position(start));
         int actual = (int) crc.getValue();
@@ -103,6 +95,49 @@ public final class BucketFileIo {
             dst.position(start);
             throw new ChecksumMismatchException(file, offset, size, expectedCrc, actual);
         }
+    }
+
+    /**
+     * Streams {@code size} bytes at {@code offset} to {@code sink} through {@code chunk} (reused, so memory stays at
+     * one chunk whatever the object's size), computing the CRC32C as the bytes pass. The check can only come at the
+     * end: on a mismatch the bytes are already in {@code sink}, and the {@link ChecksumMismatchException} says that
+     * they must be discarded.
+     */
+    public void copyTo(Path file, long offset, long size, int expectedCrc, WritableByteChannel sink, ByteBuffer chunk) throws IOException {
+        checkRange(file, offset, size);
+        CRC32C crc = new CRC32C();
+        long position = offset;
+        long end = offset + size;
+        while (position < end) {
+            chunk.clear();
+            chunk.limit((int) Math.min(chunk.capacity(), end - position));
+            position = fill(file, chunk, position, offset, size);
+            chunk.flip();
+            crc.update(chunk.duplicate());
+            while (chunk.hasRemaining()) {
+                sink.write(chunk);
+            }
+        }
+        int actual = (int) crc.getValue();
+        if (actual != expectedCrc) {
+            throw new ChecksumMismatchException(file, offset, size, expectedCrc, actual);
+        }
+    }
+
+    /**
+     * Fills {@code dst} from {@code position} of the object at {@code offset} of {@code size} bytes, and returns the
+     * position after the bytes read; the file ending first is an {@link EOFException}.
+     */
+    private long fill(Path file, ByteBuffer dst, long position, long offset, long size) throws IOException {
+        while (dst.hasRemaining()) {
+            int n = readOnce(file, dst, position);
+            if (n < 0) {
+                throw new EOFException("object at " + file + " offset " + offset + " size " + size + ": the file ends at "
+                        + pool.channel(file).size() + " bytes");
+            }
+            position += n;
+        }
+        return position;
     }
 
     private void checkRange(Path file, long offset, long size) {

@@ -216,6 +216,20 @@ class ConfigLoaderTest {
         }
 
         @Test
+        void a_yaml_syntax_error_names_file_line_and_column() throws IOException {
+            Path file = yaml("syntax.yaml", "bucket_count: 8\npage_size: 64KiB\n  bad: [\n");
+            ConfigException e = assertThrows(ConfigException.class, () -> load(Map.of(), Map.of(), file));
+            assertMessage(e, file + ":3:", "not valid YAML");
+        }
+
+        @Test
+        void a_setting_given_twice_is_refused_naming_it_and_its_line() throws IOException {
+            Path file = yaml("twice.yaml", "bucket_count: 8\npage_size: 64KiB\nbucket_count: 16\n");
+            ConfigException e = assertThrows(ConfigException.class, () -> load(Map.of(), Map.of(), file));
+            assertMessage(e, file + ":3:", "given twice", "bucket_count");
+        }
+
+        @Test
         void a_file_that_is_not_a_map_is_refused() throws IOException {
             Path file = yaml("list.yaml", "- page_size\n- 64KiB\n");
             ConfigException e = assertThrows(ConfigException.class, () -> load(Map.of(), Map.of(), file));

@@ -182,6 +182,31 @@ class BucketFileIoTest {
     }
 
     @Nested
+    class Streaming {
+
+        @Test
+        void copy_to_streams_an_object_larger_than_its_chunk_and_checks_the_whole_crc() throws IOException {
+            Path file = layout.bucketPath(5);
+            byte[] data = bytes(70_001, 8);
+            int crc = io.write(file, 8192, ByteBuffer.wrap(data));
+            java.io.ByteArrayOutputStream sink = new java.io.ByteArrayOutputStream();
+            io.copyTo(file, 8192, data.length, crc, java.nio.channels.Channels.newChannel(sink), ByteBuffer.allocate(4096));
+            assertArrayEquals(data, sink.toByteArray());
+        }
+
+        @Test
+        void copy_to_with_a_wrong_crc_has_written_the_bytes_and_then_throws_a_checksum_mismatch() throws IOException {
+            Path file = layout.bucketPath(5);
+            byte[] data = bytes(10_000, 2);
+            int crc = io.write(file, 0, ByteBuffer.wrap(data));
+            java.io.ByteArrayOutputStream sink = new java.io.ByteArrayOutputStream();
+            assertThrows(ChecksumMismatchException.class,
+                    () -> io.copyTo(file, 0, data.length, crc ^ 4, java.nio.channels.Channels.newChannel(sink), ByteBuffer.allocate(3000)));
+            assertEquals(data.length, sink.size(), "the check comes after the bytes, which the caller must discard");
+        }
+    }
+
+    @Nested
     class Ranges_and_missing_files {
 
         @Test

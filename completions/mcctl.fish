@@ -1,0 +1,433 @@
+# fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
+
+set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'shell' 'config' 'config show' 'completion'
+
+# The command the words typed so far name ("" for mcctl itself): options are skipped.
+function __mcctl_command
+    set -l path ""
+    for word in (commandline -opc)[2..-1]
+        string match -q -- '-*' $word; and continue
+        set -l candidate (string trim -- "$path $word")
+        contains -- $candidate $__mcctl_commands; or break
+        set path $candidate
+    end
+    echo $path
+end
+
+function __mcctl_at
+    set -l command (__mcctl_command)
+    test "$command" = "$argv"
+end
+
+
+# mcctl
+complete -c mcctl -n '__mcctl_at' -f
+complete -c mcctl -n '__mcctl_at' -a 'master' -d 'Run the master.'
+complete -c mcctl -n '__mcctl_at' -a 'offload' -d 'Write a file (or stdin with \'-\') into the tier under KEY, or with --batch every regular file of a directory under its file name.'
+complete -c mcctl -n '__mcctl_at' -a 'get' -d 'Read KEY\'s object to stdout (or --out FILE), or with --batch every key listed in KEYS_FILE into --out DIR, one file per key (the key URL-encoded as the file name).'
+complete -c mcctl -n '__mcctl_at' -a 'rm' -d 'Remove keys.'
+complete -c mcctl -n '__mcctl_at' -a 'ls' -d 'List a tenant\'s keys in key order, with size and place.'
+complete -c mcctl -n '__mcctl_at' -a 'stat' -d 'Show a key\'s replicas, best first: type, status, file, offset, size, bucket, pages, CRC32C.'
+complete -c mcctl -n '__mcctl_at' -a 'snapshot' -d 'Create, list, inspect, verify, diff and export master snapshots.'
+complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live master, or offline of saved master state, against the bucket files.'
+complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
+complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
+complete -c mcctl -n '__mcctl_at' -a 'bench' -d 'Benchmarks; figures belong in docs/benchmarks.md.'
+complete -c mcctl -n '__mcctl_at' -a 'shell' -d 'Interactive shell: run mcctl commands one per line in one JVM, without the leading \'mcctl\'.'
+complete -c mcctl -n '__mcctl_at' -a 'config' -d 'Show the effective settings.'
+complete -c mcctl -n '__mcctl_at' -a 'completion' -d 'Print the completion script for SHELL.'
+complete -c mcctl -n '__mcctl_at' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at' -s V -l version -d 'Print version information and exit.'
+
+# mcctl master
+complete -c mcctl -n '__mcctl_at master' -f
+complete -c mcctl -n '__mcctl_at master' -a 'start' -d 'Run the master in the foreground: page RPCs over gRPC, Prometheus metrics and health over HTTP.'
+complete -c mcctl -n '__mcctl_at master' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at master' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at master' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl master start
+complete -c mcctl -n '__mcctl_at master start' -f
+complete -c mcctl -n '__mcctl_at master start' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at master start' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at master start' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at master start' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at master start' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at master start' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
+complete -c mcctl -n '__mcctl_at master start' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
+complete -c mcctl -n '__mcctl_at master start' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
+complete -c mcctl -n '__mcctl_at master start' -l page-size -x -d 'bytes per page, the unit of allocation [env MOONCAKE_DISTRIBUTED_PAGE_SIZE; default 64KiB]'
+complete -c mcctl -n '__mcctl_at master start' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
+complete -c mcctl -n '__mcctl_at master start' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
+complete -c mcctl -n '__mcctl_at master start' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at master start' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
+complete -c mcctl -n '__mcctl_at master start' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
+complete -c mcctl -n '__mcctl_at master start' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'
+complete -c mcctl -n '__mcctl_at master start' -l allocation-deadline -x -d 'time a writer has between allocate and notify before its pages are reclaimed [env MCCTL_ALLOCATION_DEADLINE; default 60s]'
+complete -c mcctl -n '__mcctl_at master start' -l allocation-grace -x -d 'how long past its deadline an expired or dropped allocation\'s pages are kept from reuse (its writer may still be writing) [env MCCTL_ALLOCATION_GRACE; default 10s]'
+complete -c mcctl -n '__mcctl_at master start' -l read-lease -x -d 'how long a mapping lookup keeps the object\'s pages from reuse after a remove or overwrite [env MCCTL_READ_LEASE; default 5s]'
+complete -c mcctl -n '__mcctl_at master start' -l durability -x -d 'how acknowledged changes survive a crash of the master [env MCCTL_DURABILITY; default wal]'
+complete -c mcctl -n '__mcctl_at master start' -l state-dir -x -d 'where the master keeps its write-ahead log and snapshots [env MCCTL_STATE_DIR; default <root>/master]'
+complete -c mcctl -n '__mcctl_at master start' -l snapshot-interval -x -d 'time between periodic snapshots [env MCCTL_SNAPSHOT_INTERVAL; default 600s]'
+complete -c mcctl -n '__mcctl_at master start' -l snapshot-retention -x -d 'snapshots kept (older ones and the log they cover are deleted) [env MCCTL_SNAPSHOT_RETENTION; default 2]'
+complete -c mcctl -n '__mcctl_at master start' -l wal-segment-size -x -d 'size at which a write-ahead log segment is closed and a new one begun [env MCCTL_WAL_SEGMENT_SIZE; default 64MiB]'
+complete -c mcctl -n '__mcctl_at master start' -l eviction -x -d 'evict least recently used objects when the tier fills (false: a full tier refuses allocations with NO_AVAILABLE_HANDLE) [env MCCTL_EVICTION; default true]'
+complete -c mcctl -n '__mcctl_at master start' -l eviction-high-watermark -x -d 'used share of all pages above which the evictor starts (pages in quarantine not counted) [env MCCTL_EVICTION_HIGH_WATERMARK; default 0.90]'
+complete -c mcctl -n '__mcctl_at master start' -l eviction-low-watermark -x -d 'used share of all pages the evictor brings the tier down to [env MCCTL_EVICTION_LOW_WATERMARK; default 0.70]'
+complete -c mcctl -n '__mcctl_at master start' -l tls-cert -x -d 'PEM certificate chain the master serves gRPC and metrics with; needs tls_key [env MCCTL_MASTER_TLS_CERT; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l tls-key -x -d 'private key of tls_cert [env MCCTL_MASTER_TLS_KEY; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l tls-client-ca -x -d 'CA certificates a gRPC client\'s certificate must chain to (mutual TLS); needs tls_cert [env MCCTL_MASTER_TLS_CLIENT_CA; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l tokens-file -x -d 'tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP [env MCCTL_MASTER_TOKENS_FILE; default computed]'
+
+# mcctl offload
+complete -c mcctl -n '__mcctl_at offload' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at offload' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at offload' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at offload' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at offload' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at offload' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at offload' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at offload' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at offload' -l batch -r -F -d 'Offload every regular file in DIR, each under its file name.'
+complete -c mcctl -n '__mcctl_at offload' -l prefix -x -d 'With --batch: put P before each key.'
+complete -c mcctl -n '__mcctl_at offload' -l batch-size -x -d 'Keys per master call (default: 64).'
+complete -c mcctl -n '__mcctl_at offload' -l overwrite -d 'Replace keys that already exist (their old pages are freed).'
+complete -c mcctl -n '__mcctl_at offload' -l pin -d 'Soft-pin the objects: when the tier is full they are evicted only when nothing unpinned is left.'
+complete -c mcctl -n '__mcctl_at offload' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at offload' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at offload' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl get
+complete -c mcctl -n '__mcctl_at get' -f
+complete -c mcctl -n '__mcctl_at get' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at get' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at get' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at get' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at get' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at get' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at get' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at get' -l out -r -F -d 'File to write (directory with --batch, created if needed); default stdout.'
+complete -c mcctl -n '__mcctl_at get' -l batch -r -F -d 'Read every key listed in this file, one per line.'
+complete -c mcctl -n '__mcctl_at get' -s 0 -l null -d 'With --batch: keys in KEYS_FILE end with a NUL byte, not a newline.'
+complete -c mcctl -n '__mcctl_at get' -l batch-size -x -d 'Keys per mapping call (default: 512); objects are read and written 64 at a time.'
+complete -c mcctl -n '__mcctl_at get' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at get' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at get' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl rm
+complete -c mcctl -n '__mcctl_at rm' -f
+complete -c mcctl -n '__mcctl_at rm' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at rm' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at rm' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at rm' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at rm' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at rm' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at rm' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at rm' -l in-flight -d 'Drop the keys\' in-flight allocations (an admin call), not their mappings.'
+complete -c mcctl -n '__mcctl_at rm' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at rm' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at rm' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl ls
+complete -c mcctl -n '__mcctl_at ls' -f
+complete -c mcctl -n '__mcctl_at ls' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at ls' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at ls' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at ls' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at ls' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at ls' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at ls' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at ls' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at ls' -l prefix -x -d 'Only keys that start with P.'
+complete -c mcctl -n '__mcctl_at ls' -l limit -x -d 'At most N keys (default: all).'
+complete -c mcctl -n '__mcctl_at ls' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at ls' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at ls' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl stat
+complete -c mcctl -n '__mcctl_at stat' -f
+complete -c mcctl -n '__mcctl_at stat' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at stat' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at stat' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at stat' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at stat' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at stat' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at stat' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at stat' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at stat' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at stat' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at stat' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot
+complete -c mcctl -n '__mcctl_at snapshot' -f
+complete -c mcctl -n '__mcctl_at snapshot' -a 'create' -d 'Ask the master to write a snapshot of its state now (it keeps serving meanwhile).'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'list' -d 'List the snapshots (newest first: file, covered WAL sequence, creation time, size, mappings) and the write-ahead log segments (file, first sequence, size, records, last sequence) of a master state directory.'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'inspect' -d 'Show a snapshot\'s header, meta record (cluster, root, layout, covered WAL sequence, creation time, settings), section table with each checksum checked, and counters: mappings, in-flight allocations, quarantined ranges and pages, tenants, and pages used per bucket (mappings, in flight and quarantine; the text lists only buckets in use).'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'verify' -d 'Verify a snapshot, or a master state directory, without changing it.'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'diff' -d 'Compare two snapshots: keys added, removed, moved (same tenant and key, another bucket, offset or size) and rewritten in place (same place, another CRC32C), with counts, and pages used per bucket before and after (the text shows only buckets that changed; JSON has both full arrays).'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'export' -d 'Export a snapshot\'s whole state to stdout as JSON Lines: one object per line, each with a "type": first "meta" (layout, covered WAL sequence, creation time, counts, settings), then one "mapping" (tenant, key, bucket, offset, size, pages, crc32c), "in_flight" (the same, with deadline and overwrite) or "quarantine" (bucket, first_page, pages, offset, size, release) per record, in file order.'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'recover' -d 'Find what keeps a master from recovering its state directory: corrupt snapshots, a log cut short or damaged, log segments that can no longer be replayed; print exactly what would be lost to get past it.'
+complete -c mcctl -n '__mcctl_at snapshot' -a 'wal' -d 'Read the master\'s write-ahead log.'
+complete -c mcctl -n '__mcctl_at snapshot' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot create
+complete -c mcctl -n '__mcctl_at snapshot create' -f
+complete -c mcctl -n '__mcctl_at snapshot create' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at snapshot create' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot create' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot create' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot create' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot list
+complete -c mcctl -n '__mcctl_at snapshot list' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot list' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot list' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot list' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot inspect
+complete -c mcctl -n '__mcctl_at snapshot inspect' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -l keys -d 'List the mappings: tenant, key, bucket, offset, size, pages, CRC32C.'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -l tenant -x -d 'Only the keys of tenant T (implies --keys).'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -l prefix -x -d 'Only keys that start with P (implies --keys).'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -l limit -x -d 'At most N keys, the first in order (default: all; implies --keys).'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot inspect' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot verify
+complete -c mcctl -n '__mcctl_at snapshot verify' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot verify' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot verify' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot verify' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot diff
+complete -c mcctl -n '__mcctl_at snapshot diff' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot diff' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot diff' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot diff' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot export
+complete -c mcctl -n '__mcctl_at snapshot export' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot export' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot export' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot export' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot recover
+complete -c mcctl -n '__mcctl_at snapshot recover' -f
+complete -c mcctl -n '__mcctl_at snapshot recover' -l state-dir -r -F -d 'The master\'s state directory (default: ./mooncake-data/master).'
+complete -c mcctl -n '__mcctl_at snapshot recover' -l discard-damaged -d 'Do it: set the damaged files aside and cut the log (default: only report).'
+complete -c mcctl -n '__mcctl_at snapshot recover' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot recover' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot recover' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot wal
+complete -c mcctl -n '__mcctl_at snapshot wal' -f
+complete -c mcctl -n '__mcctl_at snapshot wal' -a 'dump' -d 'Print the decoded records of a state directory\'s write-ahead log in order: sequence, time (ISO-8601, UTC), change (allocated, committed, pending_dropped, removed, released) and its fields; places read bucket@offset+size.'
+complete -c mcctl -n '__mcctl_at snapshot wal' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot wal' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot wal' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl snapshot wal dump
+complete -c mcctl -n '__mcctl_at snapshot wal dump' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at snapshot wal dump' -l from -x -d 'Start at this record sequence (default: the oldest record the log still holds).'
+complete -c mcctl -n '__mcctl_at snapshot wal dump' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at snapshot wal dump' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at snapshot wal dump' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl fsck
+complete -c mcctl -n '__mcctl_at fsck' -f
+complete -c mcctl -n '__mcctl_at fsck' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at fsck' -l state-dir -r -F -d 'Check the state a master would recover from DIR (default <root>/master).'
+complete -c mcctl -n '__mcctl_at fsck' -l snapshot -r -F -d 'Check the state one snapshot file holds.'
+complete -c mcctl -n '__mcctl_at fsck' -l root -r -F -d 'The root holding the bucket files (default: the state directory\'s parent, or the root the snapshot records).'
+complete -c mcctl -n '__mcctl_at fsck' -l deep -d 'Also read every object back and check its CRC32C; corrupt objects are listed by tenant, key, file and offset.'
+complete -c mcctl -n '__mcctl_at fsck' -l rate-limit -x -d 'With --deep, keep the average read rate under this many MB (1 MB = 1,000,000 bytes) a second (default: no limit).'
+complete -c mcctl -n '__mcctl_at fsck' -l master -x -d 'Check a live master (default address: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at fsck' -l repair -d 'With --master: mark false-free pages allocated, then free leaked ranges.'
+complete -c mcctl -n '__mcctl_at fsck' -l min-age -x -d 'With --master: unclaimed pages in a region allocated from less than this ago are reported as young, not leaked, and never freed (default: the master\'s allocation deadline).'
+complete -c mcctl -n '__mcctl_at fsck' -l timeout -x -d 'With --master: deadline of each call (default: 2m).'
+complete -c mcctl -n '__mcctl_at fsck' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at fsck' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at fsck' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at fsck' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at fsck' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at fsck' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at fsck' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bitmap
+complete -c mcctl -n '__mcctl_at bitmap' -f
+complete -c mcctl -n '__mcctl_at bitmap' -a 'inspect' -d 'Per-bucket page usage, free-run histogram, fragmentation, region map.'
+complete -c mcctl -n '__mcctl_at bitmap' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bitmap' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bitmap' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bitmap inspect
+complete -c mcctl -n '__mcctl_at bitmap inspect' -f
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l state-dir -r -F -d 'Inspect the state a master would recover from DIR (default <root>/master).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l snapshot -r -F -d 'Inspect the state a snapshot file holds.'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l bucket -x -d 'Show bucket N in detail (default: a summary across buckets).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l regions -x -d 'Regions in a bucket\'s region map, each of ceil(pages / N) pages, so the map may have fewer (default: 64).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l can-alloc -x -d 'Would a run of N pages fit, and at which page does the first fit start.'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l extents -d 'List the bucket\'s free extents as FIRST_PAGE~PAGES (needs --bucket).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l limit -x -d 'At most N extents with --extents; the rest are counted (default: 1000; 0: all).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl mount
+complete -c mcctl -n '__mcctl_at mount' -f
+complete -c mcctl -n '__mcctl_at mount' -a 'validate' -d 'Check that this node\'s mount of the root is fit to join the tier: the root, its filesystem (3FS or not), stat latency, capacity, the layout record, the bucket files, the open-file limit, and a write + fsync + read-back probe in a scratch file (never a bucket file).'
+complete -c mcctl -n '__mcctl_at mount' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at mount' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at mount' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl mount validate
+complete -c mcctl -n '__mcctl_at mount validate' -f
+complete -c mcctl -n '__mcctl_at mount validate' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at mount validate' -l master -x -d 'Also compare with this master\'s layout: cluster id, root path, sizes (default: no master).'
+complete -c mcctl -n '__mcctl_at mount validate' -l timeout -x -d 'How long any one check (and the master call) may take before it counts as hung (default: 5s).'
+complete -c mcctl -n '__mcctl_at mount validate' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at mount validate' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at mount validate' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at mount validate' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at mount validate' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at mount validate' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
+complete -c mcctl -n '__mcctl_at mount validate' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
+complete -c mcctl -n '__mcctl_at mount validate' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
+complete -c mcctl -n '__mcctl_at mount validate' -l page-size -x -d 'bytes per page, the unit of allocation [env MOONCAKE_DISTRIBUTED_PAGE_SIZE; default 64KiB]'
+complete -c mcctl -n '__mcctl_at mount validate' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
+complete -c mcctl -n '__mcctl_at mount validate' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
+complete -c mcctl -n '__mcctl_at mount validate' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+
+# mcctl bench
+complete -c mcctl -n '__mcctl_at bench' -f
+complete -c mcctl -n '__mcctl_at bench' -a 'allocator' -d 'Steady-state free+allocate pairs (runs of 1..16 pages) on fragmented buckets, for mcctl\'s allocator and for the design RFC\'s bit-by-bit scan, from the same state in the same run: 65,536 pages at 50%%, 90%%, 97%% fill and 1,048,576 pages at 90%%.'
+complete -c mcctl -n '__mcctl_at bench' -a 'master' -d 'Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping) from client threads at batch sizes 1 and 64, against --master or an embedded master on a temporary root; in the same run the round trip of a plain TCP echo on loopback, and master heap per mapping.'
+complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential read of the same bucket file region, both warm in the page cache, with an embedded master on a temporary root (or --root).'
+complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
+complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
+complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench allocator
+complete -c mcctl -n '__mcctl_at bench allocator' -f
+complete -c mcctl -n '__mcctl_at bench allocator' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench allocator' -l ops -x -d 'Pairs measured per case for mcctl\'s allocator (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench allocator' -l rfc-budget-ms -x -d 'Time the RFC allocator may take per case; it stops early when spent (default: 3000).'
+complete -c mcctl -n '__mcctl_at bench allocator' -l seed -x -d 'Random seed (default: 42).'
+complete -c mcctl -n '__mcctl_at bench allocator' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench allocator' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench allocator' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench master
+complete -c mcctl -n '__mcctl_at bench master' -f
+complete -c mcctl -n '__mcctl_at bench master' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench master' -l master -x -d 'Benchmark this running master instead of an embedded one.'
+complete -c mcctl -n '__mcctl_at bench master' -l threads -x -d 'Client threads (default: 8).'
+complete -c mcctl -n '__mcctl_at bench master' -l keys -x -d 'Keys per batch-64 phase across all threads; batch 1 uses a tenth (default: 200000).'
+complete -c mcctl -n '__mcctl_at bench master' -l memory-mappings -x -d 'Mappings for the heap-per-mapping figure; 0 skips it (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench master' -l security -d 'Also run the offload and lookup phases against embedded masters with plaintext, with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).'
+complete -c mcctl -n '__mcctl_at bench master' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench master' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench master' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench io
+complete -c mcctl -n '__mcctl_at bench io' -f
+complete -c mcctl -n '__mcctl_at bench io' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench io' -l total -x -d 'Bytes of objects per object size (default: 1GiB).'
+complete -c mcctl -n '__mcctl_at bench io' -l rounds -x -d 'Timed passes over the data (default: 5).'
+complete -c mcctl -n '__mcctl_at bench io' -l keys-per-lookup -x -d 'Most keys per mapping call; reads go 64 objects at a time whatever this is (default: 512).'
+complete -c mcctl -n '__mcctl_at bench io' -l root -r -F -d 'Directory for the bucket files (default: a temporary directory, removed after).'
+complete -c mcctl -n '__mcctl_at bench io' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench io' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench io' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench restart
+complete -c mcctl -n '__mcctl_at bench restart' -f
+complete -c mcctl -n '__mcctl_at bench restart' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench restart' -l mappings -x -d 'Mappings in the state (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench restart' -l wal-records -x -d 'Log records after the snapshot (default: 100000).'
+complete -c mcctl -n '__mcctl_at bench restart' -l keys -x -d 'Keys per durability mode in the throughput comparison (default: 100000).'
+complete -c mcctl -n '__mcctl_at bench restart' -l snapshots -x -d 'Snapshots taken while lookups are timed; the median p99 ratio is reported (default: 3).'
+complete -c mcctl -n '__mcctl_at bench restart' -l rounds -x -d 'Throughput runs per durability mode, alternating (default: 3).'
+complete -c mcctl -n '__mcctl_at bench restart' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench restart' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench restart' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench fsck
+complete -c mcctl -n '__mcctl_at bench fsck' -f
+complete -c mcctl -n '__mcctl_at bench fsck' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench fsck' -l mappings -x -d 'Mappings in the state (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench fsck' -l runs -x -d 'Runs of each fsck; the median is reported (default: 3).'
+complete -c mcctl -n '__mcctl_at bench fsck' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench fsck' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench fsck' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl shell
+complete -c mcctl -n '__mcctl_at shell' -f
+complete -c mcctl -n '__mcctl_at shell' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at shell' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at shell' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl config
+complete -c mcctl -n '__mcctl_at config' -f
+complete -c mcctl -n '__mcctl_at config' -a 'show' -d 'Print the effective settings and each value\'s source.'
+complete -c mcctl -n '__mcctl_at config' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at config' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at config' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl config show
+complete -c mcctl -n '__mcctl_at config show' -f
+complete -c mcctl -n '__mcctl_at config show' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at config show' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at config show' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at config show' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at config show' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at config show' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at config show' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
+complete -c mcctl -n '__mcctl_at config show' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
+complete -c mcctl -n '__mcctl_at config show' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
+complete -c mcctl -n '__mcctl_at config show' -l page-size -x -d 'bytes per page, the unit of allocation [env MOONCAKE_DISTRIBUTED_PAGE_SIZE; default 64KiB]'
+complete -c mcctl -n '__mcctl_at config show' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
+complete -c mcctl -n '__mcctl_at config show' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
+complete -c mcctl -n '__mcctl_at config show' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at config show' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
+complete -c mcctl -n '__mcctl_at config show' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
+complete -c mcctl -n '__mcctl_at config show' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'
+complete -c mcctl -n '__mcctl_at config show' -l allocation-deadline -x -d 'time a writer has between allocate and notify before its pages are reclaimed [env MCCTL_ALLOCATION_DEADLINE; default 60s]'
+complete -c mcctl -n '__mcctl_at config show' -l allocation-grace -x -d 'how long past its deadline an expired or dropped allocation\'s pages are kept from reuse (its writer may still be writing) [env MCCTL_ALLOCATION_GRACE; default 10s]'
+complete -c mcctl -n '__mcctl_at config show' -l read-lease -x -d 'how long a mapping lookup keeps the object\'s pages from reuse after a remove or overwrite [env MCCTL_READ_LEASE; default 5s]'
+complete -c mcctl -n '__mcctl_at config show' -l durability -x -d 'how acknowledged changes survive a crash of the master [env MCCTL_DURABILITY; default wal]'
+complete -c mcctl -n '__mcctl_at config show' -l state-dir -x -d 'where the master keeps its write-ahead log and snapshots [env MCCTL_STATE_DIR; default <root>/master]'
+complete -c mcctl -n '__mcctl_at config show' -l snapshot-interval -x -d 'time between periodic snapshots [env MCCTL_SNAPSHOT_INTERVAL; default 600s]'
+complete -c mcctl -n '__mcctl_at config show' -l snapshot-retention -x -d 'snapshots kept (older ones and the log they cover are deleted) [env MCCTL_SNAPSHOT_RETENTION; default 2]'
+complete -c mcctl -n '__mcctl_at config show' -l wal-segment-size -x -d 'size at which a write-ahead log segment is closed and a new one begun [env MCCTL_WAL_SEGMENT_SIZE; default 64MiB]'
+complete -c mcctl -n '__mcctl_at config show' -l eviction -x -d 'evict least recently used objects when the tier fills (false: a full tier refuses allocations with NO_AVAILABLE_HANDLE) [env MCCTL_EVICTION; default true]'
+complete -c mcctl -n '__mcctl_at config show' -l eviction-high-watermark -x -d 'used share of all pages above which the evictor starts (pages in quarantine not counted) [env MCCTL_EVICTION_HIGH_WATERMARK; default 0.90]'
+complete -c mcctl -n '__mcctl_at config show' -l eviction-low-watermark -x -d 'used share of all pages the evictor brings the tier down to [env MCCTL_EVICTION_LOW_WATERMARK; default 0.70]'
+complete -c mcctl -n '__mcctl_at config show' -l tls-cert -x -d 'PEM certificate chain the master serves gRPC and metrics with; needs tls_key [env MCCTL_MASTER_TLS_CERT; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l tls-key -x -d 'private key of tls_cert [env MCCTL_MASTER_TLS_KEY; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l tls-client-ca -x -d 'CA certificates a gRPC client\'s certificate must chain to (mutual TLS); needs tls_cert [env MCCTL_MASTER_TLS_CLIENT_CA; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l tokens-file -x -d 'tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP [env MCCTL_MASTER_TOKENS_FILE; default computed]'
+
+# mcctl completion
+complete -c mcctl -n '__mcctl_at completion' -f
+complete -c mcctl -n '__mcctl_at completion' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at completion' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at completion' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
