@@ -164,6 +164,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} fsck" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} shell" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config" ];    then _picocli_mcctl; return $?; fi
@@ -180,6 +181,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot wal dump" ];    then _picocli_mcctl_snapshot_wal; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap inspect" ];    then _picocli_mcctl_bitmap; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount validate" ];    then _picocli_mcctl_mount; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota set" ];    then _picocli_mcctl_quota; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench allocator" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench master" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench io" ];    then _picocli_mcctl_bench; return $?; fi
@@ -198,51 +200,55 @@ function _complete_mcctl() {
   local cmds7=(fsck)
   local cmds8=(bitmap)
   local cmds9=(mount)
-  local cmds10=(bench)
-  local cmds11=(shell)
-  local cmds12=(config)
-  local cmds13=(completion)
-  local cmds14=(master start)
-  local cmds15=(snapshot create)
-  local cmds16=(snapshot list)
-  local cmds17=(snapshot inspect)
-  local cmds18=(snapshot verify)
-  local cmds19=(snapshot diff)
-  local cmds20=(snapshot export)
-  local cmds21=(snapshot recover)
-  local cmds22=(snapshot wal)
-  local cmds23=(snapshot wal dump)
-  local cmds24=(bitmap inspect)
-  local cmds25=(mount validate)
-  local cmds26=(bench allocator)
-  local cmds27=(bench master)
-  local cmds28=(bench io)
-  local cmds29=(bench restart)
-  local cmds30=(bench fsck)
-  local cmds31=(config show)
+  local cmds10=(quota)
+  local cmds11=(bench)
+  local cmds12=(shell)
+  local cmds13=(config)
+  local cmds14=(completion)
+  local cmds15=(master start)
+  local cmds16=(snapshot create)
+  local cmds17=(snapshot list)
+  local cmds18=(snapshot inspect)
+  local cmds19=(snapshot verify)
+  local cmds20=(snapshot diff)
+  local cmds21=(snapshot export)
+  local cmds22=(snapshot recover)
+  local cmds23=(snapshot wal)
+  local cmds24=(snapshot wal dump)
+  local cmds25=(bitmap inspect)
+  local cmds26=(mount validate)
+  local cmds27=(quota set)
+  local cmds28=(bench allocator)
+  local cmds29=(bench master)
+  local cmds30=(bench io)
+  local cmds31=(bench restart)
+  local cmds32=(bench fsck)
+  local cmds33=(config show)
 
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_quota; return $?; fi
   if CompWordsContainsArray "${cmds9[@]}"; then _picocli_mcctl_mount; return $?; fi
   if CompWordsContainsArray "${cmds8[@]}"; then _picocli_mcctl_bitmap; return $?; fi
   if CompWordsContainsArray "${cmds7[@]}"; then _picocli_mcctl_fsck; return $?; fi
@@ -263,7 +269,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat snapshot fsck bitmap mount bench shell config completion"
+  local commands="master offload get rm ls stat snapshot fsck bitmap mount quota bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -756,6 +762,24 @@ function _picocli_mcctl_mount() {
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
   local commands="validate"
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts=""
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `quota` subcommand.
+function _picocli_mcctl_quota() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+
+  local commands="set"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1438,6 +1462,66 @@ function _picocli_mcctl_mount_validate() {
       ;;
     '--preallocate')
       return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `set` subcommand.
+function _picocli_mcctl_quota_set() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
       ;;
   esac
 

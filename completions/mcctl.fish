@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -32,6 +32,7 @@ complete -c mcctl -n '__mcctl_at' -a 'snapshot' -d 'Create, list, inspect, verif
 complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live master, or offline of saved master state, against the bucket files.'
 complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
 complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
+complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'bench' -d 'Benchmarks; figures belong in docs/benchmarks.md.'
 complete -c mcctl -n '__mcctl_at' -a 'shell' -d 'Interactive shell: run mcctl commands one per line in one JVM, without the leading \'mcctl\'.'
 complete -c mcctl -n '__mcctl_at' -a 'config' -d 'Show the effective settings.'
@@ -313,6 +314,26 @@ complete -c mcctl -n '__mcctl_at mount validate' -l page-size -x -d 'bytes per p
 complete -c mcctl -n '__mcctl_at mount validate' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at mount validate' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at mount validate' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+
+# mcctl quota
+complete -c mcctl -n '__mcctl_at quota' -f
+complete -c mcctl -n '__mcctl_at quota' -a 'set' -d 'Set a tenant\'s byte quota (none removes it).'
+complete -c mcctl -n '__mcctl_at quota' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at quota' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at quota' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl quota set
+complete -c mcctl -n '__mcctl_at quota set' -f
+complete -c mcctl -n '__mcctl_at quota set' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at quota set' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at quota set' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at quota set' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at quota set' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at quota set' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at quota set' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at quota set' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at quota set' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at quota set' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl bench
 complete -c mcctl -n '__mcctl_at bench' -f

@@ -104,6 +104,11 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.FromString,
                 )
+        self.SetTenantQuota = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/SetTenantQuota',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaResponse.FromString,
+                )
         self.RenewDistributedPageAllocation = channel.unary_unary(
                 '/mooncake.master.v1.MasterService/RenewDistributedPageAllocation',
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.RenewDistributedPageAllocationRequest.SerializeToString,
@@ -230,6 +235,13 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetTenantQuota(self, request, context):
+        """Admin: a tenant's byte quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RenewDistributedPageAllocation(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -335,6 +347,11 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.CheckPages,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.SerializeToString,
+            ),
+            'SetTenantQuota': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTenantQuota,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaResponse.SerializeToString,
             ),
             'RenewDistributedPageAllocation': grpc.unary_unary_rpc_method_handler(
                     servicer.RenewDistributedPageAllocation,
@@ -659,6 +676,23 @@ class MasterService(object):
         return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/CheckPages',
             mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.CheckPagesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetTenantQuota(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/SetTenantQuota',
+            mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.SetTenantQuotaResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

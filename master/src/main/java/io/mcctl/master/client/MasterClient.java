@@ -364,6 +364,12 @@ public final class MasterClient implements AutoCloseable {
         return repair ? mutate(() -> stub().checkPages(request)) : read(() -> stub().checkPages(request));
     }
 
+    /** Admin: a tenant's byte quota (0 removes it). */
+    public io.mcctl.master.proto.v1.SetTenantQuotaResponse setQuota(String tenant, long maxBytes) {
+        return mutate(() -> stub().setTenantQuota(io.mcctl.master.proto.v1.SetTenantQuotaRequest.newBuilder().setTenantId(tenant)
+                .setMaxBytes(maxBytes).build()));
+    }
+
     public GetStatsResponse stats() {
         return read(() -> stub().getStats(GetStatsRequest.getDefaultInstance()));
     }

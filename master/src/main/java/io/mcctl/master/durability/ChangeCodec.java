@@ -53,6 +53,7 @@ public final class ChangeCodec {
                     case REMOVED -> Change.RemoveReason.REMOVED;
                     case EVICTED_WATERMARK -> Change.RemoveReason.EVICTED_WATERMARK;
                     case EVICTED_ALLOCATION -> Change.RemoveReason.EVICTED_ALLOCATION;
+                    case EVICTED_QUOTA -> Change.RemoveReason.EVICTED_QUOTA;
                     case UNRECOGNIZED -> throw new IllegalArgumentException("a removal with reason " + r.getReasonValue()
                             + ", which this mcctl does not know");
                 };
@@ -62,6 +63,7 @@ public final class ChangeCodec {
                 Released r = record.getReleased();
                 yield new Change.Released(r.getBucket(), r.getFirstPage(), r.getPages());
             }
+            case QUOTA_SET -> new Change.QuotaSet(record.getQuotaSet().getTenantId(), record.getQuotaSet().getMaxBytes());
             case RENEWED -> {
                 Renewed r = record.getRenewed();
                 yield new Change.Renewed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getDeadlineMs());
@@ -96,11 +98,14 @@ public final class ChangeCodec {
                 case REMOVED -> Removed.Reason.REMOVED;
                 case EVICTED_WATERMARK -> Removed.Reason.EVICTED_WATERMARK;
                 case EVICTED_ALLOCATION -> Removed.Reason.EVICTED_ALLOCATION;
+                case EVICTED_QUOTA -> Removed.Reason.EVICTED_QUOTA;
             };
             record.setRemoved(Removed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
                     .setReleaseMs(r.releaseMs()).setReason(reason));
         } else if (change instanceof Change.Released r) {
             record.setReleased(Released.newBuilder().setBucket(r.bucket()).setFirstPage(r.firstPage()).setPages(r.pages()));
+        } else if (change instanceof Change.QuotaSet q) {
+            record.setQuotaSet(io.mcctl.master.proto.v1.QuotaSet.newBuilder().setTenantId(q.tenant()).setMaxBytes(q.maxBytes()));
         } else if (change instanceof Change.Renewed r) {
             record.setRenewed(Renewed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
                     .setDeadlineMs(r.deadlineMs()));

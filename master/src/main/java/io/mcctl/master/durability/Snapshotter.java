@@ -195,6 +195,7 @@ public final class Snapshotter {
                     .setInFlight(pending.size())
                     .setQuarantinedRanges(quarantine.size())
                     .putAllSettings(settings)
+                    .putAllTenantQuotas(pages.quotas())
                     .build());
             return new Written(writer.finish(), mappings[0], pending.size(), quarantine.size(), idle);
         }

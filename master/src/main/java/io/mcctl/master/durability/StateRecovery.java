@@ -222,6 +222,7 @@ public final class StateRecovery {
         loadMappings(reader, restorer);
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> restorer.inFlight(ChangeCodec.inFlight(p)));
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> restorer.quarantined(ChangeCodec.quarantined(q)));
+        meta.getTenantQuotasMap().forEach((tenant, bytes) -> restorer.apply(new Change.QuotaSet(tenant, bytes)));
         state.snapshot = path;
         state.snapshotSequence = meta.getWalSequence();
     }

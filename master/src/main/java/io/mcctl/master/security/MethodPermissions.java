@@ -54,6 +54,8 @@ public final class MethodPermissions {
             tenants("BatchRemove", Permission.TENANT_WRITE, BatchRemoveRequest.class, BatchRemoveRequest::getTenantIdsList),
             tenants("RenewDistributedPageAllocation", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest.class,
                     io.mcctl.master.proto.v1.RenewDistributedPageAllocationRequest::getTenantIdsList),
+            // A quota decides what a tenant keeps: admin only, on the tenant it names.
+            tenants("SetTenantQuota", Permission.ADMIN, io.mcctl.master.proto.v1.SetTenantQuotaRequest.class, r -> List.of(r.getTenantId())),
             // Dropping another writer's allocation can hurt whoever is writing it: admin only, on the tenants it names.
             tenants("DropInFlightAllocation", Permission.ADMIN, io.mcctl.master.proto.v1.DropInFlightAllocationRequest.class,
                     r -> List.of(r.getTenantId())),

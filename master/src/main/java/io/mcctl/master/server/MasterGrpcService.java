@@ -378,6 +378,14 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         });
     }
 
+    @Override
+    public void setTenantQuota(io.mcctl.master.proto.v1.SetTenantQuotaRequest request,
+                               StreamObserver<io.mcctl.master.proto.v1.SetTenantQuotaResponse> observer) {
+        long previous = orThrow(pages.setQuota(request.getTenantId(), request.getMaxBytes()));
+        replyWhenDurable(observer, io.mcctl.master.proto.v1.SetTenantQuotaResponse.newBuilder().setPreviousMaxBytes(previous)
+                .setUsedBytes(pages.usedBytes(request.getTenantId())).build());
+    }
+
     /** Most ranges one check lists per kind. */
     static final int MAX_CHECK_RANGES = 100_000;
 
@@ -454,10 +462,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         long lookups = 0;
         response.setEviction(eviction.enabled()).setEvictionHighWatermark(eviction.highWatermark())
                 .setEvictionLowWatermark(eviction.lowWatermark())
-                .setEvictedKeys(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
-                        + pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION))
-                .setEvictedBytes(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
-                        + pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION))
+                .setEvictedKeys(pages.evictedTotal())
+                .setEvictedBytes(pages.evictedBytesTotal())
                 .setEvictionRuns(pages.evictionRunsTotal()).setOldestUseAgeMs(pages.oldestUseAgeMillis())
                 .setPageAllocationsTotal(pages.pageAllocationsTotal())
                 .setPinnedKeys(pages.pinnedMappingCount()).setPinnedBytes(pages.pinnedBytes());
@@ -465,7 +471,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             long[] c = t.getValue();
             lookups += c[2] + c[3];
             response.addTenantStats(io.mcctl.master.proto.v1.TenantStats.newBuilder().setTenantId(t.getKey()).setKeys(c[0]).setBytes(c[1])
-                    .setHits(c[2]).setMisses(c[3]).setEvictedKeys(c[4]).setEvictedBytes(c[5]));
+                    .setHits(c[2]).setMisses(c[3]).setEvictedKeys(c[4]).setEvictedBytes(c[5]).setQuotaBytes(c[6]));
         }
         response.setLookupsTotal(lookups);
         for (int b = 0; b < pages.layout().bucketCount(); b++) {

@@ -69,11 +69,13 @@ public final class MasterMetrics {
                 .labelNames("reason").callback(cb -> {
                     cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
                     cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
+                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_QUOTA), "quota");
                 }).register(registry);
         CounterWithCallback.builder().name("mooncake_master_evicted_bytes_total").help("Bytes of objects evicted, by reason")
                 .labelNames("reason").callback(cb -> {
                     cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
                     cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
+                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_QUOTA), "quota");
                 }).register(registry);
         CounterWithCallback.builder().name("mcctl_master_eviction_runs_total").help("Evictor passes that found the tier above its high watermark")
                 .callback(cb -> cb.call(pages.evictionRunsTotal())).register(registry);

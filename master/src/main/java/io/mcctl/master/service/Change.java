@@ -9,7 +9,8 @@ package io.mcctl.master.service;
  * <p>Every change names the full placement it is about, so that applying a change that a (fuzzy) snapshot
  * already holds changes nothing.
  */
-public sealed interface Change {
+public sealed interface Change permits Change.Allocated, Change.Renewed, Change.Committed, Change.AllocationDropped, Change.Removed,
+        Change.QuotaSet, Change.Released {
 
     /** Why an in-flight allocation ended without a commit. */
     enum DropReason {
@@ -57,7 +58,9 @@ public sealed interface Change {
         /** Evicted by the background evictor: used pages above the high watermark. */
         EVICTED_WATERMARK,
         /** Evicted to make room for an allocation that found no run of free pages. */
-        EVICTED_ALLOCATION
+        EVICTED_ALLOCATION,
+        /** Evicted to make room within its tenant's byte quota. */
+        EVICTED_QUOTA
     }
 
     /** A committed mapping removed or evicted; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
@@ -67,6 +70,10 @@ public sealed interface Change {
         public Removed(String tenant, String key, Placement placement, long releaseMs) {
             this(tenant, key, placement, releaseMs, RemoveReason.REMOVED);
         }
+    }
+
+    /** A tenant's byte quota set; 0 removes it. */
+    record QuotaSet(String tenant, long maxBytes) implements Change {
     }
 
     /** A quarantined range returned to the free pages. */

@@ -189,6 +189,26 @@ public final class PageService {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
                     + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
         }
+        PageState.TenantUsage usage = state.usage(tenant);
+        long quota = usage.quotaBytes;
+        if (quota > 0 && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota) {
+            if (size > quota) {
+                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "object of " + size + " bytes is larger than tenant '" + tenant
+                        + "''s quota of " + quota + " bytes");
+            }
+            if (mayEvict) {
+                // As for room below: made with this shard lock let go, then the allocation is tried once more.
+                shard.lock.unlock();
+                try {
+                    evictWithinQuota(tenant, usage, size, quota);
+                } finally {
+                    shard.lock.lock();
+                }
+                return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, false);
+            }
+            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
+                    + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
+        }
         Placement placement = space.allocate(layout.homeBucket(key), pages, size, now);
         if (placement == null && mayEvict) {
             // Room is made with this key's shard lock let go (eviction takes other shards' locks, one at a time), then the
@@ -635,6 +655,8 @@ public final class PageService {
     private final LongAdder evictedWatermarkBytes = new LongAdder();
     private final LongAdder evictedAllocation = new LongAdder();
     private final LongAdder evictedAllocationBytes = new LongAdder();
+    private final LongAdder evictedQuota = new LongAdder();
+    private final LongAdder evictedQuotaBytes = new LongAdder();
 
     public void setEviction(EvictionPolicy policy) {
         this.eviction = policy;
@@ -670,7 +692,7 @@ public final class PageService {
         long target = (long) (policy.lowWatermark() * total);
         long evicted = 0;
         while (inUse > target && evicted < maxEvictions) {
-            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false);
+            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null);
             if (freed < 0) {
                 break; // nothing left to evict
             }
@@ -687,10 +709,62 @@ public final class PageService {
     /** Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at once). */
     private void evictForRoom(long pages) {
         for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages); i++) {
-            if (evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true) < 0) {
+            if (evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null) < 0) {
                 return;
             }
         }
+    }
+
+    /** Evicts the tenant's own least recently used objects until {@code size} more bytes fit its quota; never another tenant's. */
+    private void evictWithinQuota(String tenant, PageState.TenantUsage usage, long size, long quota) {
+        String prefix = KeyRules.scopedKey(tenant, "");
+        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota; i++) {
+            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix) < 0) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Sets a tenant's byte quota (0 removes it), logged like every change; an admin's call. Takes effect for the next
+     * allocations: a tenant already above a new quota is brought under it by its own next allocations.
+     *
+     * @return the quota it replaced
+     */
+    public Result<Long> setQuota(String tenant, long maxBytes) {
+        String invalid = KeyRules.checkTenant(tenant);
+        if (invalid == null && maxBytes < 0) {
+            invalid = "quota " + maxBytes + " is negative; give a size in bytes, or 0 for no quota";
+        }
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        checkAccepting();
+        synchronized (quotaLock) {
+            long previous = state.usage(tenant).quotaBytes;
+            logAndApply(new Change.QuotaSet(tenant, maxBytes));
+            return Result.ok(previous);
+        }
+    }
+
+    /** Orders quota changes in the log as they are applied; nests inside nothing. */
+    private final Object quotaLock = new Object();
+
+    /** The byte quotas in force, by tenant. */
+    public Map<String, Long> quotas() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        state.tenants.forEach((tenant, usage) -> {
+            if (usage.quotaBytes > 0) {
+                out.put(tenant, usage.quotaBytes);
+            }
+        });
+        return out;
+    }
+
+    /** A tenant's committed bytes. */
+    public long usedBytes(String tenant) {
+        PageState.TenantUsage usage = state.tenants.get(tenant);
+        return usage == null ? 0 : usage.bytes.sum();
     }
 
     private boolean roomFor(long pages) {
@@ -708,7 +782,7 @@ public final class PageService {
      * changed. Returns the pages it took out of use, 0 when the chosen one changed meanwhile, -1 when no shard holds a
      * committed mapping.
      */
-    private long evictOne(Change.RemoveReason reason, boolean preferUnleased) {
+    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix) {
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         int start = random.nextInt(KeyTable.SHARDS);
         String victimKey = null;
@@ -727,8 +801,17 @@ public final class PageService {
             shard.lock.lock();
             try {
                 int n = shard.samples;
-                for (int j = 0; j < Math.min(n, EVICTION_SAMPLES_PER_SHARD); j++) {
-                    int k = n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
+                // For a quota, every mapping of the shard is looked at (from a random point) for the tenant's own: a
+                // random sample could miss a small tenant's few keys among many.
+                int tries = onlyPrefix == null ? Math.min(n, EVICTION_SAMPLES_PER_SHARD) : n;
+                int from = random.nextInt(n);
+                int taken = 0;
+                for (int j = 0; j < tries && taken < EVICTION_SAMPLES_PER_SHARD; j++) {
+                    int k = onlyPrefix != null ? (from + j) % n : n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
+                    if (onlyPrefix != null && !shard.sampleKeys[k].startsWith(onlyPrefix)) {
+                        continue; // another tenant's: a quota evicts only its own tenant's objects
+                    }
+                    taken++;
                     KeyTable.Entry entry = shard.sampleEntries[k];
                     // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
                     // now when the room is wanted at once.
@@ -751,7 +834,7 @@ public final class PageService {
         if (victim == null) {
             return -1;
         }
-        if (victimPinned && state.pinnedMappings.get() < state.mappings.get()) {
+        if (victimPinned && onlyPrefix == null && state.pinnedMappings.get() < state.mappings.get()) {
             return 0; // only pinned ones sampled while unpinned ones exist elsewhere: sample again
         }
         victimShard.lock.lock();
@@ -762,20 +845,47 @@ public final class PageService {
             }
             String tenant = KeyRules.tenantOf(victimKey);
             logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason));
-            (reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermark : evictedAllocation).increment();
-            (reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermarkBytes : evictedAllocationBytes).add(victim.size());
+            evictedCount(reason).increment();
+            evictedBytes(reason).add(victim.size());
             return layout.pagesFor(victim.size());
         } finally {
             victimShard.lock.unlock();
         }
     }
 
+    private LongAdder evictedCount(Change.RemoveReason reason) {
+        return switch (reason) {
+            case EVICTED_WATERMARK -> evictedWatermark;
+            case EVICTED_ALLOCATION -> evictedAllocation;
+            case EVICTED_QUOTA -> evictedQuota;
+            case REMOVED -> throw new IllegalArgumentException("a remove is not an eviction");
+        };
+    }
+
+    private LongAdder evictedBytes(Change.RemoveReason reason) {
+        return switch (reason) {
+            case EVICTED_WATERMARK -> evictedWatermarkBytes;
+            case EVICTED_ALLOCATION -> evictedAllocationBytes;
+            case EVICTED_QUOTA -> evictedQuotaBytes;
+            case REMOVED -> throw new IllegalArgumentException("a remove is not an eviction");
+        };
+    }
+
+    /** Objects evicted since start, for every reason. */
+    public long evictedTotal() {
+        return evictedWatermark.sum() + evictedAllocation.sum() + evictedQuota.sum();
+    }
+
+    public long evictedBytesTotal() {
+        return evictedWatermarkBytes.sum() + evictedAllocationBytes.sum() + evictedQuotaBytes.sum();
+    }
+
     public long evictedTotal(Change.RemoveReason reason) {
-        return reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermark.sum() : evictedAllocation.sum();
+        return evictedCount(reason).sum();
     }
 
     public long evictedBytesTotal(Change.RemoveReason reason) {
-        return reason == Change.RemoveReason.EVICTED_WATERMARK ? evictedWatermarkBytes.sum() : evictedAllocationBytes.sum();
+        return evictedBytes(reason).sum();
     }
 
     public long evictionRunsTotal() {
@@ -786,11 +896,11 @@ public final class PageService {
         return evictionNanos.sum() / 1e9;
     }
 
-    /** Per tenant with any activity: {keys, bytes, hits, misses, evicted keys, evicted bytes}. */
+    /** Per tenant with any activity: {keys, bytes, hits, misses, evicted keys, evicted bytes, quota bytes}. */
     public Map<String, long[]> tenantCounters() {
         Map<String, long[]> out = new java.util.TreeMap<>();
         state.tenants.forEach((tenant, u) -> out.put(tenant, new long[] {u.keys.sum(), u.bytes.sum(), u.hits.sum(), u.misses.sum(),
-                u.evictedKeys.sum(), u.evictedBytes.sum()}));
+                u.evictedKeys.sum(), u.evictedBytes.sum(), u.quotaBytes}));
         return out;
     }
 
@@ -1147,7 +1257,13 @@ public final class PageService {
             long restoredLeaseUntil = state.now() + readLeaseNanos;
             long[] committed = new long[KeyTable.SHARDS];
             long[] pinned = new long[KeyTable.SHARDS];
-            state.tenants.clear();
+            // Quotas were set by the snapshot and the log: kept; what is counted is counted again from the tables.
+            state.tenants.values().forEach(u -> {
+                u.keys.reset();
+                u.bytes.reset();
+                u.inFlight.reset();
+                u.inFlightBytes.reset();
+            });
             state.pinnedBytes.reset();
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 KeyTable.Shard shard = keys.shard(i);
@@ -1171,7 +1287,9 @@ public final class PageService {
                     }
                     if (entry.inFlight != null) {
                         inFlight.add(entry.inFlight);
-                        state.usage(KeyRules.tenantOf(e.getKey())).inFlight.increment();
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        usage.inFlight.increment();
+                        usage.inFlightBytes.add(entry.inFlight.placement.size());
                     }
                 }
                 shard.resetSamples();

@@ -29,6 +29,10 @@ final class PageState {
         final LongAdder keys = new LongAdder();
         final LongAdder bytes = new LongAdder();
         final LongAdder inFlight = new LongAdder();
+        /** Bytes of its allocations in flight: they count against the quota as soon as they are handed out. */
+        final LongAdder inFlightBytes = new LongAdder();
+        /** The tenant's byte quota, 0 for none; set only by a logged {@link Change.QuotaSet}. */
+        volatile long quotaBytes;
         /** Objects and bytes evicted, live or replayed. */
         final LongAdder evictedKeys = new LongAdder();
         final LongAdder evictedBytes = new LongAdder();
@@ -101,6 +105,8 @@ final class PageState {
             released(r);
         } else if (change instanceof Change.Renewed r) {
             renewed(r);
+        } else if (change instanceof Change.QuotaSet q) {
+            usage(q.tenant()).quotaBytes = q.maxBytes();
         } else {
             throw new IllegalArgumentException("unknown change " + change);
         }
@@ -122,6 +128,7 @@ final class PageState {
         shard.append(entry.inFlight);
         inFlight.incrementAndGet();
         usage(a.tenant()).inFlight.increment();
+        usage(a.tenant()).inFlightBytes.add(a.placement().size());
     }
 
     private void renewed(Change.Renewed r) {
@@ -219,6 +226,7 @@ final class PageState {
 
     private void endInFlight(KeyTable.Shard shard, KeyTable.Entry entry, String tenant) {
         usage(tenant).inFlight.decrement();
+        usage(tenant).inFlightBytes.add(-entry.inFlight.placement.size());
         shard.unlink(entry.inFlight);
         entry.inFlight = null;
         inFlight.decrementAndGet();

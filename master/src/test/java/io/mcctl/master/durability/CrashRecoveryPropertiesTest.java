@@ -53,7 +53,7 @@ class CrashRecoveryPropertiesTest {
     static final String[] TENANTS = {"t1", "t2"};
 
     enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
-        CRASH_UNACKNOWLEDGED, EVICT }
+        CRASH_UNACKNOWLEDGED, EVICT, QUOTA }
 
     /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
     static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
@@ -71,7 +71,7 @@ class CrashRecoveryPropertiesTest {
                 Tuple.of(12, Kind.ALLOCATE), Tuple.of(4, Kind.ALLOCATE_OVERWRITE), Tuple.of(12, Kind.NOTIFY), Tuple.of(1, Kind.NOTIFY_WRONG),
                 Tuple.of(3, Kind.FREE), Tuple.of(5, Kind.REMOVE), Tuple.of(5, Kind.LOOKUP), Tuple.of(2, Kind.RENEW), Tuple.of(2, Kind.DROP),
                 Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
-                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.EVICT));
+                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.EVICT), Tuple.of(1, Kind.QUOTA));
         Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
                 Arbitraries.integers().between(0, KEYS.length - 1), Arbitraries.integers().between(1, 40)).as(Step::new);
         return step.list().ofMinSize(20).ofMaxSize(120);
@@ -233,6 +233,8 @@ class CrashRecoveryPropertiesTest {
                         assertEquals(0, live.pages.quarantinedPageCount(), where + ": every range's time has come");
                     }
                     case EVICT -> live.pages.evictToWatermark(1000);
+                    // A quota of 0 (none) or of some pages: kept in the log and snapshots like any change.
+                    case QUOTA -> assertTrue(live.pages.setQuota(tenant, step.pages() % 4 == 0 ? 0 : step.pages() * 2 * PAGE).isOk(), where);
                     case SNAPSHOT -> {
                         live.durable();
                         live.snapshotter.take();
@@ -301,8 +303,7 @@ class CrashRecoveryPropertiesTest {
     }
 
     private static long evicted(PageService pages) {
-        return pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK)
-                + pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION);
+        return pages.evictedTotal();
     }
 
     /**

@@ -69,6 +69,7 @@ final class StateFixtures {
                 lines.add("quarantine bucket " + q.bucket() + " pages " + q.firstPage() + "+" + q.pages() + " until " + q.releaseMs());
             }
         });
+        pages.quotas().forEach((tenant, bytes) -> lines.add("quota " + tenant + " " + bytes));
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             lines.add("bucket " + b + " allocated " + pages.allocator(b).allocatedCount() + " bitmap "
                     + Arrays.hashCode(pages.allocator(b).bitmapWords()));
