@@ -47,6 +47,21 @@ public final class ConnectionOptions {
         }
     }
 
+    /**
+     * What the environment alone says ({@code MCCTL_TLS_*}, {@code MCCTL_TOKEN}): for the shell's key completion,
+     * which talks to the master outside any one command's options. Unusable settings give plaintext without a token:
+     * completion is a convenience and the command itself reports the problem.
+     */
+    public static ClientSecurity fromEnvironment(Map<String, String> env) {
+        try {
+            String token = env.get(TOKEN_ENV);
+            return new ClientSecurity(pathOr(null, env.get(TLS_CA_ENV)), pathOr(null, env.get(TLS_CERT_ENV)), pathOr(null, env.get(TLS_KEY_ENV)),
+                    token == null || token.isEmpty() ? null : token.trim());
+        } catch (IllegalArgumentException e) {
+            return ClientSecurity.NONE;
+        }
+    }
+
     private static Path pathOr(Path option, String env) {
         return option != null ? option : env == null || env.isEmpty() ? null : Path.of(env);
     }

@@ -144,6 +144,26 @@ class ShellKeyCompletionTest {
     }
 
     @Test
+    void keys_complete_from_a_master_that_wants_a_token_with_the_token_of_the_environment() throws Exception {
+        Path dir = Files.createDirectories(root.resolve("secured"));
+        String token = "token-of-the-default-tenant";
+        Path tokens = Files.writeString(dir.resolve("tokens.yaml"), "tokens:\n  - name: shell\n    sha256: "
+                + io.mcctl.master.security.TokenTable.sha256Hex(token) + "\n    role: tenant\n    tenants: [default]\n");
+        BucketLayout layout = new BucketLayout(dir.resolve("tier"), 4, 4096, 256 * 4096L);
+        try (MasterServer secured = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(5)), io.mcctl.master.security.MasterSecurity.of(null, null, null, tokens))) {
+            String address = "127.0.0.1:" + secured.port();
+            Path in = Files.createDirectories(dir.resolve("in"));
+            Files.writeString(in.resolve("secret-1"), "x");
+            CliRun.run(Map.of(ConnectionOptions.TOKEN_ENV, token), "offload", "--batch", in.toString(), "--master", address).expectOk();
+            assertEquals(List.of("secret-1"), values(completer(Map.of(ClientOptions.MASTER_ENV, address, ConnectionOptions.TOKEN_ENV, token),
+                    PATIENT, KeyNameCompleter.PAGE_SIZE), "get sec"));
+            assertEquals(List.of(), values(completer(Map.of(ClientOptions.MASTER_ENV, address), PATIENT, KeyNameCompleter.PAGE_SIZE), "get sec"),
+                    "without the token the master refuses the listing, and nothing is offered");
+        }
+    }
+
+    @Test
     void the_key_of_get_completes_from_the_master_named_by_the_environment() {
         KeyNameCompleter completer = completer();
         assertEquals(List.of("key-1", "key-2"), values(completer, "get ke"));

@@ -187,7 +187,9 @@ public final class KeyNameCompleter implements Completer, AutoCloseable {
         if (closed) {
             return null;
         }
-        return clients.computeIfAbsent(MasterClient.checkTarget(target), address -> new MasterClient(address, deadline));
+        // TLS and the token from the environment, as the shell's commands take them when no option says otherwise.
+        return clients.computeIfAbsent(MasterClient.checkTarget(target),
+                address -> new MasterClient(address, deadline, io.mcctl.cli.ConnectionOptions.fromEnvironment(environment)));
     }
 
     private void drop(MasterClient client) {
