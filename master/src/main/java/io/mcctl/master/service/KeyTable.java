@@ -124,8 +124,9 @@ final class KeyTable {
             }
             int n = samples;
             if (n == sampleKeys.length) {
-                sampleKeys = java.util.Arrays.copyOf(sampleKeys, n * 2);
-                sampleEntries = java.util.Arrays.copyOf(sampleEntries, n * 2);
+                int grown = n + (n >> 1) + 1; // by half: a million mappings keep less slack than with doubling
+                sampleKeys = java.util.Arrays.copyOf(sampleKeys, grown);
+                sampleEntries = java.util.Arrays.copyOf(sampleEntries, grown);
             }
             sampleKeys[n] = scopedKey;
             sampleEntries[n] = entry;

@@ -148,6 +148,9 @@ final class PageState {
         String scoped = KeyRules.scopedKey(c.tenant(), c.key());
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
+        // The key string the table holds (the allocation's), so the eviction samples share it instead of keeping a
+        // second copy of every key.
+        String tableKey = entry.inFlight != null ? entry.inFlight.scopedKey : scoped;
         // The allocation this commit ends is in flight no more, even when the snapshot already holds the commit: its
         // Allocated record, replayed just before, has put it back.
         if (entry.inFlight != null && entry.inFlight.placement.sameRange(c.placement())) {
@@ -168,7 +171,7 @@ final class PageState {
         } else {
             mappings.incrementAndGet();
             usage(c.tenant()).keys.increment();
-            shard.addSample(scoped, entry);
+            shard.addSample(tableKey, entry);
         }
         entry.commit(c.placement());
         entry.leaseUntilNanos = 0;
