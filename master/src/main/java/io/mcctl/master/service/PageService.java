@@ -232,7 +232,7 @@ public final class PageService {
             space.free(placement); // the run was reserved for this change alone: nothing else can have seen it
             throw e;
         }
-        state.apply(change);
+        state.apply(change, scoped);
         return Result.ok(placement);
     }
 
@@ -256,7 +256,7 @@ public final class PageService {
             if (expected != null && !entry.inFlight.placement.sameRange(expected)) {
                 return mismatch(key, expected, entry.inFlight);
             }
-            logAndApply(new Change.AllocationDropped(tenant, key, entry.inFlight.placement, Change.DropReason.FREED, 0));
+            logAndApply(new Change.AllocationDropped(tenant, key, entry.inFlight.placement, Change.DropReason.FREED, 0), scoped);
             return Result.ok();
         });
     }
@@ -292,7 +292,7 @@ public final class PageService {
             Placement committed = pending.placement.withCrc(written.crc32c());
             logAndApply(entry.hasCommitted()
                     ? new Change.Committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now), pending.pin)
-                    : new Change.Committed(tenant, key, committed, null, 0, pending.pin));
+                    : new Change.Committed(tenant, key, committed, null, 0, pending.pin), scoped);
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -425,7 +425,7 @@ public final class PageService {
             if (entry == null || !entry.hasCommitted()) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
-            logAndApply(new Change.Removed(tenant, key, entry.committed(), releaseMillis(entry, now)));
+            logAndApply(new Change.Removed(tenant, key, entry.committed(), releaseMillis(entry, now)), scoped);
             return Result.ok();
         });
     }
@@ -594,7 +594,7 @@ public final class PageService {
         String key = KeyRules.keyOf(pending.scopedKey);
         long release = pending.deadlineNanos + allocationGraceNanos;
         long releaseMs = release - state.now() > 0 ? state.wallMillis(release) : 0;
-        logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.EXPIRED, releaseMs));
+        logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.EXPIRED, releaseMs), pending.scopedKey);
         return releaseMs == 0 ? layout.pagesFor(pending.placement.size()) : 0;
     }
 
@@ -605,8 +605,13 @@ public final class PageService {
     }
 
     private void logAndApply(Change change) {
+        logAndApply(change, null);
+    }
+
+    /** @param scopedKey the change's key as tenant, NUL, key when the caller has it, so the transition need not build it again */
+    private void logAndApply(Change change, String scopedKey) {
         changeLog.append(change);
-        state.apply(change);
+        state.apply(change, scopedKey);
     }
 
     private void checkAccepting() {
@@ -844,7 +849,7 @@ public final class PageService {
                 return 0; // changed or used since it was sampled: the next sample decides
             }
             String tenant = KeyRules.tenantOf(victimKey);
-            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason));
+            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason), victimKey);
             evictedCount(reason).increment();
             evictedBytes(reason).add(victim.size());
             return layout.pagesFor(victim.size());

@@ -93,18 +93,26 @@ final class PageState {
     // ---- the transitions ----
 
     void apply(Change change) {
+        apply(change, null);
+    }
+
+    /**
+     * @param scopedKey the change's key as tenant, NUL, key when the caller holds it already (serving: the very string
+     *                  whose hash the table has cached), else null
+     */
+    void apply(Change change, String scopedKey) {
         if (change instanceof Change.Allocated a) {
-            allocated(a);
+            allocated(a, scopedKey != null ? scopedKey : KeyRules.scopedKey(a.tenant(), a.key()));
         } else if (change instanceof Change.Committed c) {
-            committed(c);
+            committed(c, scopedKey != null ? scopedKey : KeyRules.scopedKey(c.tenant(), c.key()));
         } else if (change instanceof Change.AllocationDropped d) {
-            dropped(d);
+            dropped(d, scopedKey != null ? scopedKey : KeyRules.scopedKey(d.tenant(), d.key()));
         } else if (change instanceof Change.Removed r) {
-            removed(r);
+            removed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()));
         } else if (change instanceof Change.Released r) {
             released(r);
         } else if (change instanceof Change.Renewed r) {
-            renewed(r);
+            renewed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()));
         } else if (change instanceof Change.QuotaSet q) {
             usage(q.tenant()).quotaBytes = q.maxBytes();
         } else {
@@ -112,8 +120,7 @@ final class PageState {
         }
     }
 
-    private void allocated(Change.Allocated a) {
-        String scoped = KeyRules.scopedKey(a.tenant(), a.key());
+    private void allocated(Change.Allocated a, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
         if (entry.inFlight != null) {
@@ -127,12 +134,12 @@ final class PageState {
         entry.inFlight = new KeyTable.InFlight(scoped, entry, a.placement(), clockOf(a.deadlineMs()), a.overwrite(), a.pin());
         shard.append(entry.inFlight);
         inFlight.incrementAndGet();
-        usage(a.tenant()).inFlight.increment();
-        usage(a.tenant()).inFlightBytes.add(a.placement().size());
+        TenantUsage usage = usage(a.tenant());
+        usage.inFlight.increment();
+        usage.inFlightBytes.add(a.placement().size());
     }
 
-    private void renewed(Change.Renewed r) {
-        String scoped = KeyRules.scopedKey(r.tenant(), r.key());
+    private void renewed(Change.Renewed r, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.get(scoped);
         if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(r.placement())) {
@@ -144,8 +151,7 @@ final class PageState {
         shard.append(entry.inFlight);
     }
 
-    private void committed(Change.Committed c) {
-        String scoped = KeyRules.scopedKey(c.tenant(), c.key());
+    private void committed(Change.Committed c, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
         // The key string the table holds (the allocation's), so the eviction samples share it instead of keeping a
@@ -159,18 +165,19 @@ final class PageState {
         if (entry.committedEquals(c.placement())) {
             return;
         }
+        TenantUsage usage = usage(c.tenant());
         if (entry.hasCommitted()) {
             if (entry.committedSameRange(c.replaced())) {
                 release(c.replaced(), c.replacedReleaseMs());
             }
-            usage(c.tenant()).bytes.add(-entry.size);
+            usage.bytes.add(-entry.size);
             if (entry.pinned) {
                 pinnedMappings.decrementAndGet();
                 pinnedBytes.add(-entry.size);
             }
         } else {
             mappings.incrementAndGet();
-            usage(c.tenant()).keys.increment();
+            usage.keys.increment();
             shard.addSample(tableKey, entry);
         }
         entry.commit(c.placement());
@@ -181,11 +188,10 @@ final class PageState {
             pinnedMappings.incrementAndGet();
             pinnedBytes.add(c.placement().size());
         }
-        usage(c.tenant()).bytes.add(c.placement().size());
+        usage.bytes.add(c.placement().size());
     }
 
-    private void dropped(Change.AllocationDropped d) {
-        String scoped = KeyRules.scopedKey(d.tenant(), d.key());
+    private void dropped(Change.AllocationDropped d, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.get(scoped);
         if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(d.placement())) {
@@ -196,8 +202,7 @@ final class PageState {
         shard.removeIfEmpty(scoped, entry);
     }
 
-    private void removed(Change.Removed r) {
-        String scoped = KeyRules.scopedKey(r.tenant(), r.key());
+    private void removed(Change.Removed r, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.Entry entry = shard.entries.get(scoped);
         if (entry == null || !entry.committedSameRange(r.placement())) {
@@ -228,8 +233,9 @@ final class PageState {
     }
 
     private void endInFlight(KeyTable.Shard shard, KeyTable.Entry entry, String tenant) {
-        usage(tenant).inFlight.decrement();
-        usage(tenant).inFlightBytes.add(-entry.inFlight.placement.size());
+        TenantUsage usage = usage(tenant);
+        usage.inFlight.decrement();
+        usage.inFlightBytes.add(-entry.inFlight.placement.size());
         shard.unlink(entry.inFlight);
         entry.inFlight = null;
         inFlight.decrementAndGet();

@@ -358,6 +358,9 @@ class SnapshotRecoveryTest {
                         pages.dropInFlight(tenant, key); // an operator's rm --in-flight: quarantined for the grace
                     } // else abandoned: it expires at its deadline, then waits out the grace
                 }
+            } else if (r < 0.502) {
+                // A quota large enough to change no allocation, or none: logged and snapshotted like any change.
+                pages.setQuota(tenant, random.nextBoolean() ? 0 : 1L << 40);
             } else if (r < 0.85) {
                 if (random.nextBoolean()) {
                     pages.getMapping(tenant, key); // a lease: the remove quarantines
