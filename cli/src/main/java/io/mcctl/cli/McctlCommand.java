@@ -14,6 +14,8 @@ import io.mcctl.cli.command.RmCommand;
 import io.mcctl.cli.command.ShellCommand;
 import io.mcctl.cli.command.SnapshotCommand;
 import io.mcctl.cli.command.StatCommand;
+import io.mcctl.cli.command.StatsCommand;
+import io.mcctl.cli.command.TopCommand;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -28,7 +30,7 @@ import picocli.CommandLine.ScopeType;
                 + "through the node that wrote the data.", ""},
         footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."},
         subcommands = {MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class, LsCommand.class,
-                StatCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
+                StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
                 BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class})
 public final class McctlCommand extends GroupCommand {
 
