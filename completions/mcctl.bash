@@ -160,6 +160,8 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} rm" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} ls" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} stat" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} stats" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} top" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} fsck" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap" ];    then _picocli_mcctl; return $?; fi
@@ -187,6 +189,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench io" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench restart" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench fsck" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench cache" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -196,63 +199,69 @@ function _complete_mcctl() {
   local cmds3=(rm)
   local cmds4=(ls)
   local cmds5=(stat)
-  local cmds6=(snapshot)
-  local cmds7=(fsck)
-  local cmds8=(bitmap)
-  local cmds9=(mount)
-  local cmds10=(quota)
-  local cmds11=(bench)
-  local cmds12=(shell)
-  local cmds13=(config)
-  local cmds14=(completion)
-  local cmds15=(master start)
-  local cmds16=(snapshot create)
-  local cmds17=(snapshot list)
-  local cmds18=(snapshot inspect)
-  local cmds19=(snapshot verify)
-  local cmds20=(snapshot diff)
-  local cmds21=(snapshot export)
-  local cmds22=(snapshot recover)
-  local cmds23=(snapshot wal)
-  local cmds24=(snapshot wal dump)
-  local cmds25=(bitmap inspect)
-  local cmds26=(mount validate)
-  local cmds27=(quota set)
-  local cmds28=(bench allocator)
-  local cmds29=(bench master)
-  local cmds30=(bench io)
-  local cmds31=(bench restart)
-  local cmds32=(bench fsck)
-  local cmds33=(config show)
+  local cmds6=(stats)
+  local cmds7=(top)
+  local cmds8=(snapshot)
+  local cmds9=(fsck)
+  local cmds10=(bitmap)
+  local cmds11=(mount)
+  local cmds12=(quota)
+  local cmds13=(bench)
+  local cmds14=(shell)
+  local cmds15=(config)
+  local cmds16=(completion)
+  local cmds17=(master start)
+  local cmds18=(snapshot create)
+  local cmds19=(snapshot list)
+  local cmds20=(snapshot inspect)
+  local cmds21=(snapshot verify)
+  local cmds22=(snapshot diff)
+  local cmds23=(snapshot export)
+  local cmds24=(snapshot recover)
+  local cmds25=(snapshot wal)
+  local cmds26=(snapshot wal dump)
+  local cmds27=(bitmap inspect)
+  local cmds28=(mount validate)
+  local cmds29=(quota set)
+  local cmds30=(bench allocator)
+  local cmds31=(bench master)
+  local cmds32=(bench io)
+  local cmds33=(bench restart)
+  local cmds34=(bench fsck)
+  local cmds35=(bench cache)
+  local cmds36=(config show)
 
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_bench; return $?; fi
-  if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_quota; return $?; fi
-  if CompWordsContainsArray "${cmds9[@]}"; then _picocli_mcctl_mount; return $?; fi
-  if CompWordsContainsArray "${cmds8[@]}"; then _picocli_mcctl_bitmap; return $?; fi
-  if CompWordsContainsArray "${cmds7[@]}"; then _picocli_mcctl_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds6[@]}"; then _picocli_mcctl_snapshot; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_quota; return $?; fi
+  if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_mount; return $?; fi
+  if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_bitmap; return $?; fi
+  if CompWordsContainsArray "${cmds9[@]}"; then _picocli_mcctl_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds8[@]}"; then _picocli_mcctl_snapshot; return $?; fi
+  if CompWordsContainsArray "${cmds7[@]}"; then _picocli_mcctl_top; return $?; fi
+  if CompWordsContainsArray "${cmds6[@]}"; then _picocli_mcctl_stats; return $?; fi
   if CompWordsContainsArray "${cmds5[@]}"; then _picocli_mcctl_stat; return $?; fi
   if CompWordsContainsArray "${cmds4[@]}"; then _picocli_mcctl_ls; return $?; fi
   if CompWordsContainsArray "${cmds3[@]}"; then _picocli_mcctl_rm; return $?; fi
@@ -269,7 +278,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat snapshot fsck bitmap mount quota bench shell config completion"
+  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -636,6 +645,135 @@ function _picocli_mcctl_stat() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `stats` subcommand.
+function _picocli_mcctl_stats() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tenant')
+      return
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `top` subcommand.
+function _picocli_mcctl_top() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--interval' '--count' '--tenants'"
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tenant')
+      return
+      ;;
+    '--interval')
+      return
+      ;;
+    '--count')
+      return
+      ;;
+    '--tenants')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `snapshot` subcommand.
 function _picocli_mcctl_snapshot() {
   # Get completion data
@@ -797,7 +935,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck"
+  local commands="allocator master io restart fsck cache"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1728,6 +1866,72 @@ function _picocli_mcctl_bench_fsck() {
       return
       ;;
     '--runs')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `cache` subcommand.
+function _picocli_mcctl_bench_cache() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--master' '--zipf' '--requests' '--object-size' '--buckets' '--bucket-size' '--page-size' '--read-lease' '--durability' '--lookups' '--seed'"
+  local FORMAT_option_args=("text" "json") # --output values
+  local MODE_option_args=("wal" "snapshot") # --durability values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--master')
+      return
+      ;;
+    '--zipf')
+      return
+      ;;
+    '--requests')
+      return
+      ;;
+    '--object-size')
+      return
+      ;;
+    '--buckets')
+      return
+      ;;
+    '--bucket-size')
+      return
+      ;;
+    '--page-size')
+      return
+      ;;
+    '--read-lease')
+      return
+      ;;
+    '--durability')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${MODE_option_args[@]}" ) )
+      return $?
+      ;;
+    '--lookups')
+      return
+      ;;
+    '--seed')
       return
       ;;
   esac

@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -28,6 +28,8 @@ complete -c mcctl -n '__mcctl_at' -a 'get' -d 'Read KEY\'s object to stdout (or 
 complete -c mcctl -n '__mcctl_at' -a 'rm' -d 'Remove keys.'
 complete -c mcctl -n '__mcctl_at' -a 'ls' -d 'List a tenant\'s keys in key order, with size and place.'
 complete -c mcctl -n '__mcctl_at' -a 'stat' -d 'Show a key\'s replicas, best first: type, status, file, offset, size, bucket, pages, CRC32C.'
+complete -c mcctl -n '__mcctl_at' -a 'stats' -d 'Show the tier\'s state: pages used of all and per bucket, allocations in flight, quarantined pages, mappings and tenants; eviction on or off with its watermarks and totals; how long ago the least recently used object was used; the hit ratio of mapping lookups overall and per tenant, biggest tenants first; and why the master refuses changes, when it does.'
+complete -c mcctl -n '__mcctl_at' -a 'top' -d 'Show the tier\'s state refreshed every interval: pages used per bucket as a grid of small bars and a histogram, the hit ratio since start and over the last interval, page allocations, evictions and lookups per second, and the biggest tenants.'
 complete -c mcctl -n '__mcctl_at' -a 'snapshot' -d 'Create, list, inspect, verify, diff and export master snapshots.'
 complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live master, or offline of saved master state, against the bucket files.'
 complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
@@ -159,6 +161,36 @@ complete -c mcctl -n '__mcctl_at stat' -s o -l output -x -a 'text json' -d 'Repo
 complete -c mcctl -n '__mcctl_at stat' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at stat' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at stat' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl stats
+complete -c mcctl -n '__mcctl_at stats' -f
+complete -c mcctl -n '__mcctl_at stats' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at stats' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at stats' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at stats' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at stats' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at stats' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at stats' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at stats' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at stats' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at stats' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at stats' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl top
+complete -c mcctl -n '__mcctl_at top' -f
+complete -c mcctl -n '__mcctl_at top' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at top' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at top' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at top' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at top' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at top' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at top' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at top' -l interval -x -d 'Time between refreshes, 100ms to 1h (default: 1s).'
+complete -c mcctl -n '__mcctl_at top' -l count -x -d 'Stop after N refreshes (default: 0, until q or Ctrl-C; when stdout is not a terminal, until killed).'
+complete -c mcctl -n '__mcctl_at top' -l tenants -x -d 'Most tenants listed, biggest first; 0 lists none (default: 10).'
+complete -c mcctl -n '__mcctl_at top' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at top' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at top' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl snapshot
 complete -c mcctl -n '__mcctl_at snapshot' -f
@@ -342,6 +374,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'master' -d 'Offload cycles (BatchAll
 complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential read of the same bucket file region, both warm in the page cache, with an embedded master on a temporary root (or --root).'
 complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
+complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys drawn from a Zipf distribution over a key space three times the tier\'s capacity, a mapping lookup per request and an offload (BatchAllocate + Notify, no data) on each miss, against an evicting master; replay the same trace through an exact LRU cache of the same capacity in objects; report both hit ratios.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -399,6 +432,24 @@ complete -c mcctl -n '__mcctl_at bench fsck' -l runs -x -d 'Runs of each fsck; t
 complete -c mcctl -n '__mcctl_at bench fsck' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench fsck' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench fsck' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench cache
+complete -c mcctl -n '__mcctl_at bench cache' -f
+complete -c mcctl -n '__mcctl_at bench cache' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench cache' -l master -x -d 'Benchmark this running, evicting master (best empty; the benchmark\'s keys are removed after) instead of embedded ones.'
+complete -c mcctl -n '__mcctl_at bench cache' -l zipf -x -d 'Zipf exponents, one run each, above 0 and at most 3 (default: 0.8,1.1).'
+complete -c mcctl -n '__mcctl_at bench cache' -l requests -x -d 'Requests of each trace (default: 50000).'
+complete -c mcctl -n '__mcctl_at bench cache' -l object-size -x -d 'Bytes of each object (default: 16KiB).'
+complete -c mcctl -n '__mcctl_at bench cache' -l buckets -x -d 'Buckets of the embedded master (default: 8).'
+complete -c mcctl -n '__mcctl_at bench cache' -l bucket-size -x -d 'Bucket size of the embedded master (default: 4MiB).'
+complete -c mcctl -n '__mcctl_at bench cache' -l page-size -x -d 'Page size of the embedded master (default: 4KiB).'
+complete -c mcctl -n '__mcctl_at bench cache' -l read-lease -x -d 'Read lease of the embedded master: an evicted object\'s pages wait this long in quarantine (default: 5s).'
+complete -c mcctl -n '__mcctl_at bench cache' -l durability -x -a 'wal snapshot' -d 'Durability of the embedded master: wal, snapshot; wal fsyncs every change, evictions included (default: wal).'
+complete -c mcctl -n '__mcctl_at bench cache' -l lookups -x -d 'Lookups of the lookups-alone phase (default: 20000).'
+complete -c mcctl -n '__mcctl_at bench cache' -l seed -x -d 'Seed of the traces (default: 1).'
+complete -c mcctl -n '__mcctl_at bench cache' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench cache' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench cache' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f

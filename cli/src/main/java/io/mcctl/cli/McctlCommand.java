@@ -15,6 +15,8 @@ import io.mcctl.cli.command.RmCommand;
 import io.mcctl.cli.command.ShellCommand;
 import io.mcctl.cli.command.SnapshotCommand;
 import io.mcctl.cli.command.StatCommand;
+import io.mcctl.cli.command.StatsCommand;
+import io.mcctl.cli.command.TopCommand;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
@@ -37,7 +39,7 @@ public final class McctlCommand extends GroupCommand {
      * loads the classes their methods name (gRPC, protobuf, Jackson), a good part of a short command's start.
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
-            LsCommand.class, StatCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
+            LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
             QuotaCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
 
     /**
