@@ -46,8 +46,10 @@ public final class StatCommand implements Callable<Integer> {
         String tenant = client.tenant();
         List<Replica> replicas;
         GetLayoutResponse layout;
+        io.mcctl.master.proto.v1.GetReplicaListResponse answer;
         try (MasterClient master = client.connect(spec)) {
-            replicas = master.replicaList(tenant, key).getReplicasList();
+            answer = master.replicaList(tenant, key);
+            replicas = answer.getReplicasList();
             layout = master.layout();
         }
         BucketLayout geometry = new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(),
@@ -68,6 +70,8 @@ public final class StatCommand implements Callable<Integer> {
             report.put("tenant", tenant);
             report.put("key", key);
             report.put("replicas", rows);
+            report.put("last_use_age_ms", answer.getLastUseAgeMs());
+            report.put("pinned", answer.getPinned());
             out.println(OutputMixin.toJson(report));
         } else {
             Table table = new Table("TYPE", "STATUS", "FILE", "OFFSET", "SIZE", "BUCKET", "PAGES", "CRC32C");
@@ -80,9 +84,27 @@ public final class StatCommand implements Callable<Integer> {
                         bucket < 0 ? "-" : String.format("%02x", bucket), p.get("pages"), p.get("crc32c"));
             }
             out.print(table.render());
+            out.printf("last used %s ago%s%n", age(answer.getLastUseAgeMs()), answer.getPinned() ? "; pinned" : "");
         }
         out.flush();
         return ExitCodes.OK;
+    }
+
+    /** An age for people: 850 ms, 12.3 s, 4 min, 2.5 h, 3 d. */
+    static String age(long millis) {
+        if (millis < 1000) {
+            return millis + " ms";
+        }
+        if (millis < 60_000) {
+            return String.format(java.util.Locale.ROOT, "%.1f s", millis / 1000.0);
+        }
+        if (millis < 3_600_000) {
+            return (millis / 60_000) + " min";
+        }
+        if (millis < 86_400_000) {
+            return String.format(java.util.Locale.ROOT, "%.1f h", millis / 3_600_000.0);
+        }
+        return (millis / 86_400_000) + " d";
     }
 
     static Map<String, Object> place(BucketLayout layout, DistributedDiskDescriptor d) {

@@ -324,13 +324,15 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void getReplicaList(GetReplicaListRequest request, StreamObserver<GetReplicaListResponse> observer) {
         // A descriptor handed out: leased like any mapping lookup, so the pages cannot be reused under its reader.
-        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
+        PageService.KeyDetail detail = orThrow(pages.getMappingDetail(request.getTenantId(), request.getKey()));
+        Placement placement = detail.placement();
         // Only DISTRIBUTED_DISK replicas exist so far; when other kinds arrive they are listed best first:
         // MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
         List<Replica> replicas = ReplicaPriority.sortBestFirst(List.of(Replica.newBuilder()
                 .setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
                 .setDistributedDisk(toWire(placement)).build()));
-        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).setLeaseMs(pages.readLeaseMillis()).build());
+        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).setLeaseMs(pages.readLeaseMillis())
+                .setLastUseAgeMs(detail.lastUseAgeMillis()).setPinned(detail.pinned()).build());
     }
 
     @Override

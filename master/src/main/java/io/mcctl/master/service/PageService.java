@@ -375,6 +375,36 @@ public final class PageService {
         return lookup(tenant, key, true);
     }
 
+    /** A committed mapping with what eviction knows of it. */
+    public record KeyDetail(Placement placement, long lastUseAgeMillis, boolean pinned) {
+    }
+
+    /**
+     * The committed mapping of (tenant, key) with how long ago it was last used (before this call, which uses it and
+     * grants a read lease like {@link #getMapping}) and whether it is pinned.
+     */
+    public Result<KeyDetail> getMappingDetail(String tenant, String key) {
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        String scoped = KeyRules.scopedKey(tenant, key);
+        KeyTable.Shard shard = keys.shardOf(scoped);
+        shard.lock.lock();
+        try {
+            KeyTable.Entry entry = shard.entries.get(scoped);
+            if (entry == null || !entry.hasCommitted()) {
+                return lookup(tenant, key, true).cast();
+            }
+            long age = Math.max(0, (state.now() - entry.lastUsedNanos) / 1_000_000);
+            grantLease(entry);
+            state.usage(tenant).hits.increment();
+            return Result.ok(new KeyDetail(entry.committed(), age, entry.pinned));
+        } finally {
+            shard.lock.unlock();
+        }
+    }
+
     /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
     public Result<Placement> peek(String tenant, String key) {
         return lookup(tenant, key, false);
