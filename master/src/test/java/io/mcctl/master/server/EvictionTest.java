@@ -65,7 +65,9 @@ class EvictionTest {
                 assertTrue(read.get(i).ok(), recent.get(i) + ": " + read.get(i));
                 assertArrayEquals(TestObjects.content(recent.get(i), SIZE), TestObjects.bytesOf(read.get(i).data()));
             }
-            // Whatever is left reads back byte-exact or is a clean miss; nothing overlaps, nothing leaked.
+            // Whatever is left reads back byte-exact or is a clean miss; nothing overlaps, nothing leaked. The evictor may
+            // still be bringing the tier down meanwhile: the mappings only go down while nothing is written.
+            long before = pages.mappingCount();
             List<TierReader.Outcome> all = node.reader().get("t", keys);
             int present = 0;
             for (int i = 0; i < keys.size(); i++) {
@@ -77,7 +79,8 @@ class EvictionTest {
                     assertEquals(TierReader.Status.NOT_FOUND, o.status(), keys.get(i) + ": " + o);
                 }
             }
-            assertEquals(pages.mappingCount(), present);
+            long after = pages.mappingCount();
+            assertTrue(after <= present && present <= before, "read " + present + " objects while the tier held " + before + " then " + after);
             CheckPagesResponse check = node.client().checkPages(false, 0, 100);
             assertEquals(0, check.getLeakedPages() + check.getOverlapPages() + check.getFalseFreePages(), check.toString());
         }
