@@ -372,7 +372,7 @@ public final class PageService {
 
     /** The committed mapping of (tenant, key), granting a read lease on its pages. */
     public Result<Placement> getMapping(String tenant, String key) {
-        return lookup(tenant, key, true);
+        return lookup(tenant, key, true, COMMITTED);
     }
 
     /** A committed mapping with what eviction knows of it. */
@@ -384,33 +384,24 @@ public final class PageService {
      * grants a read lease like {@link #getMapping}) and whether it is pinned.
      */
     public Result<KeyDetail> getMappingDetail(String tenant, String key) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
-        if (invalid != null) {
-            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
-        }
-        String scoped = KeyRules.scopedKey(tenant, key);
-        KeyTable.Shard shard = keys.shardOf(scoped);
-        shard.lock.lock();
-        try {
-            KeyTable.Entry entry = shard.entries.get(scoped);
-            if (entry == null || !entry.hasCommitted()) {
-                return lookup(tenant, key, true).cast();
-            }
-            long age = Math.max(0, (state.now() - entry.lastUsedNanos) / 1_000_000);
-            grantLease(entry);
-            state.usage(tenant).hits.increment();
-            return Result.ok(new KeyDetail(entry.committed(), age, entry.pinned));
-        } finally {
-            shard.lock.unlock();
-        }
+        return lookup(tenant, key, true, (entry, previousUse) -> new KeyDetail(entry.committed(),
+                Math.max(0, (state.now() - previousUse) / 1_000_000), entry.pinned));
     }
 
     /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
     public Result<Placement> peek(String tenant, String key) {
-        return lookup(tenant, key, false);
+        return lookup(tenant, key, false, COMMITTED);
     }
 
-    private Result<Placement> lookup(String tenant, String key, boolean lease) {
+    /** What a lookup answers, read from the entry under its shard lock; {@code previousUse} is its use before this lookup. */
+    @FunctionalInterface
+    private interface EntryView<T> {
+        T of(KeyTable.Entry entry, long previousUse);
+    }
+
+    private static final EntryView<Placement> COMMITTED = (entry, previousUse) -> entry.committed();
+
+    private <T> Result<T> lookup(String tenant, String key, boolean lease, EntryView<T> view) {
         String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
@@ -429,11 +420,12 @@ public final class PageService {
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
             }
+            long previousUse = entry.lastUsedNanos;
             if (lease) {
                 grantLease(entry);
                 state.usage(tenant).hits.increment();
             }
-            return Result.ok(entry.committed());
+            return Result.ok(view.of(entry, previousUse));
         } finally {
             shard.lock.unlock();
         }
@@ -836,6 +828,9 @@ public final class PageService {
             shard.lock.lock();
             try {
                 int n = shard.samples;
+                if (n == 0) {
+                    continue; // emptied since the hint was read
+                }
                 // For a quota, every mapping of the shard is looked at (from a random point) for the tenant's own: a
                 // random sample could miss a small tenant's few keys among many.
                 int tries = onlyPrefix == null ? Math.min(n, EVICTION_SAMPLES_PER_SHARD) : n;

@@ -57,13 +57,7 @@ class LogFailureTest {
 
     @Test
     void a_full_state_directory_stops_changes_once_keeps_lookups_and_loses_nothing_acknowledged() throws Exception {
-        mount = dir.resolve("state");
-        Files.createDirectories(mount);
-        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", mount.toString()) == 0;
-        if (!mounted) {
-            mount = null;
-        }
-        assumeTrue(mounted, "needs root to mount a tmpfs");
+        mountTmpfs("state", "128k");
         // Room for far more objects than the log can record on the tmpfs: the log fails first.
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
         MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
@@ -151,13 +145,7 @@ class LogFailureTest {
 
     @Test
     void a_write_into_a_full_root_frees_its_pages_and_says_the_filesystem_is_full() throws Exception {
-        mount = dir.resolve("root");
-        Files.createDirectories(mount);
-        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount.toString()) == 0;
-        if (!mounted) {
-            mount = null;
-        }
-        assumeTrue(mounted, "needs root to mount a tmpfs");
+        mountTmpfs("root", "2m");
         // 4 sparse buckets of 4 MiB on a 2 MiB filesystem: the layout promises more than the disk holds.
         BucketLayout layout = new BucketLayout(mount, 4, TierCluster.PAGE, 4L << 20);
         MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
@@ -185,13 +173,7 @@ class LogFailureTest {
 
     @Test
     void a_snapshot_that_fails_on_a_full_state_directory_leaves_no_temp_file_and_the_next_one_works() throws Exception {
-        mount = dir.resolve("state");
-        Files.createDirectories(mount);
-        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mount.toString()) == 0;
-        if (!mounted) {
-            mount = null;
-        }
-        assumeTrue(mounted, "needs root to mount a tmpfs");
+        mountTmpfs("state", "8m");
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
         MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
                 Duration.ofSeconds(5), MasterSettings.Durability.snapshot, mount, null, 2, 64L << 20, Map.of());
@@ -209,6 +191,15 @@ class LogFailureTest {
             Files.delete(mount.resolve("filler"));
             assertEquals(500, cluster.master().snapshot().mappings(), "with space back the next snapshot works");
         }
+    }
+
+    /** Mounts a tmpfs of {@code size} at {@code name} under the test's directory as {@link #mount}; skips the test when it cannot. */
+    private void mountTmpfs(String name, String size) throws Exception {
+        Path target = dir.resolve(name);
+        Files.createDirectories(target);
+        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", target.toString()) == 0;
+        assumeTrue(mounted, "needs root to mount a tmpfs");
+        mount = target;
     }
 
     /** Writes a filler file until the filesystem is full. */
