@@ -38,6 +38,8 @@ import picocli.CommandLine.Spec;
         description = {"Check that this node's mount of the root is fit to join the tier: the root, its filesystem (3FS or not), "
                 + "stat latency, capacity, the layout record, the bucket files, the open-file limit, and a write + fsync + "
                 + "read-back probe in a scratch file (never a bucket file).",
+                "The layout checked is the root's layout record (mooncake.layout.json) where it has one; --bucket-count, --page-size and "
+                        + "--bucket-size (or their environment or file settings) override it, with a note on stderr when they disagree.",
                 "Exit 0 when no check FAILs, 1 when one does, 2 on bad input, 4 when --master cannot be reached."})
 public final class MountValidateCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 

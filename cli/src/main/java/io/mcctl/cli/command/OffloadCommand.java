@@ -34,7 +34,13 @@ import picocli.CommandLine.Spec;
 @Command(name = "offload", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Write a file (or stdin with '-') into the tier under KEY, or with --batch every regular file of a",
                 "directory under its file name. Pages come from the master; the bytes go straight into the shared",
-                "bucket file with pwrite; a failed write frees its pages at once."})
+                "bucket file with pwrite; a failed write frees its pages at once.",
+                "A batch stores what it can: each entry that is not a file (a directory, a FIFO, a dangling symlink) is skipped and each "
+                        + "file that cannot be an object (empty, larger than a bucket) is refused, one line each, and the run ends with "
+                        + "'offloaded N of M (K refused)'.",
+                "Exit 0 when every entry was stored; 1 when any was refused or failed; 2 on bad input (a single FILE that is a "
+                        + "directory, not a regular file, empty or larger than a bucket); 3 when FILE does not exist or DIR is empty; "
+                        + "4 when the master was lost part way (the report says how many keys were stored and which are in doubt)."})
 public final class OffloadCommand implements Callable<Integer> {
 
     @Spec
