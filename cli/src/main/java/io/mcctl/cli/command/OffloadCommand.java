@@ -39,7 +39,7 @@ import picocli.CommandLine.Spec;
                         + "file that cannot be an object (empty, larger than a bucket) is refused, one line each, and the run ends with "
                         + "'offloaded N of M (K refused)'.",
                 "Exit 0 when every entry was stored; 1 when any was refused or failed; 2 on bad input (a single FILE that is a "
-                        + "directory, not a regular file, empty or larger than a bucket); 3 when FILE does not exist or DIR is empty; "
+                        + "directory, not a regular file, empty or larger than a bucket); 3 when FILE does not exist (or is a dangling symlink) or DIR is empty; "
                         + "4 when the master was lost part way (the report says how many keys were stored and which are in doubt)."})
 public final class OffloadCommand implements Callable<Integer> {
 
@@ -114,7 +114,7 @@ public final class OffloadCommand implements Callable<Integer> {
             }
             Entry entry = "-".equals(file) ? new Entry("stdin", key, null, -1, keyProblem(key), false) : examine(file, key, Path.of(file));
             if (!entry.ok()) {
-                throw new CliException(entry.refusal().startsWith("no such file") ? ExitCodes.NOT_FOUND : ExitCodes.USAGE,
+                throw new CliException(entry.refusal().startsWith("no such file") || entry.refusal().startsWith("dangling") ? ExitCodes.NOT_FOUND : ExitCodes.USAGE,
                         "cannot offload " + file + ": " + entry.refusal());
             }
             entries.add(entry);
