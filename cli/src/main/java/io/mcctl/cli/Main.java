@@ -159,7 +159,8 @@ public final class Main {
         return commandLine;
     }
 
-    static int exitCodeOf(Throwable ex) {
+    /** The exit code for a failure that stopped a command (public: a command that reports first still exits by it). */
+    public static int exitCodeOf(Throwable ex) {
         if (ex instanceof CliException cli) {
             return cli.exitCode();
         }

@@ -134,6 +134,31 @@ class MountValidateCommandTest {
     }
 
     @Test
+    void a_healthy_root_checked_with_only_root_is_checked_against_its_layout_record() throws Exception {
+        Path root = dir.resolve("root");
+        BucketFiles.initialise(small(root));
+        CliRun run = CliRun.run("mount", "validate", "--root", root.toString(), "--timeout", "20s").expectOk();
+        assertTrue(line(run, "layout").contains("PASS"), run.out());
+        assertTrue(line(run, "bucket-files").contains("PASS"), run.out());
+        assertTrue(line(run, "capacity").contains("4 x 1 MiB"), run.out());
+        assertTrue(run.err().isEmpty(), run.err());
+    }
+
+    @Test
+    void a_flag_that_disagrees_with_the_layout_record_overrides_it_and_says_so() throws Exception {
+        Path root = dir.resolve("root");
+        BucketFiles.initialise(small(root));
+        CliRun run = CliRun.run("mount", "validate", "--root", root.toString(), "--bucket-count", "8", "--timeout", "20s", "-o", "json")
+                .expectExit(ExitCodes.FAILED);
+        assertEquals("mcctl: note: bucket_count 8 (from flag --bucket-count) overrides 4 in the layout record " + root.resolve("mooncake.layout.json"),
+                run.err().strip());
+        JsonNode report = json(run);
+        assertTrue(check(report, "layout").get("detail").asText().contains("bucket_count is 8 here but 4 in the layout"), report.toString());
+        assertTrue(check(report, "bucket-files").get("detail").asText().contains("4 of 8 missing"), report.toString());
+        assertEquals(1, report.get("summary").get("layout_overrides").size());
+    }
+
+    @Test
     void a_read_only_root_fails_the_write_probe() throws Exception {
         Path root = dir.resolve("root");
         BucketFiles.initialise(small(root));

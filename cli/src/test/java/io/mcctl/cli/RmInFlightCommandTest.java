@@ -12,6 +12,7 @@ import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -65,6 +66,31 @@ class RmInFlightCommandTest {
             GetStatsResponse stats = client.stats();
             assertEquals(0, stats.getInFlightAllocations(), "the drop was logged: no allocation comes back");
             assertEquals(3, stats.getQuarantinedPages(), "and its pages are still quarantined after the restart");
+        }
+    }
+
+    @Test
+    void removing_a_key_that_is_being_written_says_so_and_points_at_rm_in_flight() throws Exception {
+        Path root = Files.createDirectories(temp.resolve("root"));
+        try (MasterServer master = MasterServer.start(options(new BucketLayout(root, 2, PAGE, 1 << 20)));
+             MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(10))) {
+            String address = "127.0.0.1:" + master.port();
+            client.allocate("default", "busy", PAGE, false);
+
+            CliRun run = CliRun.run("rm", "--master", address, "busy").expectExit(ExitCodes.FAILED);
+            assertEquals(1, run.err().lines().count(), run.err());
+            assertTrue(run.err().startsWith("mcctl: error: busy: it is being written (an allocation in flight"), run.err());
+            assertTrue(run.err().strip().endsWith("or drop the allocation with mcctl rm --in-flight busy"), run.err());
+            assertEquals(1, client.stats().getInFlightAllocations(), "rm changed nothing of the allocation");
+
+            CliRun both = CliRun.run("rm", "--master", address, "busy", "absent").expectExit(ExitCodes.NOT_FOUND);
+            List<String> err = both.err().lines().toList();
+            assertEquals(2, err.size(), both.err());
+            assertTrue(err.get(0).contains("busy: it is being written"), both.err());
+            assertTrue(err.get(1).contains("absent") && err.get(1).contains("not found"), both.err());
+
+            CliRun.run("rm", "--master", address, "--in-flight", "busy").expectOk();
+            assertEquals(0, client.stats().getInFlightAllocations());
         }
     }
 }

@@ -11,6 +11,9 @@ import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
 import io.mcctl.storage.config.StorageSettings;
 import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.storage.layout.SpaceBacking;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import io.mcctl.storage.mount.CheckResult;
 import io.mcctl.storage.mount.MountValidator;
 import java.time.Duration;
@@ -69,6 +72,52 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         LOG.info("health check: {} checks run, {} warnings", results.size(), warnings);
     }
 
+    /** A root that is a file (or under one) is refused in one line before anything is created or locked. */
+    static void requireDirectoryRoot(Path root) {
+        Path existing = root;
+        while (existing != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        if (existing != null && !Files.isDirectory(existing)) {
+            throw new CliException(ExitCodes.USAGE, existing.equals(root)
+                    ? "root " + root + " is a file, not a directory: give --root a directory (it is created when missing)"
+                    : "root " + root + " cannot be created: " + existing + " is a file, not a directory");
+        }
+    }
+
+    /** The root in force as an absolute path, where it came from, and what a relative one was taken relative to. */
+    private String describeRoot(EffectiveConfig config, Path root) {
+        EffectiveConfig.Entry entry = config.entry(StorageSettings.ROOT_DIR);
+        String cwd = Path.of("").toAbsolutePath().toString();
+        String given = switch (entry.source()) {
+            case FLAG -> spec.findOption(StorageSettings.ROOT_DIR.flag()).getValue();
+            case ENVIRONMENT -> io.mcctl.cli.McctlCommand.environment(spec).get(StorageSettings.ROOT_DIR.envName());
+            case DEFAULT -> StorageSettings.DEFAULT_ROOT;
+            case FILE -> null; // the file's text is not kept: say how a relative one is read
+        };
+        String relative = given == null ? "; a relative root_dir there is taken relative to the current directory " + cwd
+                : Path.of(given).isAbsolute() ? "" : " '" + given + "', relative to the current directory " + cwd;
+        if (entry.source() == EffectiveConfig.SourceKind.DEFAULT) {
+            return "no root configured: using the local directory " + root + " (the default " + StorageSettings.DEFAULT_ROOT
+                    + ", relative to the current directory " + cwd + "; set --root or " + StorageSettings.ROOT_DIR.envName()
+                    + " to a shared mount for more than one node)";
+        }
+        return "root " + root + " (from " + entry.describeSource() + relative + ")";
+    }
+
+    /** What was laid out and how much real space backs it: sparse bucket files take space only as objects are written. */
+    private static void logSpace(BucketLayout layout) {
+        try {
+            SpaceBacking space = SpaceBacking.measure(layout);
+            LOG.info("layout: {} bucket files x {} = {} under {}, sparse: {}{} of it backed by real space so far, {} free on the filesystem",
+                    layout.bucketCount(), SpaceBacking.bytes(layout.bucketSize()), SpaceBacking.bytes(space.capacityBytes()), layout.root(),
+                    space.allocatedKnown() ? "" : "at most ", SpaceBacking.bytes(space.allocatedBytes()), SpaceBacking.bytes(space.freeBytes()));
+        } catch (java.io.IOException e) {
+            LOG.info("layout: {} bucket files x {} under {} (real space unknown: {})", layout.bucketCount(),
+                    SpaceBacking.bytes(layout.bucketSize()), layout.root(), e.getMessage());
+        }
+    }
+
     /** The eviction settings as one policy; a low watermark above the high one is refused in one line. */
     static PageService.EvictionPolicy evictionPolicy(EffectiveConfig config) {
         double high = config.get(MasterSettings.EVICTION_HIGH_WATERMARK);
@@ -114,10 +163,8 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                     + ") selects the legacy per-key model, which this version of mcctl does not build; use page_mode true");
         }
         BucketLayout layout = StorageSettings.layout(config);
-        if (config.entry(StorageSettings.ROOT_DIR).source() == EffectiveConfig.SourceKind.DEFAULT) {
-            LOG.info("no root configured: using the local directory {} (set --root or MOONCAKE_DISTRIBUTED_ROOT_DIR to a shared mount "
-                    + "for more than one node)", layout.root());
-        }
+        requireDirectoryRoot(layout.root());
+        LOG.info("{}", describeRoot(config, layout.root()));
         java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
         for (EffectiveConfig.Entry entry : config.entries()) {
             settingsInForce.put(entry.setting().key(), entry.formattedValue());
@@ -153,6 +200,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 throw new CliException(ExitCodes.FAILED, e.getMessage(), e);
             }
         }
+        logSpace(layout);
         reloadTokensOnHangup(security);
         Thread hook = new Thread(() -> {
             LOG.info("stopping");

@@ -12,6 +12,8 @@ import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
 import io.mcctl.storage.config.StorageSettings;
 import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.mount.CheckResult;
 import io.mcctl.storage.mount.ExpectedLayout;
 import io.mcctl.storage.mount.MountValidator;
@@ -36,6 +38,8 @@ import picocli.CommandLine.Spec;
         description = {"Check that this node's mount of the root is fit to join the tier: the root, its filesystem (3FS or not), "
                 + "stat latency, capacity, the layout record, the bucket files, the open-file limit, and a write + fsync + "
                 + "read-back probe in a scratch file (never a bucket file).",
+                "The layout checked is the root's layout record (mooncake.layout.json) where it has one; --bucket-count, --page-size and "
+                        + "--bucket-size (or their environment or file settings) override it, with a note on stderr when they disagree.",
                 "Exit 0 when no check FAILs, 1 when one does, 2 on bad input, 4 when --master cannot be reached."})
 public final class MountValidateCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
@@ -69,7 +73,13 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
             }
         }
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
-        BucketLayout layout = StorageSettings.layout(config);
+        List<String> overrides = new ArrayList<>();
+        BucketLayout layout = withLayoutRecord(config, StorageSettings.layout(config), overrides);
+        PrintWriter err = spec.commandLine().getErr();
+        for (String override : overrides) {
+            err.println("mcctl: note: " + override);
+        }
+        err.flush();
         String fsType = config.get(StorageSettings.FS_TYPE);
         Optional<ExpectedLayout> expected = Optional.empty();
         if (master != null) {
@@ -106,6 +116,7 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
                 summary.put(status.name().toLowerCase(Locale.ROOT), counts.get(status));
             }
             summary.put("fit", fit);
+            summary.put("layout_overrides", overrides);
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("checks", checks);
             report.put("summary", summary);
@@ -122,6 +133,43 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
         }
         out.flush();
         return fit ? ExitCodes.OK : ExitCodes.FAILED;
+    }
+
+    /**
+     * The layout to check: the root's layout record where it has one, for each of bucket_count, page_size and bucket_size
+     * left at its default; a value set by flag, environment or file stays in force, and one that disagrees with the record
+     * is noted in {@code overrides} (the layout check then fails naming both). Without a readable record, the settings.
+     */
+    static BucketLayout withLayoutRecord(EffectiveConfig config, BucketLayout settings, List<String> overrides) {
+        LayoutFile.Record record;
+        try {
+            record = LayoutFile.read(settings.layoutFile());
+        } catch (java.io.IOException | RuntimeException e) {
+            return settings; // none yet, or unreadable: the layout check says which
+        }
+        int count = (int) pick(config, StorageSettings.BUCKET_COUNT, record.bucketCount(), settings.layoutFile(), overrides, String::valueOf);
+        long page = pick(config, StorageSettings.PAGE_SIZE, record.pageSize(), settings.layoutFile(), overrides, SizeParser::format);
+        long bucket = pick(config, StorageSettings.BUCKET_SIZE, record.bucketSize(), settings.layoutFile(), overrides, SizeParser::format);
+        try {
+            return new BucketLayout(settings.root(), count, page, bucket);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, "the settings and the layout record " + settings.layoutFile() + " together give no layout: "
+                    + e.getMessage() + " (" + String.join("; ", overrides) + ")");
+        }
+    }
+
+    private static long pick(EffectiveConfig config, Setting<? extends Number> setting, long recorded, java.nio.file.Path file,
+                             List<String> overrides, java.util.function.LongFunction<String> format) {
+        EffectiveConfig.Entry entry = config.entry(setting);
+        long value = ((Number) entry.value()).longValue();
+        if (entry.source() == EffectiveConfig.SourceKind.DEFAULT) {
+            return recorded;
+        }
+        if (value != recorded) {
+            overrides.add(setting.key() + " " + format.apply(value) + " (from " + entry.describeSource() + ") overrides "
+                    + format.apply(recorded) + " in the layout record " + file);
+        }
+        return value;
     }
 
     private Duration parseTimeout() {

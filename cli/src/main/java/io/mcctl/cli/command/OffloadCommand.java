@@ -6,10 +6,12 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Progress;
 import io.mcctl.master.client.ClientMetrics;
+import io.mcctl.master.client.MasterException;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
 import io.mcctl.master.client.TierWriter;
 import io.mcctl.master.service.KeyRules;
+import io.mcctl.storage.layout.SpaceBacking;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -32,7 +34,13 @@ import picocli.CommandLine.Spec;
 @Command(name = "offload", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Write a file (or stdin with '-') into the tier under KEY, or with --batch every regular file of a",
                 "directory under its file name. Pages come from the master; the bytes go straight into the shared",
-                "bucket file with pwrite; a failed write frees its pages at once."})
+                "bucket file with pwrite; a failed write frees its pages at once.",
+                "A batch stores what it can: each entry that is not a file (a directory, a FIFO, a dangling symlink) is skipped and each "
+                        + "file that cannot be an object (empty, larger than a bucket) is refused, one line each, and the run ends with "
+                        + "'offloaded N of M (K refused)'.",
+                "Exit 0 when every entry was stored; 1 when any was refused or failed; 2 on bad input (a single FILE that is a "
+                        + "directory, not a regular file, empty or larger than a bucket); 3 when FILE does not exist (or is a dangling symlink) or DIR is empty; "
+                        + "4 when the master was lost part way (the report says how many keys were stored and which are in doubt)."})
 public final class OffloadCommand implements Callable<Integer> {
 
     @Spec
@@ -65,10 +73,30 @@ public final class OffloadCommand implements Callable<Integer> {
     @Option(names = "--pin", description = "Soft-pin the objects: when the tier is full they are evicted only when nothing unpinned is left.")
     boolean pin;
 
+    /**
+     * One entry to offload: its key and file (null for stdin), or why it cannot be offloaded; {@code skipped} when it is
+     * not a file at all (a directory, a FIFO, a dangling symlink), refused otherwise.
+     */
+    private record Entry(String name, String key, Path file, long size, String refusal, boolean skipped) {
+        Entry refused(String reason) {
+            return new Entry(name, key, file, size, reason, false);
+        }
+
+        Entry skipped(String reason) {
+            return new Entry(name, key, file, size, reason, true);
+        }
+
+        boolean ok() {
+            return refusal == null;
+        }
+    }
+
     @Override
     public Integer call() throws IOException {
-        List<Path> files = new ArrayList<>();
-        List<String> keys = new ArrayList<>();
+        if (batchSize < 1 || batchSize > 10_000) {
+            throw new CliException(ExitCodes.USAGE, "invalid --batch-size " + batchSize + ": allowed is 1 to 10000");
+        }
+        List<Entry> entries = new ArrayList<>();
         if (batchDir != null) {
             if (key != null) {
                 throw new CliException(ExitCodes.USAGE, "give either KEY FILE or --batch DIR, not both");
@@ -77,68 +105,182 @@ public final class OffloadCommand implements Callable<Integer> {
                 throw new CliException(ExitCodes.USAGE, "invalid --batch '" + batchDir + "': not a directory");
             }
             try (Stream<Path> listing = Files.list(batchDir)) {
-                listing.filter(Files::isRegularFile).sorted().forEach(path -> {
-                    files.add(path);
-                    keys.add(prefix + path.getFileName());
-                });
+                listing.sorted().forEach(path -> entries.add(examine(path.getFileName().toString(), prefix + path.getFileName(), path)));
+            }
+            if (entries.isEmpty()) {
+                // Nothing was asked for that exists: a script that offloads a spool directory can tell this from a success.
+                throw new CliException(ExitCodes.NOT_FOUND, "nothing to offload: " + batchDir + " is empty");
             }
         } else {
             if (key == null || file == null) {
                 throw new CliException(ExitCodes.USAGE, "offload needs KEY and FILE (or '-' for stdin), or --batch DIR");
             }
-            keys.add(key);
-            files.add("-".equals(file) ? null : Path.of(file));
-        }
-        if (batchSize < 1 || batchSize > 10_000) {
-            throw new CliException(ExitCodes.USAGE, "invalid --batch-size " + batchSize + ": allowed is 1 to 10000");
-        }
-        for (String k : keys) {
-            String problem = KeyRules.checkKey(k);
-            if (problem != null) {
-                throw new CliException(ExitCodes.USAGE, "invalid key: " + problem);
+            Entry entry = "-".equals(file) ? new Entry("stdin", key, null, -1, keyProblem(key), false) : examine(file, key, Path.of(file));
+            if (!entry.ok()) {
+                throw new CliException(entry.refusal().startsWith("no such file") || entry.refusal().startsWith("dangling") ? ExitCodes.NOT_FOUND : ExitCodes.USAGE,
+                        "cannot offload " + file + ": " + entry.refusal());
             }
-        }
-        for (Path path : files) {
-            if (path != null && !Files.isRegularFile(path)) {
-                throw new CliException(ExitCodes.NOT_FOUND, "no such file: " + path);
-            }
+            entries.add(entry);
         }
         String tenant = client.tenant();
-        List<TierWriter.Outcome> outcomes = new ArrayList<>();
-        long bytes = 0;
-        try (MasterClient master = client.connect(spec);
-             TierNode node = TierNode.connect(master, true, new ClientMetrics());
-             Progress progress = new Progress("offload", keys.size())) {
-            TierWriter writer = new TierWriter(node, TestHooks.fromEnvironment(spec.commandLine().getErr()));
-            for (int from = 0; from < keys.size(); from += batchSize) {
-                int to = Math.min(keys.size(), from + batchSize);
+        Batch batch = new Batch(entries);
+        if (entries.stream().anyMatch(Entry::ok)) {
+            try (MasterClient master = client.connect(spec);
+                 TierNode node = TierNode.connect(master, true, new ClientMetrics())) {
+                long bucketSize = node.layout().getBucketSize();
+                for (int i = 0; i < entries.size(); i++) {
+                    Entry entry = entries.get(i);
+                    if (entry.ok() && entry.size() > bucketSize) {
+                        entries.set(i, entry.refused(tooLarge(entry.size(), bucketSize)));
+                        if (batchDir == null) {
+                            throw new CliException(ExitCodes.USAGE, "cannot offload " + entry.name() + ": " + entries.get(i).refusal());
+                        }
+                    }
+                }
+                offload(node, tenant, entries, bucketSize, batch);
+            }
+        }
+        return report(batch);
+    }
+
+    /** Why {@code path} cannot be offloaded under {@code key}, or an entry ready to go (its size not yet checked against a bucket). */
+    private static Entry examine(String name, String key, Path path) {
+        Entry entry = new Entry(name, key, path, 0, null, false);
+        try {
+            if (Files.isSymbolicLink(path) && !Files.exists(path)) {
+                return entry.skipped("dangling symlink to " + Files.readSymbolicLink(path));
+            }
+            if (Files.isDirectory(path)) {
+                return new Entry(name + "/", key, path, 0, "is a directory", true);
+            }
+            if (!Files.exists(path)) {
+                return entry.skipped("no such file");
+            }
+            if (!Files.isRegularFile(path)) {
+                return entry.skipped("not a regular file");
+            }
+            long size = Files.size(path);
+            if (size == 0) {
+                return entry.refused("empty file (objects are at least 1 byte)");
+            }
+            String problem = keyProblem(key);
+            return problem != null ? entry.refused(problem) : new Entry(name, key, path, size, null, false);
+        } catch (IOException e) {
+            return entry.refused("cannot be read: " + e.getMessage());
+        }
+    }
+
+    private static String keyProblem(String key) {
+        String problem = KeyRules.checkKey(key);
+        return problem == null ? null : "invalid key: " + problem;
+    }
+
+    private static String tooLarge(long size, long bucketSize) {
+        return size + " bytes (" + SpaceBacking.bytes(size) + ") is larger than a bucket of " + bucketSize + " bytes (" + SpaceBacking.bytes(bucketSize)
+                + "): an object must fit in one bucket";
+    }
+
+    /** What a run did: the entries, the master's answer for each key sent, and where a lost master cut it short. */
+    private static final class Batch {
+        final List<Entry> entries;
+        final List<TierWriter.Outcome> outcomes = new ArrayList<>();
+        /** The master call that failed as a whole and stopped the run, or null. */
+        MasterException lost;
+        /** Keys whose notify went out when the master was lost: stored or not, nobody knows. */
+        List<String> inDoubt = List.of();
+        /** Keys of the failed call that were not stored, and keys never sent. */
+        int notStored;
+
+        Batch(List<Entry> entries) {
+            this.entries = entries;
+        }
+
+        long refused() {
+            return entries.stream().filter(e -> !e.ok()).count();
+        }
+    }
+
+    /** Remembers which keys a notify went out for, so that a master lost under it leaves exactly those in doubt. */
+    private static final class NotifyWatch implements TierWriter.Listener {
+        private final TierWriter.Listener next;
+        List<String> notifying;
+
+        NotifyWatch(TierWriter.Listener next) {
+            this.next = next;
+        }
+
+        @Override
+        public void allocated(List<String> keys) {
+            next.allocated(keys);
+        }
+
+        @Override
+        public void beforeChunk(String key, long done) {
+            next.beforeChunk(key, done);
+        }
+
+        @Override
+        public void beforeNotify(List<String> keys) {
+            notifying = List.copyOf(keys);
+            next.beforeNotify(keys);
+        }
+    }
+
+    private void offload(TierNode node, String tenant, List<Entry> entries, long bucketSize, Batch batch) throws IOException {
+        List<Entry> ready = entries.stream().filter(Entry::ok).toList();
+        NotifyWatch watch = new NotifyWatch(TestHooks.fromEnvironment(spec.commandLine().getErr()));
+        TierWriter writer = new TierWriter(node, watch);
+        try (Progress progress = new Progress("offload", ready.size())) {
+            for (int from = 0; from < ready.size(); from += batchSize) {
+                int to = Math.min(ready.size(), from + batchSize);
                 List<TierWriter.ObjectSource> objects = new ArrayList<>(to - from);
                 for (int i = from; i < to; i++) {
-                    TierWriter.ObjectSource object;
-                    if (files.get(i) == null) {
-                        // stdin's length is not known before it ends, and the allocation needs it: read it whole
-                        object = new TierWriter.ObjectSource(keys.get(i), List.of(ByteBuffer.wrap(System.in.readAllBytes())));
+                    Entry entry = ready.get(i);
+                    if (entry.file() == null) {
+                        objects.add(new TierWriter.ObjectSource(entry.key(), List.of(ByteBuffer.wrap(readStdin(bucketSize)))));
                     } else {
                         // read chunk by chunk as it is written: memory stays flat whatever the file's size
-                        object = TierWriter.ObjectSource.ofFile(keys.get(i), files.get(i), Files.size(files.get(i)));
+                        objects.add(TierWriter.ObjectSource.ofFile(entry.key(), entry.file(), entry.size()));
                     }
-                    bytes += object.size();
-                    if (object.size() == 0) {
-                        throw new CliException(ExitCodes.USAGE, "invalid object for key '" + keys.get(i) + "': it is empty; objects are at least 1 byte");
-                    }
-                    objects.add(object);
                 }
-                outcomes.addAll(writer.offload(tenant, objects, overwrite, pin));
+                watch.notifying = null;
+                try {
+                    batch.outcomes.addAll(writer.offload(tenant, objects, overwrite, pin));
+                } catch (MasterException e) {
+                    batch.lost = e;
+                    if (watch.notifying != null && e.outcomeUnknown()) {
+                        batch.inDoubt = watch.notifying;
+                    }
+                    batch.notStored = ready.size() - from - batch.inDoubt.size();
+                    return;
+                }
                 progress.advance(to - from);
             }
         }
-        return report(outcomes, bytes);
     }
 
-    private int report(List<TierWriter.Outcome> outcomes, long bytes) {
+    /** Stdin whole, refused as soon as it holds more than a bucket (its length is not known before it ends). */
+    private static byte[] readStdin(long bucketSize) throws IOException {
+        long limit = bucketSize + 1;
+        byte[] bytes = limit >= Integer.MAX_VALUE - 8 ? System.in.readAllBytes() : System.in.readNBytes((int) limit);
+        if (bytes.length > bucketSize) {
+            throw new CliException(ExitCodes.USAGE, "cannot offload stdin: it holds more than a bucket of " + bucketSize + " bytes ("
+                    + SpaceBacking.bytes(bucketSize) + "): an object must fit in one bucket");
+        }
+        if (bytes.length == 0) {
+            throw new CliException(ExitCodes.USAGE, "cannot offload stdin: empty file (objects are at least 1 byte)");
+        }
+        return bytes;
+    }
+
+    private int report(Batch batch) {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        long failed = outcomes.stream().filter(o -> !o.ok()).count();
+        List<TierWriter.Outcome> outcomes = batch.outcomes;
+        long stored = outcomes.stream().filter(TierWriter.Outcome::ok).count();
+        long failed = outcomes.size() - stored;
+        long bytes = outcomes.stream().filter(TierWriter.Outcome::ok).mapToLong(o -> o.descriptor().getObjectSize()).sum();
+        long refused = batch.refused();
         if (output.json()) {
             List<Map<String, Object>> rows = new ArrayList<>();
             for (TierWriter.Outcome o : outcomes) {
@@ -156,27 +298,82 @@ public final class OffloadCommand implements Callable<Integer> {
                 }
                 rows.add(row);
             }
+            for (String key : batch.inDoubt) {
+                rows.add(new LinkedHashMap<>(Map.of("key", key, "status", "UNKNOWN", "message", "the outcome is unknown: check with mcctl stat " + key)));
+            }
+            List<Map<String, Object>> refusals = new ArrayList<>();
+            for (Entry entry : batch.entries) {
+                if (!entry.ok()) {
+                    Map<String, Object> row = new LinkedHashMap<>();
+                    row.put("entry", entry.name());
+                    row.put("reason", entry.refusal());
+                    refusals.add(row);
+                }
+            }
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("keys", rows);
-            report.put("offloaded", outcomes.size() - failed);
+            report.put("refused", refusals);
+            report.put("entries", batch.entries.size());
+            report.put("offloaded", stored);
             report.put("failed", failed);
+            report.put("in_doubt", batch.inDoubt.size());
+            report.put("not_sent", batch.lost == null ? 0 : batch.notStored);
             report.put("bytes", bytes);
+            if (batch.lost != null) {
+                report.put("master_lost", firstLine(batch.lost));
+            }
             out.println(io.mcctl.cli.OutputMixin.toJson(report));
         } else {
+            for (Entry entry : batch.entries) {
+                if (!entry.ok()) {
+                    err.println("mcctl: " + (entry.skipped() ? "skipped " : "refused ") + entry.name() + ": " + entry.refusal());
+                }
+            }
             for (TierWriter.Outcome o : outcomes) {
                 if (!o.ok()) {
                     err.println("mcctl: error: " + o.key() + ": " + o.code().name() + ": " + o.message());
-                } else if (outcomes.size() == 1) {
+                } else if (batch.entries.size() == 1) {
                     out.printf("offloaded %s: %d bytes at %s offset %d (crc32c %08x)%n", o.key(), o.descriptor().getObjectSize(),
                             o.descriptor().getFilePath(), o.descriptor().getOffset(), o.descriptor().getCrc32C());
                 }
             }
-            if (outcomes.size() > 1 || failed > 0) {
-                out.printf("offloaded %d of %d keys (%d bytes read), %d failed%n", outcomes.size() - failed, outcomes.size(), bytes, failed);
+            if (batch.lost != null) {
+                reportLostMaster(batch, stored, err);
+            }
+            if (batch.entries.size() > 1 || failed > 0 || batch.lost != null) {
+                out.println("offloaded " + stored + " of " + batch.entries.size() + " (" + refused + " refused"
+                        + (failed > 0 ? ", " + failed + " failed" : "")
+                        + (batch.lost != null ? ", " + batch.inDoubt.size() + " in doubt, " + batch.notStored + " not stored" : "")
+                        + "): " + bytes + " bytes");
             }
         }
         out.flush();
         err.flush();
-        return failed == 0 ? ExitCodes.OK : ExitCodes.FAILED;
+        if (batch.lost != null) {
+            return io.mcctl.cli.Main.exitCodeOf(batch.lost);
+        }
+        return failed == 0 && refused == 0 ? ExitCodes.OK : ExitCodes.FAILED;
+    }
+
+    /** A master lost mid-run: what was stored (acknowledged), which keys are in doubt, and what was not sent. */
+    private static void reportLostMaster(Batch batch, long stored, PrintWriter err) {
+        err.println("mcctl: error: the master was lost: " + firstLine(batch.lost));
+        err.println("mcctl: error: " + stored + " key(s) were stored before that (each acknowledged by the master)"
+                + (batch.notStored > 0 ? "; " + batch.notStored + " were not stored: offload them again" : ""));
+        if (!batch.inDoubt.isEmpty()) {
+            List<String> doubt = batch.inDoubt;
+            err.println("mcctl: error: " + (doubt.size() == 1 ? doubt.get(0) : doubt.size() + " keys, " + doubt.get(0) + " to " + doubt.get(doubt.size() - 1))
+                    + ": the outcome is unknown: check with mcctl stat " + doubt.get(0));
+        }
+    }
+
+    /** The first line of the innermost master error: what the master or the connection said, without the writer's wrapping. */
+    private static String firstLine(MasterException lost) {
+        MasterException innermost = lost;
+        while (innermost.getCause() instanceof MasterException cause) {
+            innermost = cause;
+        }
+        String message = innermost.getMessage() == null ? innermost.toString() : innermost.getMessage();
+        return message.lines().findFirst().orElse(message);
     }
 }

@@ -52,10 +52,17 @@ public final class RmCommand implements Callable<Integer> {
         }
         try (MasterClient master = client.connect(spec)) {
             List<KeyError> results = master.batchRemove(keys, Collections.nCopies(keys.size(), tenant)).getResultsList();
+            List<String> writing = beingWritten(master, tenant, results);
             for (int i = 0; i < keys.size(); i++) {
                 KeyError result = results.get(i);
                 if (result.getError() == ErrorCode.OK) {
                     out.println("removed " + keys.get(i));
+                } else if (writing.contains(keys.get(i))) {
+                    err.println("mcctl: error: " + keys.get(i) + ": it is being written (an allocation in flight, nothing committed yet), so "
+                            + "there is nothing to remove: wait for its writer to finish, or drop the allocation with mcctl rm --in-flight "
+                            + keys.get(i));
+                    // Not NOT_FOUND: the key is about to exist, and a script that takes 3 for 'already gone' would be wrong.
+                    worst = Math.max(worst, ExitCodes.FAILED);
                 } else {
                     err.println("mcctl: error: " + keys.get(i) + ": " + result.getMessage());
                     worst = Math.max(worst, result.getError() == ErrorCode.OBJECT_NOT_FOUND ? ExitCodes.NOT_FOUND
@@ -66,6 +73,31 @@ public final class RmCommand implements Callable<Integer> {
         out.flush();
         err.flush();
         return worst;
+    }
+
+    /**
+     * Of the keys the master found nothing to remove under, those it says are still being written. The master's remove
+     * answers not-found for both; its lookup tells them apart (and counts a miss in the tenant's read statistics).
+     */
+    private List<String> beingWritten(MasterClient master, String tenant, List<KeyError> results) {
+        List<String> notFound = new java.util.ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            if (results.get(i).getError() == ErrorCode.OBJECT_NOT_FOUND) {
+                notFound.add(keys.get(i));
+            }
+        }
+        if (notFound.isEmpty()) {
+            return List.of();
+        }
+        List<io.mcctl.master.proto.v1.MappingResult> looked = master.batchGetMapping(notFound, Collections.nCopies(notFound.size(), tenant))
+                .getResultsList();
+        List<String> writing = new java.util.ArrayList<>();
+        for (int i = 0; i < notFound.size(); i++) {
+            if (looked.get(i).getStatus().getError() == ErrorCode.REPLICA_IS_NOT_READY) {
+                writing.add(notFound.get(i));
+            }
+        }
+        return writing;
     }
 
     private int dropInFlight(String tenant, PrintWriter out, PrintWriter err) {

@@ -52,9 +52,12 @@ public record SpaceBacking(long capacityBytes, long allocatedBytes, long freeByt
             return Optional.empty();
         }
         return Optional.of("the root " + layout.root() + " lays out " + layout.bucketCount() + " x " + bytes(layout.bucketSize()) + " = "
-                + bytes(capacityBytes) + " of sparse bucket files, but " + (allocatedKnown ? "" : "at most ") + bytes(allocatedBytes)
-                + " of it is backed by real space and " + bytes(freeBytes) + " is free: " + bytes(unbackedBytes() - freeBytes)
-                + " cannot be written when the tier fills (free space, a smaller bucket_size, or --preallocate to reserve it up front)");
+                + bytes(capacityBytes) + " of bucket files but the filesystem has " + bytes(freeBytes) + " free: the files are sparse ("
+                + (allocatedKnown ? "" : "at most ") + bytes(allocatedBytes) + " of them backed by real space so far) and take space only as "
+                + "objects are written, so writes fail with 'no space left on device' after about " + bytes(freeBytes) + " more and "
+                + bytes(unbackedBytes() - freeBytes) + " of the layout cannot be written when the tier fills; fine for a trial, otherwise "
+                + "free space, lay out a new root with fewer or smaller buckets (--bucket-count, --bucket-size), or reserve the space at "
+                + "start with --preallocate true");
     }
 
     /** Reserves real space for every bucket file of {@code layout} (which must be laid out); returns the seconds it took. */

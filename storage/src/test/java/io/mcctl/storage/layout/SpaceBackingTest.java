@@ -37,8 +37,9 @@ class SpaceBackingTest {
         assertTrue(space.allocatedBytes() < 1 << 20, "sparse files hold (almost) no blocks: " + space);
         String warning = space.warning(layout).orElseThrow();
         assertTrue(warning.startsWith("the root " + root + " lays out 4 x " + SpaceBacking.bytes(bucketSize) + " = "
-                + SpaceBacking.bytes(4 * bucketSize) + " of sparse bucket files, but "), warning);
-        assertTrue(warning.contains("of it is backed by real space and ") && warning.contains(" cannot be written when the tier fills"), warning);
+                + SpaceBacking.bytes(4 * bucketSize) + " of bucket files but the filesystem has "), warning);
+        assertTrue(warning.contains("the files are sparse (") && warning.contains(" backed by real space so far)")
+                && warning.contains(" cannot be written when the tier fills"), warning);
 
         CheckResult capacity = MountValidator.validate(layout, "posix", Optional.empty(), Duration.ofSeconds(30)).stream()
                 .filter(r -> r.name().equals("capacity")).findFirst().orElseThrow();

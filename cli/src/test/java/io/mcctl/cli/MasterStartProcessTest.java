@@ -1,0 +1,50 @@
+package io.mcctl.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What {@code mcctl master start}, run as its own process, tells a first-time user about the root it uses. */
+@Timeout(120)
+class MasterStartProcessTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void a_relative_root_is_logged_as_an_absolute_path_with_what_was_laid_out_and_what_backs_it() throws Exception {
+        Path root = dir.resolve("tier");
+        try (McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), "--root", "tier", "--bucket-count", "8",
+                "--bucket-size", "4MiB", "--page-size", "4KiB")) {
+            String log = master.log();
+            assertTrue(log.contains("root " + root + " (from flag --root 'tier', relative to the current directory " + dir + ")"), log);
+            assertTrue(log.contains("layout: 8 bucket files x 4 MiB = 32 MiB under " + root + ", sparse: "), log);
+            assertTrue(log.contains(" of it backed by real space so far, "), log);
+            assertTrue(Files.isDirectory(root));
+        }
+    }
+
+    @Test
+    void a_root_that_is_a_file_is_refused_in_one_line_and_changes_nothing() throws Exception {
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
+        McctlProcess.Done start = McctlProcess.run(dir, Map.of(), "master", "start", "--root", file.toString(), "--port", "0",
+                "--metrics-port", "0");
+        assertEquals(ExitCodes.USAGE, start.exitCode(), start.err());
+        assertEquals("mcctl: error: root " + file + " is a file, not a directory: give --root a directory (it is created when missing)",
+                start.err().strip());
+        assertEquals("x", Files.readString(file));
+
+        McctlProcess.Done under = McctlProcess.run(dir, Map.of(), "master", "start", "--root", file.resolve("r").toString(), "--port", "0",
+                "--metrics-port", "0");
+        assertEquals(ExitCodes.USAGE, under.exitCode(), under.err());
+        assertTrue(under.err().contains("cannot be created: " + file + " is a file, not a directory"), under.err());
+        assertFalse(under.out().contains("serving"), under.out());
+    }
+}
