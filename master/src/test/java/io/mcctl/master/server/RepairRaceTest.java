@@ -71,7 +71,8 @@ class RepairRaceTest {
             long repaired = 0;
             long pagesPerBucket = cluster.layout().pagesPerBucket();
             try (var admin = cluster.newClient()) {
-                for (int round = 0; round < 60; round++) {
+                // At least 60 rounds, and on a slow machine more, until the writers have stored enough to mean something.
+                for (int round = 0; round < 60 || (acknowledged.size() <= 10 && round < 3000); round++) {
                     int bucket = random.nextInt(4);
                     long page = random.nextInt((int) pagesPerBucket - 2);
                     try {
