@@ -204,6 +204,10 @@ class GetStreamingProcessTest {
                 assertEquals(1, get.err().lines().count(), get.err());
                 assertTrue(get.err().contains(root.resolve("bucket_00.data").toString()), get.err());
                 assertTrue(get.err().contains("check that the shared filesystem is mounted at " + root), get.err());
+                Path file = Files.writeString(dir.resolve("to-offload"), "x");
+                McctlProcess.Done offload = McctlProcess.run(dir, Map.of("MCCTL_MASTER", master.address()), "offload", "k2", file.toString());
+                assertEquals(ExitCodes.UNAVAILABLE, offload.exitCode(), offload.err());
+                assertTrue(offload.err().contains("check that the shared filesystem is mounted at " + root), offload.err());
             } finally {
                 Files.move(away, root);
             }

@@ -5,7 +5,6 @@ import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Progress;
-import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -126,7 +125,7 @@ public final class OffloadCommand implements Callable<Integer> {
         Batch batch = new Batch(entries);
         if (entries.stream().anyMatch(Entry::ok)) {
             try (MasterClient master = client.connect(spec);
-                 TierNode node = TierNode.connect(master, true, new ClientMetrics())) {
+                 TierNode node = io.mcctl.cli.ClientOptions.node(master, true)) {
                 long bucketSize = node.layout().getBucketSize();
                 for (int i = 0; i < entries.size(); i++) {
                     Entry entry = entries.get(i);
