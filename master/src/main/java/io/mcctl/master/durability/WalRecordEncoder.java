@@ -148,12 +148,9 @@ final class WalRecordEncoder {
         }
     }
 
-    /**
-     * UTF-8 length of {@code s} as {@link String#getBytes} encodes it, which is how protobuf encodes a string it
-     * cannot encode itself (an unpaired surrogate becomes '?'). Keys are mostly ASCII: one byte a char.
-     */
+    /** UTF-8 length as {@link String#getBytes} encodes it (an unpaired surrogate becomes '?'), counted without encoding. */
     private static int utf8Length(String s) {
-        return isAscii(s) ? s.length() : s.getBytes(StandardCharsets.UTF_8).length;
+        return io.mcctl.master.service.KeyRules.utf8Length(s);
     }
 
     private static boolean isAscii(String s) {

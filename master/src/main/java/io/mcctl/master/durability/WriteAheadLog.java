@@ -443,15 +443,7 @@ public final class WriteAheadLog implements AutoCloseable {
         this.failureListener = listener;
     }
 
-    /** Why the log failed, or null while it works. */
-    public String failure() {
-        lock.lock();
-        try {
-            return failure == null ? null : failure.getMessage();
-        } finally {
-            lock.unlock();
-        }
-    }
+
 
     /** Writes what is buffered, then stops the writer and closes the segment. */
     @Override

@@ -20,6 +20,12 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
  */
 public final class MasterMetrics {
 
+    /** The eviction reasons and their metric labels. */
+    private static final java.util.Map<io.mcctl.master.service.Change.RemoveReason, String> EVICTIONS = new java.util.EnumMap<>(java.util.Map.of(
+            io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK, "watermark",
+            io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION, "allocation",
+            io.mcctl.master.service.Change.RemoveReason.EVICTED_QUOTA, "quota"));
+
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final Counter rpcRequests;
     private final Counter rpcFailures;
@@ -65,18 +71,12 @@ public final class MasterMetrics {
                 })).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_tenant_used_bytes").help("Bytes of committed objects per tenant").labelNames("tenant")
                 .callback(cb -> pages.tenantCounters().forEach((tenant, c) -> cb.call(c[1], tenant))).register(registry);
-        CounterWithCallback.builder().name("mooncake_master_evicted_keys_total").help("Objects evicted, by reason (watermark, allocation)")
-                .labelNames("reason").callback(cb -> {
-                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
-                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
-                    cb.call(pages.evictedTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_QUOTA), "quota");
-                }).register(registry);
+        CounterWithCallback.builder().name("mooncake_master_evicted_keys_total").help("Objects evicted, by reason (watermark, allocation, quota)")
+                .labelNames("reason").callback(cb -> EVICTIONS.forEach((reason, label) -> cb.call(pages.evictedTotal(reason), label)))
+                .register(registry);
         CounterWithCallback.builder().name("mooncake_master_evicted_bytes_total").help("Bytes of objects evicted, by reason")
-                .labelNames("reason").callback(cb -> {
-                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_WATERMARK), "watermark");
-                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_ALLOCATION), "allocation");
-                    cb.call(pages.evictedBytesTotal(io.mcctl.master.service.Change.RemoveReason.EVICTED_QUOTA), "quota");
-                }).register(registry);
+                .labelNames("reason").callback(cb -> EVICTIONS.forEach((reason, label) -> cb.call(pages.evictedBytesTotal(reason), label)))
+                .register(registry);
         CounterWithCallback.builder().name("mcctl_master_eviction_runs_total").help("Evictor passes that found the tier above its high watermark")
                 .callback(cb -> cb.call(pages.evictionRunsTotal())).register(registry);
         CounterWithCallback.builder().name("mcctl_master_eviction_seconds_total").help("Time the evictor's passes took")

@@ -131,14 +131,6 @@ public final class MasterSettings {
         return positive(DurationParser.parse(text));
     }
 
-    /**
-     * The allocation grace among the settings a master was started with (keys as in {@link #ALL}, values as formatted),
-     * or the default when they do not name it.
-     */
-    public static Duration allocationGrace(java.util.Map<String, String> settingsInForce) {
-        return parseGrace(settingsInForce.getOrDefault(ALLOCATION_GRACE.key(), ALLOCATION_GRACE.defaultText()));
-    }
-
     static Durability parseDurability(String text) {
         try {
             return Durability.valueOf(text.toLowerCase(java.util.Locale.ROOT));

@@ -934,7 +934,13 @@ public final class PageService {
         return out;
     }
 
-    /** Milliseconds since the least recently used committed mapping was used, from a sample; 0 when there is none. */
+    /** Mappings looked at per shard by {@link #oldestUseAgeMillis}: its cost stays fixed whatever the table's size. */
+    static final int AGE_SAMPLES_PER_SHARD = 8;
+
+    /**
+     * Milliseconds since the least recently used committed mapping was used, estimated from a fixed sample (every
+     * eighth shard, a few mappings of each): GetStats and every scrape ask for it. 0 when there is none.
+     */
     public long oldestUseAgeMillis() {
         long now = state.now();
         long oldest = Long.MAX_VALUE;
@@ -945,8 +951,10 @@ public final class PageService {
             }
             shard.lock.lock();
             try {
-                for (int i = 0; i < shard.samples; i++) {
-                    oldest = Math.min(oldest, shard.sampleEntries[i].lastUsedNanos);
+                int n = shard.samples;
+                for (int i = 0; i < Math.min(n, AGE_SAMPLES_PER_SHARD); i++) {
+                    int k = n <= AGE_SAMPLES_PER_SHARD ? i : java.util.concurrent.ThreadLocalRandom.current().nextInt(n);
+                    oldest = Math.min(oldest, shard.sampleEntries[k].lastUsedNanos);
                 }
             } finally {
                 shard.lock.unlock();
@@ -1077,11 +1085,6 @@ public final class PageService {
     public interface MappingSink {
         /** One committed mapping; {@code scopedKey} is tenant, NUL, key. Primitive arguments: a million calls, no objects. */
         void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException;
-    }
-
-    /** An in-flight allocation as a snapshot holds it: the change that made it, with its current deadline. */
-    public static Change.Allocated inFlightRecord(String tenant, String key, Placement placement, long deadlineMs, boolean overwrite) {
-        return new Change.Allocated(tenant, key, placement, deadlineMs, overwrite, false);
     }
 
     /** A quarantined range as a snapshot holds it. */
