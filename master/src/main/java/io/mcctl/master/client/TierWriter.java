@@ -134,7 +134,60 @@ public final class TierWriter {
         boolean passed(long now) {
             return now - fenceNanos >= 0;
         }
+
+        /** Time to keep for writing after a wait: the allocation must still have most of its deadline for its bytes. */
+        long margin() {
+            return (deadlineNanos - fenceNanos) * 4;
+        }
     }
+
+    /**
+     * Keys refused for room that the master says is due (pages in quarantine behind read leases, released in
+     * {@code retry_after_ms}) are asked for again once it is, for at most {@link #MAX_WAIT_FOR_ROOM_MILLIS} in all and
+     * only while the batch's first allocations have time left to be written; the answers replace the refusals in
+     * {@code results}. The fence stays the first allocation's, the earliest deadline of the batch.
+     */
+    private void waitForRoom(List<AllocationResult> results, List<String> keys, List<String> tenants, List<Long> sizes,
+                             boolean overwrite, boolean pin, Fence fence) {
+        long waitedMillis = 0;
+        while (true) {
+            List<Integer> retry = new ArrayList<>();
+            long after = 0;
+            for (int i = 0; i < results.size(); i++) {
+                KeyError status = results.get(i).getStatus();
+                if (status.getError() == ErrorCode.NO_AVAILABLE_HANDLE && status.getRetryAfterMs() > 0) {
+                    retry.add(i);
+                    after = after == 0 ? status.getRetryAfterMs() : Math.min(after, status.getRetryAfterMs());
+                }
+            }
+            if (retry.isEmpty() || waitedMillis + after > MAX_WAIT_FOR_ROOM_MILLIS
+                    || fence.passed(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(after) + fence.margin())) {
+                return;
+            }
+            try {
+                Thread.sleep(after);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            waitedMillis += after;
+            List<String> retryKeys = new ArrayList<>(retry.size());
+            List<String> retryTenants = new ArrayList<>(retry.size());
+            List<Long> retrySizes = new ArrayList<>(retry.size());
+            for (int i : retry) {
+                retryKeys.add(keys.get(i));
+                retryTenants.add(tenants.get(i));
+                retrySizes.add(sizes.get(i));
+            }
+            BatchAllocateDistributedPageResponse again = node.master().batchAllocate(retryKeys, retryTenants, retrySizes, overwrite, pin);
+            for (int j = 0; j < retry.size(); j++) {
+                results.set(retry.get(j), again.getResults(j));
+            }
+        }
+    }
+
+    /** Longest a batch waits in all for room the master says is due from quarantine: a few read leases. */
+    static final long MAX_WAIT_FOR_ROOM_MILLIS = 15_000;
 
     public List<Outcome> offload(String tenant, List<ObjectSource> objects, boolean overwrite) {
         return offload(tenant, objects, overwrite, false);
@@ -157,9 +210,11 @@ public final class TierWriter {
 
         Outcome[] outcomes = new Outcome[n];
         DistributedDiskDescriptor[] places = new DistributedDiskDescriptor[n];
+        List<AllocationResult> results = new ArrayList<>(allocated.getResultsList());
+        waitForRoom(results, keys, tenants, sizes, overwrite, pin, fence);
         List<String> allocatedKeys = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            AllocationResult result = allocated.getResults(i);
+            AllocationResult result = results.get(i);
             if (result.getStatus().getError() != ErrorCode.OK) {
                 outcomes[i] = new Outcome(keys.get(i), result.getStatus().getError(), result.getStatus().getMessage(), null);
             } else {

@@ -131,7 +131,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     private static final KeyError OK = KeyError.getDefaultInstance();
 
     private static KeyError keyError(Result<?> result) {
-        return result.isOk() ? OK : KeyError.newBuilder().setError(result.error()).setMessage(result.message()).build();
+        return result.isOk() ? OK : KeyError.newBuilder().setError(result.error()).setMessage(result.message())
+                .setRetryAfterMs(result.retryAfterMillis()).build();
     }
 
     private static <T> T orThrow(Result<T> result) {

@@ -216,6 +216,9 @@ public final class PageService {
             // have taken the room, which is then a miss.
             shard.lock.unlock();
             try {
+                // Room due from quarantine is taken at once rather than at the reaper's next pass: a writer told to come
+                // back when its room is released finds it then.
+                releaseDueQuarantine();
                 evictForRoom(pages);
             } finally {
                 shard.lock.lock();
@@ -223,7 +226,7 @@ public final class PageService {
             return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, false);
         }
         if (placement == null) {
-            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size));
+            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size), quarantineRetryAfterMillis());
         }
         Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite, pin);
         try {
@@ -234,6 +237,18 @@ public final class PageService {
         }
         state.apply(change, scoped);
         return Result.ok(placement);
+    }
+
+    /**
+     * When quarantined pages wait behind read leases or late writers: the milliseconds until the first of them is
+     * released (at least 1), the moment a refused allocation is worth trying again. 0 when nothing waits.
+     */
+    private long quarantineRetryAfterMillis() {
+        Long first = quarantine.firstRelease();
+        if (quarantine.pages() == 0 || first == null) {
+            return 0;
+        }
+        return Math.max(1, (first - state.now() + 999_999) / 1_000_000);
     }
 
     private String noRoomMessage(long pages, long size) {
@@ -588,6 +603,12 @@ public final class PageService {
                 shard.lock.unlock();
             }
         }
+        return freed + releaseDueQuarantine();
+    }
+
+    /** Releases the quarantined ranges whose time has come; returns the pages freed. Caller holds no shard lock. */
+    private long releaseDueQuarantine() {
+        long freed = 0;
         long now = state.now();
         while (true) {
             quarantine.lock.lock();
@@ -733,12 +754,21 @@ public final class PageService {
         return evicted;
     }
 
-    /** Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at once). */
+    /**
+     * Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at
+     * once). A leased victim's pages only wait in quarantine, so once the victims sent there add up to the pages asked
+     * for, evicting more would empty the cache for room that none of it frees before the leases end (every mapping
+     * counts as read just after a restart): the allocation is refused with the time its room is due instead.
+     */
     private void evictForRoom(long pages) {
-        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages); i++) {
-            if (evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null) < 0) {
+        long waiting = 0;
+        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages) && waiting < pages; i++) {
+            long quarantinedBefore = quarantine.pages();
+            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null);
+            if (taken < 0) {
                 return;
             }
+            waiting += Math.max(0, Math.min(taken, quarantine.pages() - quarantinedBefore));
         }
     }
 

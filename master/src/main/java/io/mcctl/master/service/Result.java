@@ -8,20 +8,22 @@ import io.mcctl.master.proto.v1.ErrorCode;
  */
 public final class Result<T> {
 
-    private static final Result<Void> OK_VOID = new Result<>(null, ErrorCode.OK, "");
+    private static final Result<Void> OK_VOID = new Result<>(null, ErrorCode.OK, "", 0);
 
     private final T value;
     private final ErrorCode error;
     private final String message;
+    private final long retryAfterMillis;
 
-    private Result(T value, ErrorCode error, String message) {
+    private Result(T value, ErrorCode error, String message, long retryAfterMillis) {
         this.value = value;
         this.error = error;
         this.message = message;
+        this.retryAfterMillis = retryAfterMillis;
     }
 
     public static <T> Result<T> ok(T value) {
-        return new Result<>(value, ErrorCode.OK, "");
+        return new Result<>(value, ErrorCode.OK, "", 0);
     }
 
     public static Result<Void> ok() {
@@ -29,10 +31,15 @@ public final class Result<T> {
     }
 
     public static <T> Result<T> error(ErrorCode error, String message) {
+        return error(error, message, 0);
+    }
+
+    /** A failure that may pass: the same call is worth trying again in {@code retryAfterMillis} (0: not by waiting). */
+    public static <T> Result<T> error(ErrorCode error, String message, long retryAfterMillis) {
         if (error == ErrorCode.OK) {
             throw new IllegalArgumentException("an error result needs an error code");
         }
-        return new Result<>(null, error, message);
+        return new Result<>(null, error, message, retryAfterMillis);
     }
 
     public boolean isOk() {
@@ -55,12 +62,17 @@ public final class Result<T> {
         return message;
     }
 
+    /** Milliseconds after which the same call may succeed (room released from quarantine); 0 when waiting does not help. */
+    public long retryAfterMillis() {
+        return retryAfterMillis;
+    }
+
     /** The same failure, typed for another value. */
     public <U> Result<U> cast() {
         if (isOk()) {
             throw new IllegalStateException("only a failure can be recast");
         }
-        return new Result<>(null, error, message);
+        return new Result<>(null, error, message, retryAfterMillis);
     }
 
     @Override

@@ -190,4 +190,31 @@ class EvictionTest {
             }
         }
     }
+
+    @Test
+    void a_full_tier_read_in_a_loop_gives_up_only_the_room_an_offload_needs_and_the_writer_waits_for_it() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 1); // 64 objects of four pages
+        // No background eviction (the high watermark is the whole tier): only the allocation makes room here.
+        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(2), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
+                new PageService.EvictionPolicy(true, 1.0, 1.0));
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            TierCluster.Node node = cluster.node(0);
+            List<String> keys = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                keys.add("resident-" + i);
+                assertTrue(node.writer().offload("t", List.of(object("resident-" + i, SIZE)), false).get(0).ok(), "resident-" + i);
+            }
+            for (TierReader.Outcome read : node.reader().get("t", keys)) {
+                assertTrue(read.ok(), read.key()); // every resident object is now under a read lease
+            }
+            TierWriter.Outcome stored = node.writer().offload("t", List.of(object("newcomer", SIZE)), false).get(0);
+            assertTrue(stored.ok(), "the offload waits for the room its eviction freed: " + stored);
+            long evicted = cluster.master().pages().evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION);
+            assertEquals(1, evicted, "one leased object makes room for one object of its size; the rest of the cache stays");
+            assertEquals(64, node.client().stats().getMappings());
+            TierReader.Outcome back = node.reader().get("t", List.of("newcomer")).get(0);
+            assertArrayEquals(TestObjects.content("newcomer", SIZE), TestObjects.bytesOf(back.data()));
+        }
+    }
 }
