@@ -179,9 +179,9 @@ class ReadPlan:
         iovecs, _ = self._iovecs.buffer_info()
         return native.read_batch(reads, self._records, iovecs, int(safe_until * 1e9))
 
-    def outcome(self, k: int) -> Tuple[int, int]:
-        """(bytes read and checked, or READ_*; the detail) of the k-th object."""
-        return self._reads[k * _FIELDS + _RESULT], self._reads[k * _FIELDS + _DETAIL]
+    def outcomes(self) -> Tuple[Sequence[int], Sequence[int]]:
+        """Per object, in the order added: bytes read and checked, or READ_*; and the detail of a READ_*."""
+        return self._reads[_RESULT::_FIELDS], self._reads[_DETAIL::_FIELDS]
 
 
 def _advance(views: List[memoryview], done: int) -> List[memoryview]:

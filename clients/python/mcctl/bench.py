@@ -2,8 +2,9 @@
 batch throughput from several threads.
 
 1. batch_get_into of 128 objects (64 KiB, then 2 MiB) into one torch tensor, against os.preadv of the same
-   bytes of the same bucket files into the same tensor, in the same run; with the files in the page cache
-   (warm), then dropped from it before each timed read (cold, posix_fadvise DONTNEED).
+   bytes of the same bucket files into the same tensor, in the same run, in turns; medians over the rounds;
+   with the files in the page cache (warm), then dropped from it before each timed read (cold,
+   posix_fadvise DONTNEED). The batch's lookup call is also timed alone, to show its share.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import threading
 import time
@@ -46,6 +48,8 @@ def _drop_cache(fds) -> None:
 
 
 def read_path(client: Client, object_size: int, count: int, rounds: int, cold: bool) -> dict:
+    """Medians over ``rounds`` rounds; each round times batch_get_into and plain preadv once each, in turns
+    (which goes first alternates), so both see the same machine at the same moment."""
     keys = [f"bench/read/{object_size}/{i}" for i in range(count)]
     sources = [os.urandom(object_size) for _ in range(count)]
     codes = client.batch_put_from(keys, sources, overwrite=True)
@@ -53,33 +57,45 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         raise SystemExit(f"bench: offload of the read set failed: {codes[:4]}")
     tensor = _tensor(object_size * count)
     slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
-    mappings = client._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
-        keys=keys, tenant_ids=[client.tenant] * count)).results
+    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count)
+    mappings = client._read("BatchGetDistributedPageMapping", request).results
     places = [(client._files.local_path(m.distributed_disk.file_path), m.distributed_disk.offset) for m in mappings]
     fds = {path: os.open(path, os.O_RDONLY) for path, _ in places}
     views = [memoryview(s.numpy()) for s in slices]
+
+    def mcctl_read():
+        got = client.batch_get_into(keys, slices)
+        if got != [object_size] * count:
+            raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
+
+    def plain_read():  # one preadv per object, as batch_get_into does (it may do more for large objects)
+        for (path, offset), view in zip(places, views):
+            os.preadv(fds[path], [view], offset)
+
+    def lookup():  # the batch's one master call on its own, to show its share
+        client._read("BatchGetDistributedPageMapping", request)
+
+    timed = {"mcctl": [], "plain": [], "lookup": []}
     try:
-        best_mcctl = best_plain = float("inf")
-        for _ in range(rounds):
-            if cold:
-                _drop_cache(fds.values())
+        for r in range(rounds):
+            order = [("mcctl", mcctl_read), ("plain", plain_read)]
+            for name, read in order if r % 2 == 0 else order[::-1]:
+                if cold:
+                    _drop_cache(fds.values())
+                start = time.perf_counter()
+                read()
+                timed[name].append(time.perf_counter() - start)
             start = time.perf_counter()
-            got = client.batch_get_into(keys, slices)
-            best_mcctl = min(best_mcctl, time.perf_counter() - start)
-            if got != [object_size] * count:
-                raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
-            if cold:
-                _drop_cache(fds.values())
-            start = time.perf_counter()
-            for (path, offset), view in zip(places, views):
-                os.preadv(fds[path], [view], offset)
-            best_plain = min(best_plain, time.perf_counter() - start)
+            lookup()
+            timed["lookup"].append(time.perf_counter() - start)
     finally:
         for fd in fds.values():
             os.close(fd)
     total = object_size * count
-    return {"object_size": object_size, "objects": count, "mcctl_gib_s": total / best_mcctl / 2**30,
-            "preadv_gib_s": total / best_plain / 2**30, "ratio": best_plain / best_mcctl}
+    mcctl_s, plain_s = statistics.median(timed["mcctl"]), statistics.median(timed["plain"])
+    return {"object_size": object_size, "objects": count, "rounds": rounds, "mcctl_ms": mcctl_s * 1e3,
+            "preadv_ms": plain_s * 1e3, "lookup_ms": statistics.median(timed["lookup"]) * 1e3,
+            "mcctl_gib_s": total / mcctl_s / 2**30, "preadv_gib_s": total / plain_s / 2**30, "ratio": plain_s / mcctl_s}
 
 
 def throughput(client: Client, threads: int, batches: int, batch: int, object_size: int) -> dict:
@@ -127,7 +143,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m mcctl.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--master", default=os.environ.get("MCCTL_MASTER", "localhost:50051"), help="host:port of the master")
     parser.add_argument("--tenant", default="bench", help="tenant the benchmark's keys go to (default: bench)")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds of each read, the best counts (default: 5)")
+    parser.add_argument("--rounds", type=int, default=21, help="timed rounds of each read; medians count (default: 21)")
     parser.add_argument("--batches", type=int, default=20, help="batches per thread in the throughput run (default: 20)")
     parser.add_argument("--object-size", type=int, default=64 * 1024, help="bytes per object in the throughput run")
     args = parser.parse_args(argv)
@@ -139,9 +155,10 @@ def main(argv=None) -> int:
             for cold in (False, True):
                 for size in (64 * 1024, 2 * 1024 * 1024):
                     r = read_path(client, size, 128, args.rounds, cold)
-                    print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache: "
-                          f"batch_get_into {r['mcctl_gib_s']:.2f} GiB/s, plain preadv {r['preadv_gib_s']:.2f} GiB/s, "
-                          f"ratio {r['ratio']:.2f}x")
+                    print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache, "
+                          f"median of {r['rounds']}: batch_get_into {r['mcctl_ms']:.2f} ms ({r['mcctl_gib_s']:.2f} GiB/s), "
+                          f"plain preadv {r['preadv_ms']:.2f} ms ({r['preadv_gib_s']:.2f} GiB/s), ratio {r['ratio']:.2f}x; "
+                          f"the lookup alone {r['lookup_ms']:.2f} ms")
             t = throughput(client, 4, args.batches, 128, args.object_size)
             print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
                   f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")

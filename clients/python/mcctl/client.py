@@ -444,13 +444,15 @@ class Client:
             plan.add(fd, place.offset, size, regions, place.crc32c)
             planned.append(i)
         done = plan.run(safe_until)
+        read, details = plan.outcomes()
+        failed = 0
         for k in range(done):
-            i = planned[k]
-            result, detail = plan.outcome(k)
+            result = read[k]
             if result >= 0:
-                counts["reads"] += 1
-                outcomes[i] = (result, "")
+                outcomes[planned[k]] = (result, "")
                 continue
+            failed += 1
+            i, detail = planned[k], details[k]
             place = results[i].distributed_disk
             if result == _io.READ_CHECKSUM:
                 outcomes[i] = self._checksum_failed(keys[i], place, detail, counts)
@@ -460,6 +462,7 @@ class Client:
                     f"{path} ends at {os.path.getsize(path)} bytes, before the object at offset {detail} does"), counts)
             else:
                 outcomes[i] = self._read_failed(keys[i], place, OSError(detail, os.strerror(detail)), counts)
+        counts["reads"] += done - failed
         return planned[done] if done < len(planned) else len(keys)
 
     def _get_all(self, keys: List[str], destination) -> List[Tuple[int, str]]:
