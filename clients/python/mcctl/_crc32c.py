@@ -1,5 +1,6 @@
 """CRC-32C of buffers in place: the native code of _crc32c_hw.c when this machine can build and run it, else
-the crc32c package.
+the crc32c package. The same library carries the batch reader of _read_batch.c (mcctl._io.ReadPlan), which
+checks what it reads with this CRC32C; without the library the client reads in Python.
 
 The native code (the crc32 instruction of SSE4.2, and VPCLMULQDQ folding on CPUs with AVX-512) is compiled
 on first use with the system C compiler into a per-user cache directory, keyed by the source's hash and the

@@ -4,7 +4,9 @@ batch throughput from several threads.
 1. batch_get_into of 128 objects (64 KiB, then 2 MiB) into one torch tensor, against os.preadv of the same
    bytes of the same bucket files into the same tensor, in the same run, in turns; medians over the rounds;
    with the files in the page cache (warm), then dropped from it before each timed read (cold,
-   posix_fadvise DONTNEED). The batch's lookup call is also timed alone, to show its share.
+   posix_fadvise DONTNEED). The batch's lookup call, and the native batch reader over the same objects without
+   the lookup, are timed alone in the same rounds, and the reading thread's CPU time beside the wall time, to
+   show where the time goes on a busy machine.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 """
@@ -75,27 +77,38 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     def lookup():  # the batch's one master call on its own, to show its share
         client._read("BatchGetDistributedPageMapping", request)
 
-    timed = {"mcctl": [], "plain": [], "lookup": []}
+    def reader_alone():  # the native batch reader over the same plan, without the lookup and the Python planning
+        plan = _io.ReadPlan()
+        for (path, offset), s, m in zip(places, slices, mappings):
+            plan.add(fds[path], offset, object_size, [(s.data_ptr(), object_size)], m.distributed_disk.crc32c)
+        if plan.run(0) != count or list(plan.outcomes()[0]) != [object_size] * count:
+            raise SystemExit("bench: the batch reader did not read every object")
+
+    parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone)] if _io.native else [])
+    timed = {name: [] for name, _ in parts + [("lookup", lookup)]}
+    cpu = {name: [] for name in timed}
     try:
         for r in range(rounds):
-            order = [("mcctl", mcctl_read), ("plain", plain_read)]
-            for name, read in order if r % 2 == 0 else order[::-1]:
-                if cold:
+            for name, part in (parts if r % 2 == 0 else parts[::-1]) + [("lookup", lookup)]:
+                if cold and name != "lookup":
                     _drop_cache(fds.values())
-                start = time.perf_counter()
-                read()
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                part()
+                cpu[name].append(time.thread_time() - start_cpu)
                 timed[name].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            lookup()
-            timed["lookup"].append(time.perf_counter() - start)
     finally:
         for fd in fds.values():
             os.close(fd)
     total = object_size * count
     mcctl_s, plain_s = statistics.median(timed["mcctl"]), statistics.median(timed["plain"])
-    return {"object_size": object_size, "objects": count, "rounds": rounds, "mcctl_ms": mcctl_s * 1e3,
-            "preadv_ms": plain_s * 1e3, "lookup_ms": statistics.median(timed["lookup"]) * 1e3,
-            "mcctl_gib_s": total / mcctl_s / 2**30, "preadv_gib_s": total / plain_s / 2**30, "ratio": plain_s / mcctl_s}
+    figures = {"object_size": object_size, "objects": count, "rounds": rounds, "mcctl_ms": mcctl_s * 1e3,
+               "preadv_ms": plain_s * 1e3, "lookup_ms": statistics.median(timed["lookup"]) * 1e3,
+               "mcctl_gib_s": total / mcctl_s / 2**30, "preadv_gib_s": total / plain_s / 2**30, "ratio": plain_s / mcctl_s,
+               "cpu_ratio": statistics.median(cpu["plain"]) / statistics.median(cpu["mcctl"])}
+    if "reader" in timed:
+        figures["reader_ratio"] = plain_s / statistics.median(timed["reader"])
+        figures["reader_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["reader"])
+    return figures
 
 
 def throughput(client: Client, threads: int, batches: int, batch: int, object_size: int) -> dict:
@@ -158,7 +171,10 @@ def main(argv=None) -> int:
                     print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache, "
                           f"median of {r['rounds']}: batch_get_into {r['mcctl_ms']:.2f} ms ({r['mcctl_gib_s']:.2f} GiB/s), "
                           f"plain preadv {r['preadv_ms']:.2f} ms ({r['preadv_gib_s']:.2f} GiB/s), ratio {r['ratio']:.2f}x; "
-                          f"the lookup alone {r['lookup_ms']:.2f} ms")
+                          f"the lookup alone {r['lookup_ms']:.2f} ms; in thread CPU time {r['cpu_ratio']:.2f}x")
+                    if "reader_ratio" in r:
+                        print(f"    the batch reader alone (no lookup, no planning): {r['reader_ratio']:.2f}x of plain preadv, "
+                              f"{r['reader_cpu_ratio']:.2f}x in thread CPU time")
             t = throughput(client, 4, args.batches, 128, args.object_size)
             print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
                   f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")
