@@ -1,5 +1,6 @@
 """CRC-32C of buffers in place: the native code of _crc32c_hw.c when this machine can build and run it, else
-the crc32c package.
+the crc32c package. The same library carries the batch reader of _read_batch.c (mcctl._io.ReadPlan), which
+checks what it reads with this CRC32C; without the library the client reads in Python.
 
 The native code (the crc32 instruction of SSE4.2, and VPCLMULQDQ folding on CPUs with AVX-512) is compiled
 on first use with the system C compiler into a per-user cache directory, keyed by the source's hash and the
@@ -27,7 +28,9 @@ from typing import Optional, Sequence
 
 log = logging.getLogger("mcctl.crc32c")
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_crc32c_hw.c")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# One library from both: the CRC32C, and the batch reader that checks what it reads with it.
+SOURCES = (os.path.join(_HERE, "_crc32c_hw.c"), os.path.join(_HERE, "_read_batch.c"))
 CHOICES = ("auto", "native", "python")
 _FLAGS = ["-O2", "-fPIC", "-shared"]  # each function names its own target (sse4.2, avx512...): loads on any x86-64
 _COMPILE_TIMEOUT_S = 120
@@ -73,10 +76,12 @@ def library_path(directory: Optional[str] = None) -> str:
     """The compiled library, compiling it first when this source, compiler and interpreter have none yet."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         raise NativeUnavailable(f"the native CRC32C is for x86-64; this machine is {platform.machine()}")
-    with open(SOURCE, "rb") as f:
-        source = f.read()
+    sources = []
+    for name in SOURCES:
+        with open(name, "rb") as f:
+            sources.append(f.read())
     compiler = _compiler()
-    key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(_FLAGS).encode(),
+    key = hashlib.sha256(b"\0".join([*sources, compiler.encode(), " ".join(_FLAGS).encode(),
                                      sys.implementation.cache_tag.encode(), platform.machine().encode()])).hexdigest()[:16]
     directory = directory or cache_dir()
     path = os.path.join(directory, f"crc32c_hw-{key}.so")
@@ -86,13 +91,13 @@ def library_path(directory: Optional[str] = None) -> str:
     os.close(fd)
     try:
         try:
-            done = subprocess.run([compiler, *_FLAGS, "-o", partial, SOURCE], capture_output=True, text=True,
+            done = subprocess.run([compiler, *_FLAGS, "-o", partial, *SOURCES], capture_output=True, text=True,
                                   timeout=_COMPILE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise NativeUnavailable(f"{compiler} could not compile {SOURCE}: {e}") from None
+            raise NativeUnavailable(f"{compiler} could not compile {' and '.join(SOURCES)}: {e}") from None
         if done.returncode != 0:
             first = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[:200])
-            raise NativeUnavailable(f"{compiler} could not compile {SOURCE} (exit {done.returncode}): {first}")
+            raise NativeUnavailable(f"{compiler} could not compile {' and '.join(SOURCES)} (exit {done.returncode}): {first}")
         os.replace(partial, path)  # atomic: a process compiling at the same time loads either file, both whole
     finally:
         if os.path.exists(partial):
@@ -113,6 +118,10 @@ class Native:
             raise NativeUnavailable("this CPU has no SSE4.2 crc32 and pclmulqdq instructions")
         self.function = self._bind("mcctl_crc32c")
         self.sse42 = self._bind("mcctl_crc32c_sse42")  # the path CPUs without AVX-512 take, for tests
+        # (plan of mcctl_read records, how many, iovec array, stop-after ns) -> how many were read
+        self.read_batch = self.library.mcctl_read_batch
+        self.read_batch.restype = ctypes.c_int64
+        self.read_batch.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
         for data, expected in _CHECK_VECTORS:
             for function in (self.function, self.sse42):
                 got = function(0, data, len(data))

@@ -6,12 +6,13 @@ reads fill it with ``os.preadv``, and the CRC32C runs over the same memory.
 
 from __future__ import annotations
 
+import array
 import ctypes
 import errno
 import os
 import threading
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _crc32c
 from .errors import InvalidParams
@@ -24,32 +25,51 @@ class WriteFenced(Exception):
     """The allocation's deadline (less the client's margin) passed before a write could start."""
 
 
-def _pointer_view(address: int, size: int, what: str) -> memoryview:
+def _checked_pair(address: Any, size: Any, what: str) -> None:
     if not isinstance(address, int) or not isinstance(size, int) or isinstance(address, bool):
         raise InvalidParams(f"{what}: a (pointer, size) pair must hold two integers, got ({address!r}, {size!r})")
     if size < 0:
         raise InvalidParams(f"{what}: size {size} is negative")
+    if size and address <= 0:
+        raise InvalidParams(f"{what}: pointer {address:#x} is not a valid address")
+
+
+def _pointer_view(address: int, size: int, what: str) -> memoryview:
+    _checked_pair(address, size, what)
     if size == 0:
         return memoryview(bytearray(0))
-    if address <= 0:
-        raise InvalidParams(f"{what}: pointer {address:#x} is not a valid address")
     return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
-def _tensor_view(tensor: Any, what: str) -> memoryview:
+def _tensor_region(tensor: Any, what: str) -> Tuple[int, int]:
     device = getattr(tensor, "device", None)
     if device is not None and getattr(device, "type", "cpu") != "cpu":
         raise InvalidParams(f"{what}: tensor is on {device}; only CPU memory can be read or written in place")
     if not tensor.is_contiguous():
         raise InvalidParams(f"{what}: tensor is not contiguous; pass tensor.contiguous() or a contiguous slice")
-    return _pointer_view(tensor.data_ptr(), tensor.numel() * tensor.element_size(), what) if tensor.numel() else memoryview(bytearray(0))
+    size = tensor.numel() * tensor.element_size()
+    return (tensor.data_ptr(), size) if size else (0, 0)
+
+
+def _tensor_view(tensor: Any, what: str) -> memoryview:
+    address, size = _tensor_region(tensor, what)
+    return _pointer_view(address, size, what) if size else memoryview(bytearray(0))
 
 
 def _one_view(buffer: Any, what: str) -> memoryview:
-    if isinstance(buffer, tuple) and len(buffer) == 2 and all(isinstance(x, int) for x in buffer):
+    if _is_pair(buffer):
         return _pointer_view(buffer[0], buffer[1], what)
     if hasattr(buffer, "data_ptr") and hasattr(buffer, "element_size"):
         return _tensor_view(buffer, what)
+    view = _memory_view(buffer, what)
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def _is_pair(buffer: Any) -> bool:
+    return isinstance(buffer, tuple) and len(buffer) == 2 and all(isinstance(x, int) for x in buffer)
+
+
+def _memory_view(buffer: Any, what: str) -> memoryview:
     try:
         view = memoryview(buffer)
     except TypeError:
@@ -57,7 +77,45 @@ def _one_view(buffer: Any, what: str) -> memoryview:
                             f"a numpy array, a CPU torch tensor or a (pointer, size) pair") from None
     if not view.contiguous:
         raise InvalidParams(f"{what}: buffer is not contiguous")
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    return view
+
+
+def _read_only(what: str) -> InvalidParams:
+    return InvalidParams(f"{what}: buffer is read-only; reads need writable memory (bytearray, a numpy array, ...)")
+
+
+def writable_regions(buffer: Any, what: str, keep: list) -> List[Tuple[int, int]]:
+    """The (address, size) regions of one object's destination, filled one after another: one buffer, a
+    (pointer, size) pair, or a list of them. ``keep`` receives what holds the memory in place (an exported
+    buffer cannot be resized or freed); it must outlive the read."""
+    regions = []
+    for part in buffer if isinstance(buffer, list) else [buffer]:
+        if _is_pair(part):
+            _checked_pair(part[0], part[1], what)
+            regions.append(part)
+        elif hasattr(part, "data_ptr") and hasattr(part, "element_size"):
+            regions.append(_tensor_region(part, what))
+        else:
+            view = _memory_view(part, what)
+            if view.readonly:
+                raise _read_only(what)
+            if view.nbytes:
+                holder = (ctypes.c_char * view.nbytes).from_buffer(view)
+                keep.append(holder)
+                regions.append((ctypes.addressof(holder), view.nbytes))
+    return regions
+
+
+def first_regions(regions: Sequence[Tuple[int, int]], size: int) -> List[Tuple[int, int]]:
+    """The regions cut to their first ``size`` bytes in total, without empty ones."""
+    cut = []
+    for address, length in regions:
+        if size <= 0:
+            break
+        if length:
+            cut.append((address, min(length, size)))
+            size -= cut[-1][1]
+    return cut
 
 
 def views_of(buffer: Any, what: str, writable: bool) -> List[memoryview]:
@@ -67,7 +125,7 @@ def views_of(buffer: Any, what: str, writable: bool) -> List[memoryview]:
     if writable:
         for view in views:
             if view.readonly:
-                raise InvalidParams(f"{what}: buffer is read-only; reads need writable memory (bytearray, a numpy array, ...)")
+                raise _read_only(what)
     return views
 
 
@@ -76,17 +134,54 @@ def total_size(views: Sequence[memoryview]) -> int:
 
 
 crc32c = _crc32c.crc32c  # native when it can run here, else the crc32c package (mcctl._crc32c)
+native = _crc32c.native  # the native library with the batch reader, or None: reads go one by one in Python
 
 
-def first_bytes(views: Sequence[memoryview], size: int) -> List[memoryview]:
-    """The views cut to their first ``size`` bytes in total."""
-    cut = []
-    for view in views:
-        if size <= 0:
-            break
-        cut.append(view[:size] if view.nbytes > size else view)
-        size -= cut[-1].nbytes
-    return cut
+def region_view(address: int, size: int) -> memoryview:
+    """A byte view of memory the caller holds in place (``writable_regions``)."""
+    return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+
+
+# What the native batch reader answers for an object that was not read and checked (_read_batch.c).
+READ_FAILED = -1  # detail: errno
+READ_END_OF_FILE = -2  # detail: the offset at which the file ended
+READ_CHECKSUM = -3  # detail: the CRC32C of the bytes read
+_FIELDS = 8  # int64 fields of one mcctl_read record
+_RESULT, _DETAIL = 6, 7
+
+
+class ReadPlan:
+    """The objects of one batch for the native reader: where each is in which file, where its bytes go, and
+    the CRC32C they must have. Built as flat int64 arrays, so a batch costs one call into C."""
+
+    __slots__ = ("_reads", "_iovecs", "_records")
+
+    def __init__(self):
+        self._reads = array.array("q")
+        self._iovecs = array.array("q")  # (address, length) pairs: struct iovec on 64-bit Linux
+        self._records = 0
+
+    def add(self, fd: int, offset: int, size: int, regions: Sequence[Tuple[int, int]], crc: int) -> None:
+        """``regions`` hold exactly ``size`` bytes (first_regions) and stay in place until run() returns."""
+        first = len(self._iovecs) // 2
+        for address, length in regions:
+            self._iovecs.append(address)
+            self._iovecs.append(length)
+        self._reads.extend((fd, offset, size, first, len(regions), crc, 0, 0))
+        self._records += 1
+
+    def run(self, safe_until: float) -> int:
+        """Reads and checks the objects in order, without the GIL; stops before an object (never the first) once
+        time.monotonic() has passed ``safe_until``. How many it read."""
+        if not self._records:
+            return 0
+        reads, _ = self._reads.buffer_info()
+        iovecs, _ = self._iovecs.buffer_info()
+        return native.read_batch(reads, self._records, iovecs, int(safe_until * 1e9))
+
+    def outcomes(self) -> Tuple[Sequence[int], Sequence[int]]:
+        """Per object, in the order added: bytes read and checked, or READ_*; and the detail of a READ_*."""
+        return self._reads[_RESULT::_FIELDS], self._reads[_DETAIL::_FIELDS]
 
 
 def _advance(views: List[memoryview], done: int) -> List[memoryview]:

@@ -2,8 +2,11 @@
 batch throughput from several threads.
 
 1. batch_get_into of 128 objects (64 KiB, then 2 MiB) into one torch tensor, against os.preadv of the same
-   bytes of the same bucket files into the same tensor, in the same run; with the files in the page cache
-   (warm), then dropped from it before each timed read (cold, posix_fadvise DONTNEED).
+   bytes of the same bucket files into the same tensor, in the same run, in turns; medians over the rounds;
+   with the files in the page cache (warm), then dropped from it before each timed read (cold,
+   posix_fadvise DONTNEED). The batch's lookup call, and the native batch reader over the same objects without
+   the lookup, are timed alone in the same rounds, and the reading thread's CPU time beside the wall time, to
+   show where the time goes on a busy machine.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import threading
 import time
@@ -46,6 +50,8 @@ def _drop_cache(fds) -> None:
 
 
 def read_path(client: Client, object_size: int, count: int, rounds: int, cold: bool) -> dict:
+    """Medians over ``rounds`` rounds; each round times batch_get_into and plain preadv once each, in turns
+    (which goes first alternates), so both see the same machine at the same moment."""
     keys = [f"bench/read/{object_size}/{i}" for i in range(count)]
     sources = [os.urandom(object_size) for _ in range(count)]
     codes = client.batch_put_from(keys, sources, overwrite=True)
@@ -53,33 +59,56 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         raise SystemExit(f"bench: offload of the read set failed: {codes[:4]}")
     tensor = _tensor(object_size * count)
     slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
-    mappings = client._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
-        keys=keys, tenant_ids=[client.tenant] * count)).results
+    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count)
+    mappings = client._read("BatchGetDistributedPageMapping", request).results
     places = [(client._files.local_path(m.distributed_disk.file_path), m.distributed_disk.offset) for m in mappings]
     fds = {path: os.open(path, os.O_RDONLY) for path, _ in places}
     views = [memoryview(s.numpy()) for s in slices]
+
+    def mcctl_read():
+        got = client.batch_get_into(keys, slices)
+        if got != [object_size] * count:
+            raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
+
+    def plain_read():  # one preadv per object, as batch_get_into does (it may do more for large objects)
+        for (path, offset), view in zip(places, views):
+            os.preadv(fds[path], [view], offset)
+
+    def lookup():  # the batch's one master call on its own, to show its share
+        client._read("BatchGetDistributedPageMapping", request)
+
+    def reader_alone():  # the native batch reader over the same plan, without the lookup and the Python planning
+        plan = _io.ReadPlan()
+        for (path, offset), s, m in zip(places, slices, mappings):
+            plan.add(fds[path], offset, object_size, [(s.data_ptr(), object_size)], m.distributed_disk.crc32c)
+        if plan.run(0) != count or list(plan.outcomes()[0]) != [object_size] * count:
+            raise SystemExit("bench: the batch reader did not read every object")
+
+    parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone)] if _io.native else [])
+    timed = {name: [] for name, _ in parts + [("lookup", lookup)]}
+    cpu = {name: [] for name in timed}
     try:
-        best_mcctl = best_plain = float("inf")
-        for _ in range(rounds):
-            if cold:
-                _drop_cache(fds.values())
-            start = time.perf_counter()
-            got = client.batch_get_into(keys, slices)
-            best_mcctl = min(best_mcctl, time.perf_counter() - start)
-            if got != [object_size] * count:
-                raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
-            if cold:
-                _drop_cache(fds.values())
-            start = time.perf_counter()
-            for (path, offset), view in zip(places, views):
-                os.preadv(fds[path], [view], offset)
-            best_plain = min(best_plain, time.perf_counter() - start)
+        for r in range(rounds):
+            for name, part in (parts if r % 2 == 0 else parts[::-1]) + [("lookup", lookup)]:
+                if cold and name != "lookup":
+                    _drop_cache(fds.values())
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                part()
+                cpu[name].append(time.thread_time() - start_cpu)
+                timed[name].append(time.perf_counter() - start)
     finally:
         for fd in fds.values():
             os.close(fd)
     total = object_size * count
-    return {"object_size": object_size, "objects": count, "mcctl_gib_s": total / best_mcctl / 2**30,
-            "preadv_gib_s": total / best_plain / 2**30, "ratio": best_plain / best_mcctl}
+    mcctl_s, plain_s = statistics.median(timed["mcctl"]), statistics.median(timed["plain"])
+    figures = {"object_size": object_size, "objects": count, "rounds": rounds, "mcctl_ms": mcctl_s * 1e3,
+               "preadv_ms": plain_s * 1e3, "lookup_ms": statistics.median(timed["lookup"]) * 1e3,
+               "mcctl_gib_s": total / mcctl_s / 2**30, "preadv_gib_s": total / plain_s / 2**30, "ratio": plain_s / mcctl_s,
+               "cpu_ratio": statistics.median(cpu["plain"]) / statistics.median(cpu["mcctl"])}
+    if "reader" in timed:
+        figures["reader_ratio"] = plain_s / statistics.median(timed["reader"])
+        figures["reader_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["reader"])
+    return figures
 
 
 def throughput(client: Client, threads: int, batches: int, batch: int, object_size: int) -> dict:
@@ -127,7 +156,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m mcctl.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--master", default=os.environ.get("MCCTL_MASTER", "localhost:50051"), help="host:port of the master")
     parser.add_argument("--tenant", default="bench", help="tenant the benchmark's keys go to (default: bench)")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds of each read, the best counts (default: 5)")
+    parser.add_argument("--rounds", type=int, default=21, help="timed rounds of each read; medians count (default: 21)")
     parser.add_argument("--batches", type=int, default=20, help="batches per thread in the throughput run (default: 20)")
     parser.add_argument("--object-size", type=int, default=64 * 1024, help="bytes per object in the throughput run")
     args = parser.parse_args(argv)
@@ -139,9 +168,13 @@ def main(argv=None) -> int:
             for cold in (False, True):
                 for size in (64 * 1024, 2 * 1024 * 1024):
                     r = read_path(client, size, 128, args.rounds, cold)
-                    print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache: "
-                          f"batch_get_into {r['mcctl_gib_s']:.2f} GiB/s, plain preadv {r['preadv_gib_s']:.2f} GiB/s, "
-                          f"ratio {r['ratio']:.2f}x")
+                    print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache, "
+                          f"median of {r['rounds']}: batch_get_into {r['mcctl_ms']:.2f} ms ({r['mcctl_gib_s']:.2f} GiB/s), "
+                          f"plain preadv {r['preadv_ms']:.2f} ms ({r['preadv_gib_s']:.2f} GiB/s), ratio {r['ratio']:.2f}x; "
+                          f"the lookup alone {r['lookup_ms']:.2f} ms; in thread CPU time {r['cpu_ratio']:.2f}x")
+                    if "reader_ratio" in r:
+                        print(f"    the batch reader alone (no lookup, no planning): {r['reader_ratio']:.2f}x of plain preadv, "
+                              f"{r['reader_cpu_ratio']:.2f}x in thread CPU time")
             t = throughput(client, 4, args.batches, 128, args.object_size)
             print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
                   f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")

@@ -90,9 +90,11 @@ def test_every_kind_of_buffer_the_client_takes():
             want = package.crc32c(raw[start:start + length - length % 4]) if kind == "numpy uint32 view" else expected
             views = _io.views_of(buffer, kind, writable=False)
             assert _io.crc32c(views) == want, (kind, start, length)
-            # first_bytes slices, as reads do
-            cut = _io.first_bytes(views, length // 2)
-            assert _io.crc32c(cut) == package.crc32c(raw[start:start + length // 2]), (kind, start, length)
+            # the first bytes of the regions, as reads cut their destination to the object
+            if not any(view.readonly for view in views):
+                cut = _io.first_regions(_io.writable_regions(buffer, kind, []), length // 2)
+                assert _io.crc32c([_io.region_view(a, n) for a, n in cut]) == package.crc32c(raw[start:start + length // 2]), \
+                    (kind, start, length)
 
 
 def run_python(code: str, env: dict, cwd: str) -> subprocess.CompletedProcess:

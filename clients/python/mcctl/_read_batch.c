@@ -1,0 +1,112 @@
+/* A whole batch of object reads in one call: preadv of each object from its bucket file into the caller's
+ * memory, then the CRC32C of what landed there against the one its writer recorded.
+ *
+ * mcctl._crc32c compiles this file with _crc32c_hw.c into one library; mcctl.client calls it through ctypes,
+ * which releases the GIL for the call. Python looks the batch up, checks every descriptor and buffer, and
+ * fills the plan below; this code does only the system calls and the checksums, so a batch of small objects
+ * costs one Python-to-C transition instead of a few Python calls per object.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+uint32_t mcctl_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* What happened to one object, in mcctl_read.result (a size >= 0 is success). */
+#define READ_FAILED (-1)        /* detail: errno of preadv */
+#define READ_END_OF_FILE (-2)   /* detail: the offset at which the file ended */
+#define READ_CHECKSUM (-3)      /* detail: the CRC32C of the bytes read */
+
+/* One object of the plan: its `size` bytes at `offset` of `fd` go to iovecs [first_iov, first_iov + iov_count)
+ * of the batch's iovec array, one after another; those iovecs hold exactly `size` bytes. Every field is 64
+ * bits so Python fills the plan as one flat array of int64. */
+typedef struct {
+    int64_t fd, offset, size, first_iov, iov_count, expected_crc32c;
+    int64_t result, detail; /* written here */
+} mcctl_read;
+
+#define LOCAL_IOVECS 16
+#define MAX_IOVECS_PER_CALL 1024 /* IOV_MAX on Linux */
+
+static int64_t monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* the clock of Python's time.monotonic() */
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Fills iov[0..count) from `offset`; short reads are continued, EINTR retried. `iov` is a scratch copy. */
+static int64_t read_all(int fd, struct iovec *iov, int64_t count, int64_t offset, int64_t *detail) {
+    int64_t i = 0;
+    while (i < count && iov[i].iov_len == 0)
+        i++;
+    while (i < count) {
+        int64_t batch = count - i < MAX_IOVECS_PER_CALL ? count - i : MAX_IOVECS_PER_CALL;
+        ssize_t n = preadv(fd, iov + i, (int)batch, offset);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            *detail = errno;
+            return READ_FAILED;
+        }
+        if (n == 0) {
+            *detail = offset;
+            return READ_END_OF_FILE;
+        }
+        offset += n;
+        while (i < count && (size_t)n >= iov[i].iov_len) {
+            n -= (ssize_t)iov[i].iov_len;
+            i++;
+        }
+        if (i < count && n) {
+            iov[i].iov_base = (char *)iov[i].iov_base + n;
+            iov[i].iov_len -= (size_t)n;
+        }
+    }
+    return 0;
+}
+
+static void read_one(mcctl_read *r, const struct iovec *iov) {
+    struct iovec local[LOCAL_IOVECS];
+    const struct iovec *mine = iov + r->first_iov;
+    int64_t position = r->offset;
+    /* preadv advances through a copy; the checksum then runs over the caller's regions as given. */
+    for (int64_t start = 0; start < r->iov_count; start += LOCAL_IOVECS) {
+        int64_t part = r->iov_count - start < LOCAL_IOVECS ? r->iov_count - start : LOCAL_IOVECS;
+        size_t bytes = 0;
+        memcpy(local, mine + start, (size_t)part * sizeof(struct iovec));
+        for (int64_t k = 0; k < part; k++)
+            bytes += local[k].iov_len;
+        int64_t failed = read_all((int)r->fd, local, part, position, &r->detail);
+        if (failed) {
+            r->result = failed;
+            return;
+        }
+        position += (int64_t)bytes;
+    }
+    uint32_t crc = 0;
+    for (int64_t k = 0; k < r->iov_count; k++)
+        crc = mcctl_crc32c(crc, mine[k].iov_base, mine[k].iov_len);
+    if (crc != (uint32_t)r->expected_crc32c) {
+        r->result = READ_CHECKSUM;
+        r->detail = crc;
+        return;
+    }
+    r->result = r->size;
+    r->detail = 0;
+}
+
+/* Reads reads[0..n) in order and returns how many it read. Before each object after the first it stops when
+ * CLOCK_MONOTONIC has passed `stop_after_ns` (0: never), so no read starts on a lapsed read lease; the
+ * caller looks the rest up again and calls once more. */
+int64_t mcctl_read_batch(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns) {
+    for (int64_t i = 0; i < n; i++) {
+        if (i > 0 && stop_after_ns > 0 && monotonic_ns() > stop_after_ns)
+            return i;
+        read_one(&reads[i], iov);
+    }
+    return n;
+}

@@ -1,0 +1,130 @@
+"""Batch reads, with the native batch reader and again with the Python reader (MCCTL_CRC32C=python, in a child
+process): a corrupt object is a counted miss, a short bucket file is a read error, a small buffer is refused
+with nothing written past it, and a lease that runs out mid-batch is renewed before the next read."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import mcctl
+from mcctl import _io, errors
+from mcctl._proto import master_pb2 as pb
+
+from conftest import HERE, JAR, Master
+
+PACKAGE_DIR = os.path.dirname(HERE)
+CHILD = "MCCTL_TEST_READ_BATCH_CHILD"  # set in the child that runs this file with the Python reader
+
+
+def pattern(seed: int, size: int) -> bytes:
+    return bytes((seed * 131 + i * 7) & 0xFF for i in range(256)) * (size // 256) + bytes(size % 256)
+
+
+def place_of(c: mcctl.Client, key: str):
+    return c._read("GetDistributedPageMapping", pb.GetDistributedPageMappingRequest(tenant_id=c.tenant, key=key)).distributed_disk
+
+
+def test_the_reader_in_use_is_the_one_asked_for():
+    if os.environ.get(CHILD):
+        assert _io.native is None, "MCCTL_CRC32C=python must read with the Python reader"
+    elif _io.native is None:
+        pytest.skip("the native library cannot be built here; the Python reader is covered by the other tests")
+
+
+def test_corrupt_object_in_a_batch_is_a_counted_miss_and_the_rest_read(client):
+    sizes = [65536, 65536 + 7, 1, 300_001, 65536, 4096]
+    keys = [f"batch/{i}" for i in range(len(sizes))]
+    values = [pattern(i, size) for i, size in enumerate(sizes)]
+    assert client.batch_put_from(keys, values) == [0] * len(keys)
+    victim = place_of(client, keys[3])
+    with open(victim.file_path, "r+b") as f:
+        f.seek(victim.offset + 200_000)
+        byte = f.read(1)
+        f.seek(victim.offset + 200_000)
+        f.write(bytes([byte[0] ^ 0x10]))
+    pool = torch.zeros(sum(sizes), dtype=torch.uint8)
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    slices = [pool[s:s + n] for s, n in zip(starts, sizes)]
+    before = client.stats()
+    got = client.batch_get_into(keys, slices)
+    assert got == [n if i != 3 else errors.INVALID_READ for i, n in enumerate(sizes)]
+    for i, (s, n) in enumerate(zip(starts, sizes)):
+        if i != 3:
+            assert bytes(pool[s:s + n].numpy()) == values[i], i
+    after = client.stats()
+    assert after["checksum_failures"] - before.get("checksum_failures", 0) == 1
+    assert after["reads"] - before.get("reads", 0) == len(keys) - 1
+    assert after["calls"]["BatchGetDistributedPageMapping"] - before["calls"].get("BatchGetDistributedPageMapping", 0) == 1
+
+
+def test_buffers_smaller_than_their_object_are_refused_and_nothing_is_written_past_them(client):
+    values = [pattern(20, 50_000), pattern(21, 50_000), pattern(22, 50_000)]
+    keys = ["small/0", "small/1", "small/2"]
+    assert client.batch_put_from(keys, values) == [0, 0, 0]
+    guard = b"\xee" * 100_000
+    backing = bytearray(guard)
+    scatter_a, scatter_b = bytearray(guard[:20_000]), bytearray(guard[:29_999])  # one byte short in all
+    ok = bytearray(50_000)
+    got = client.batch_get_into(keys, [memoryview(backing)[:49_999], [scatter_a, scatter_b], ok])
+    assert got == [errors.BUFFER_OVERFLOW, errors.BUFFER_OVERFLOW, 50_000]
+    assert backing == bytearray(guard) and scatter_a == bytearray(guard[:20_000]) and scatter_b == bytearray(guard[:29_999])
+    assert bytes(ok) == values[2]
+    # One more byte is enough, and a larger buffer gets the object's bytes and nothing after them.
+    got = client.batch_get_into(keys[:1], [memoryview(backing)[:60_000]])
+    assert got == [50_000] and bytes(backing[:50_000]) == values[0] and backing[50_000:] == bytearray(guard[50_000:])
+
+
+def test_short_bucket_file_is_a_read_error_and_nothing_is_written_past_the_buffer(fresh_master):
+    with mcctl.Client(master=fresh_master.address) as c:
+        values = [pattern(30, 200_000), pattern(31, 200_000)]
+        assert c.batch_put_from(["short/0", "short/1"], values) == [0, 0]
+        cut = place_of(c, "short/1")
+        kept = place_of(c, "short/0")
+        if kept.file_path == cut.file_path and kept.offset > cut.offset:
+            kept, cut = cut, kept  # cut the file inside the later of the two when they share one
+        os.truncate(cut.file_path, cut.offset + 1000)  # a damaged file: bucket files never shrink otherwise
+        pool = torch.full((600_000,), 0xEE, dtype=torch.uint8)
+        slices = [pool[:200_000], pool[300_000:500_000]]
+        before = c.stats()
+        got = c.batch_get_into(["short/0", "short/1"], slices)
+        short_index = 0 if cut == place_of(c, "short/0") else 1
+        assert got[short_index] == errors.INVALID_READ
+        assert got[1 - short_index] == 200_000 and bytes(slices[1 - short_index].numpy()) == values[1 - short_index]
+        assert c.stats()["read_errors"] - before.get("read_errors", 0) == 1
+        assert bytes(pool[200_000:300_000].numpy()) == b"\xee" * 100_000 and bytes(pool[500_000:].numpy()) == b"\xee" * 100_000
+        assert c.get(["short/0", "short/1"][short_index]) is None
+
+
+def test_a_lease_that_runs_out_mid_batch_is_renewed_before_the_next_read(tmp_path):
+    m = Master(str(tmp_path / "root"), "--read-lease", "1ms")
+    try:
+        with mcctl.Client(master=m.address) as c:
+            n, size = 32, 4 << 20
+            keys = [f"lease/{i}" for i in range(n)]
+            values = [os.urandom(size) for _ in range(n)]
+            assert c.batch_put_from(keys, values) == [0] * n
+            pool = torch.zeros(n * size, dtype=torch.uint8)
+            assert c.batch_get_into(keys, [pool[i * size:(i + 1) * size] for i in range(n)]) == [size] * n
+            assert all(bytes(pool[i * size:(i + 1) * size].numpy()) == values[i] for i in range(n))
+            # 128 MiB cannot be read and checked within two 0.9 ms lease windows (that would take over 70 GB/s), so
+            # the reader must have stopped for fresh mappings at least twice.
+            stats = c.stats()
+            assert stats["lease_refreshes"] >= 2
+            assert stats["calls"]["BatchGetDistributedPageMapping"] == 1 + stats["lease_refreshes"]
+    finally:
+        m.close()
+
+
+@pytest.mark.skipif(bool(os.environ.get(CHILD)), reason="runs in the parent only")
+def test_the_same_tests_pass_with_the_python_reader(tmp_path):
+    env = dict(os.environ, MCCTL_CRC32C="python", PYTHONPATH=PACKAGE_DIR, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env[CHILD], env["MCCTL_JAR"] = "1", JAR
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
+                          capture_output=True, text=True, timeout=110, env=env, cwd=HERE)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "5 passed, 1 skipped" in done.stdout, done.stdout[-2000:]
