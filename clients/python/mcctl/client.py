@@ -232,11 +232,12 @@ class Client:
             return [(e.result, str(e))] * n
         deadline_s = allocated.deadline_ms / 1000.0
         fence = started + deadline_s - self._margin(deadline_s)
+        results = self._wait_for_room(list(allocated.results), keys, tenants, sizes, overwrite, fence)
         outcomes: List[Optional[Tuple[int, str]]] = [None] * n
         written: List[Tuple[int, Any]] = []  # (index, descriptor with crc)
         failed: List[Tuple[int, Any]] = []  # (index, descriptor as allocated)
         synced: Dict[int, str] = {}  # fd -> path of files written
-        for i, result in enumerate(allocated.results):
+        for i, result in enumerate(results):
             name = pb.ErrorCode.Name(result.status.error)
             if name != "OK":
                 outcomes[i] = (errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}")
@@ -268,7 +269,7 @@ class Client:
                 for k in [k for k, (i, d) in enumerate(written) if self._files.local_path(d.file_path) == path]:
                     i, d = written[k]
                     outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: fdatasync of {path} failed: {e}")
-                    failed.append((i, allocated.results[i].distributed_disk))
+                    failed.append((i, results[i].distributed_disk))
                 written = [(i, d) for i, d in written if outcomes[i] is None]
         if failed:
             self._free(keys, failed, outcomes)
@@ -285,6 +286,34 @@ class Client:
                 for i, _ in written:
                     outcomes[i] = (e.result, f"{e} (written but not committed; the master reclaims the pages at the deadline)")
         return outcomes  # type: ignore[return-value]
+
+    # Longest a batch waits in all for room the master says is due from quarantine (a few read leases).
+    MAX_WAIT_FOR_ROOM_S = 15.0
+
+    def _wait_for_room(self, results: list, keys: List[str], tenants: List[str], sizes: List[int], overwrite: bool,
+                       fence: float) -> list:
+        """Keys refused for room the master says is due (NO_AVAILABLE_HANDLE with retry_after_ms: pages waiting in
+        quarantine behind read leases) are asked for again once it is, while the batch's first allocations keep
+        most of their deadline; the answers replace the refusals."""
+        waited = 0.0
+        while True:
+            retry = [i for i, r in enumerate(results)
+                     if r.status.error == pb.NO_AVAILABLE_HANDLE and r.status.retry_after_ms > 0]
+            if not retry:
+                return results
+            after = min(results[i].status.retry_after_ms for i in retry) / 1000.0
+            if waited + after > self.MAX_WAIT_FOR_ROOM_S or after > (fence - time.monotonic()) / 2:
+                return results
+            time.sleep(after)
+            waited += after
+            try:
+                again = self._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
+                    keys=[keys[i] for i in retry], tenant_ids=[tenants[i] for i in retry],
+                    sizes=[sizes[i] for i in retry], overwrite=overwrite))
+            except McctlError:
+                return results  # the first answer's refusals stand
+            for i, result in zip(retry, again.results):
+                results[i] = result
 
     def _free(self, keys: List[str], failed: List[Tuple[int, Any]], outcomes: list) -> None:
         try:

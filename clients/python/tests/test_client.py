@@ -259,3 +259,28 @@ def test_short_read_lease_reads_right_bytes(tmp_path):
 def test_root_that_is_not_the_masters_is_refused(master, tmp_path):
     with pytest.raises(mcctl.InvalidParams, match="no mooncake.layout.json under"):
         mcctl.Client(master=master.address, root=str(tmp_path))
+
+
+@pytest.mark.timeout(120)
+def test_a_full_tier_read_in_a_loop_gives_up_only_the_room_a_put_needs_and_the_put_waits_for_it(tmp_path):
+    # One bucket of 64 objects of four pages, no background eviction (high watermark = the whole tier), leases of 2 s:
+    # once every object is read, the only room a put can find is a leased object's pages, released at its lease's end.
+    m = Master(str(tmp_path / "root"), "--bucket-count", "1", "--bucket-size", "1MiB", "--page-size", "4KiB",
+               "--read-lease", "2s", "--eviction-high-watermark", "1", "--eviction-low-watermark", "1")
+    try:
+        with mcctl.Client(master=m.address, tenant="t") as c:
+            size = 3 * 4096 + 100
+            keys = [f"resident-{i}" for i in range(64)]
+            for k in keys:
+                c.put(k, k.encode() * (size // len(k)) + b"." * (size % len(k)))
+            assert all(c.batch_is_exist(keys))
+            for k in keys:
+                assert c.get(k) is not None  # every resident object is now under a read lease
+            newcomer = b"n" * size
+            c.put("newcomer", newcomer)
+            assert c.get("newcomer") == newcomer
+            stats = c._read("GetStats", pb.GetStatsRequest())
+            assert stats.evicted_keys == 1, "one leased object makes room for one object of its size; the rest stays"
+            assert stats.mappings == 64
+    finally:
+        m.close()
