@@ -50,11 +50,14 @@ class HaFailoverProcessTest {
         }
     }
 
-    McctlProcess.Master startMaster(String... extra) throws Exception {
+    McctlProcess.Master startMaster() throws Exception {
+        return startMaster("2s");
+    }
+
+    McctlProcess.Master startMaster(String leaseTtl) throws Exception {
         List<String> args = new ArrayList<>(List.of("--root", dir.resolve("root").toString(), "--bucket-count", "8", "--bucket-size", "4MiB",
                 "--page-size", "4KiB", "--allocation-deadline", "2s", "--allocation-grace", "1s", "--read-lease", "1s", "--eviction", "false",
-                "--ha", etcd.url("/test"), "--ha-lease-ttl", "2s"));
-        args.addAll(List.of(extra));
+                "--ha", etcd.url("/test"), "--ha-lease-ttl", leaseTtl));
         McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), args.toArray(String[]::new));
         masters.add(master);
         return master;
@@ -187,8 +190,9 @@ class HaFailoverProcessTest {
     @Test
     void losing_one_etcd_member_of_three_keeps_the_service_and_losing_all_stops_changes_with_the_reason() throws Exception {
         etcd = EtcdCluster.start(dir.resolve("etcd"), 3);
-        startMaster();
-        startMaster();
+        // A lease longer than etcd's own election (1 s timeout here): losing the member that leads etcd costs one.
+        startMaster("6s");
+        startMaster("6s");
         McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
         etcd.kill(0); // the first endpoint, the one every master asks first
         try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
@@ -196,7 +200,7 @@ class HaFailoverProcessTest {
                 String key = "k" + i;
                 DistributedDiskDescriptor d = client.allocate("t", key, 4096, false).getDistributedDisk();
                 client.notifySuccess(List.of(key), List.of("t"), List.of(d));
-                Thread.sleep(50); // spread over more than one lease TTL
+                Thread.sleep(150); // spread over more than one lease TTL
             }
             assertEquals(GetMasterStatusResponse.Role.LEADER, status(leader).getRole());
             etcd.killAll();

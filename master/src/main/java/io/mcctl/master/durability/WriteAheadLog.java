@@ -129,7 +129,7 @@ public final class WriteAheadLog implements AutoCloseable {
         // Encoded before the lock is taken: the lock is shared by every writer, the encoding is not. Sequence and time
         // (fields 1 and 2) are written under the lock in front of the rest, which gives the very bytes protobuf would
         // give for the whole record.
-        byte[] body = record.clearSequence().clearTimeMs().build().toByteArray();
+        byte[] body = record.clearSequence().clearTimeMs().clearLeaderEpoch().build().toByteArray();
         return appendFrame(body.length, out -> out.put(body));
     }
 
