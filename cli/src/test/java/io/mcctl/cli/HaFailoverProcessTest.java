@@ -131,6 +131,12 @@ class HaFailoverProcessTest {
         assertTrue(model.acknowledged.size() > 50, "enough keys survived to mean something: " + model.acknowledged.size());
         McctlProcess.Done fsck = McctlProcess.run(dir, Map.of(), "fsck", "--master", leader.address());
         assertEquals(0, fsck.exitCode(), fsck.out() + fsck.err());
+        McctlProcess.Done status = McctlProcess.run(dir, Map.of(), "master", "status", "--ha", etcd.url("/test"));
+        assertEquals(0, status.exitCode(), status.out() + status.err());
+        String leaderAddress = leader.address();
+        String leaderRow = status.out().lines().filter(line -> line.contains(leaderAddress)).findFirst().orElse("");
+        assertTrue(leaderRow.contains("leader"), status.out());
+        assertEquals(2, status.out().lines().filter(line -> line.contains("standby")).count(), status.out());
     }
 
     @Test
