@@ -172,6 +172,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} completion" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} master start" ];    then _picocli_mcctl_master; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} master status" ];    then _picocli_mcctl_master; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot create" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot list" ];    then _picocli_mcctl_snapshot; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} snapshot inspect" ];    then _picocli_mcctl_snapshot; return $?; fi
@@ -211,45 +212,47 @@ function _complete_mcctl() {
   local cmds15=(config)
   local cmds16=(completion)
   local cmds17=(master start)
-  local cmds18=(snapshot create)
-  local cmds19=(snapshot list)
-  local cmds20=(snapshot inspect)
-  local cmds21=(snapshot verify)
-  local cmds22=(snapshot diff)
-  local cmds23=(snapshot export)
-  local cmds24=(snapshot recover)
-  local cmds25=(snapshot wal)
-  local cmds26=(snapshot wal dump)
-  local cmds27=(bitmap inspect)
-  local cmds28=(mount validate)
-  local cmds29=(quota set)
-  local cmds30=(bench allocator)
-  local cmds31=(bench master)
-  local cmds32=(bench io)
-  local cmds33=(bench restart)
-  local cmds34=(bench fsck)
-  local cmds35=(bench cache)
-  local cmds36=(config show)
+  local cmds18=(master status)
+  local cmds19=(snapshot create)
+  local cmds20=(snapshot list)
+  local cmds21=(snapshot inspect)
+  local cmds22=(snapshot verify)
+  local cmds23=(snapshot diff)
+  local cmds24=(snapshot export)
+  local cmds25=(snapshot recover)
+  local cmds26=(snapshot wal)
+  local cmds27=(snapshot wal dump)
+  local cmds28=(bitmap inspect)
+  local cmds29=(mount validate)
+  local cmds30=(quota set)
+  local cmds31=(bench allocator)
+  local cmds32=(bench master)
+  local cmds33=(bench io)
+  local cmds34=(bench restart)
+  local cmds35=(bench fsck)
+  local cmds36=(bench cache)
+  local cmds37=(config show)
 
-  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
-  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_master_status; return $?; fi
   if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_master_start; return $?; fi
   if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_completion; return $?; fi
   if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_config; return $?; fi
@@ -296,7 +299,7 @@ function _picocli_mcctl_master() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="start"
+  local commands="start status"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1016,7 +1019,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1103,6 +1106,51 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--tokens-file')
+      return
+      ;;
+    '--ha')
+      return
+      ;;
+    '--ha-lease-ttl')
+      return
+      ;;
+    '--ha-start-empty')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `status` subcommand.
+function _picocli_mcctl_master_status() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--ha' '--cluster'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--ha')
+      return
+      ;;
+    '--cluster')
       return
       ;;
   esac
@@ -1953,7 +2001,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2046,6 +2094,15 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--tokens-file')
+      return
+      ;;
+    '--ha')
+      return
+      ;;
+    '--ha-lease-ttl')
+      return
+      ;;
+    '--ha-start-empty')
       return
       ;;
   esac

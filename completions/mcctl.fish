@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -46,6 +46,7 @@ complete -c mcctl -n '__mcctl_at' -s V -l version -d 'Print version information 
 # mcctl master
 complete -c mcctl -n '__mcctl_at master' -f
 complete -c mcctl -n '__mcctl_at master' -a 'start' -d 'Run the master in the foreground: page RPCs over gRPC, Prometheus metrics and health over HTTP.'
+complete -c mcctl -n '__mcctl_at master' -a 'status' -d 'Show the masters of a high-availability cluster from etcd: the leader, every standby, the log record each has applied and how far it is behind the leader (docs/ha.md).'
 complete -c mcctl -n '__mcctl_at master' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at master' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at master' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -82,6 +83,18 @@ complete -c mcctl -n '__mcctl_at master start' -l tls-cert -x -d 'PEM certificat
 complete -c mcctl -n '__mcctl_at master start' -l tls-key -x -d 'private key of tls_cert [env MCCTL_MASTER_TLS_KEY; default computed]'
 complete -c mcctl -n '__mcctl_at master start' -l tls-client-ca -x -d 'CA certificates a gRPC client\'s certificate must chain to (mutual TLS); needs tls_cert [env MCCTL_MASTER_TLS_CLIENT_CA; default computed]'
 complete -c mcctl -n '__mcctl_at master start' -l tokens-file -x -d 'tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP [env MCCTL_MASTER_TOKENS_FILE; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l ha -x -d 'run for leadership on etcd: the leader serves, standbys follow the shared state and take over (docs/ha.md) [env MCCTL_HA; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
+complete -c mcctl -n '__mcctl_at master start' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
+
+# mcctl master status
+complete -c mcctl -n '__mcctl_at master status' -f
+complete -c mcctl -n '__mcctl_at master status' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at master status' -l ha -x -d 'The etcd cluster the masters campaign on: etcd://host:port[,host:port...][/prefix].'
+complete -c mcctl -n '__mcctl_at master status' -l cluster -x -d 'Only the cluster with this id (that of the root\'s layout record).'
+complete -c mcctl -n '__mcctl_at master status' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at master status' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at master status' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl offload
 complete -c mcctl -n '__mcctl_at offload' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
@@ -497,6 +510,9 @@ complete -c mcctl -n '__mcctl_at config show' -l tls-cert -x -d 'PEM certificate
 complete -c mcctl -n '__mcctl_at config show' -l tls-key -x -d 'private key of tls_cert [env MCCTL_MASTER_TLS_KEY; default computed]'
 complete -c mcctl -n '__mcctl_at config show' -l tls-client-ca -x -d 'CA certificates a gRPC client\'s certificate must chain to (mutual TLS); needs tls_cert [env MCCTL_MASTER_TLS_CLIENT_CA; default computed]'
 complete -c mcctl -n '__mcctl_at config show' -l tokens-file -x -d 'tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP [env MCCTL_MASTER_TOKENS_FILE; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l ha -x -d 'run for leadership on etcd: the leader serves, standbys follow the shared state and take over (docs/ha.md) [env MCCTL_HA; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
+complete -c mcctl -n '__mcctl_at config show' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
 
 # mcctl completion
 complete -c mcctl -n '__mcctl_at completion' -f

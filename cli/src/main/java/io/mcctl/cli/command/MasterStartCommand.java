@@ -155,6 +155,35 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         }
     }
 
+    /**
+     * Under {@code --ha}: every master holds the state directory shared, follows it as a standby and campaigns on etcd;
+     * the one that wins serves (docs/ha.md). The health check and preallocation are the leader's business: a
+     * standby never writes the root.
+     */
+    private int startHighlyAvailable(EffectiveConfig config, MasterServer.Options options, io.mcctl.master.security.MasterSecurity security)
+            throws Exception {
+        io.mcctl.master.etcd.EtcdTarget etcd = io.mcctl.master.etcd.EtcdTarget.parse(config.get(MasterSettings.HA));
+        if (options.durability() != MasterSettings.Durability.wal) {
+            throw new CliException(ExitCodes.USAGE, "--ha needs durability wal (from " + config.sourceOf(MasterSettings.DURABILITY)
+                    + " it is " + options.durability() + "): a standby follows the write-ahead log");
+        }
+        io.mcctl.master.ha.HaMaster master = io.mcctl.master.ha.HaMaster.start(new io.mcctl.master.ha.HaMaster.Options(options, etcd,
+                config.get(MasterSettings.HA_LEASE_TTL), config.get(MasterSettings.HA_START_EMPTY)), security);
+        reloadTokensOnHangup(security);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            LOG.info("stopping");
+            master.close();
+        }, "mcctl-master-shutdown"));
+        PrintWriter out = spec.commandLine().getOut();
+        out.printf("mcctl master serving gRPC on %s:%d, metrics on http://%s:%d/metrics, root %s (cluster %s), state %s "
+                        + "(high availability on %s: standby until it wins the election)%n",
+                options.bindHost(), master.port(), options.bindHost(), master.metricsPort(), options.layout().root(),
+                master.layoutRecord().clusterId(), options.resolvedStateDir(), etcd);
+        out.flush();
+        master.awaitTermination();
+        return 0;
+    }
+
     @Override
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
@@ -177,6 +206,9 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                 config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
                 config.get(MasterSettings.ALLOCATION_GRACE), evictionPolicy(config));
         io.mcctl.master.security.MasterSecurity security = security(config); // before anything is laid out
+        if (!config.get(MasterSettings.HA).isEmpty()) {
+            return startHighlyAvailable(config, options, security);
+        }
         // The state directory's lock comes first: a second master on the same state changes nothing, not even the
         // health check's probe files under the root.
         StateLock lock = StateLock.acquire(options.resolvedStateDir());

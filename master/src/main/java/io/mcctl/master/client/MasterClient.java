@@ -106,6 +106,11 @@ public final class MasterClient implements AutoCloseable {
         return target;
     }
 
+    /** This master's role under high availability, its epoch and log position (role SINGLE without --ha). */
+    public io.mcctl.master.proto.v1.GetMasterStatusResponse masterStatus() {
+        return read(() -> stub().getMasterStatus(io.mcctl.master.proto.v1.GetMasterStatusRequest.getDefaultInstance()));
+    }
+
     public String target() {
         return target;
     }

@@ -40,6 +40,10 @@ public final class Snapshotter {
     private final int retention;
     private final Map<String, String> settings;
     private long lastSequence;
+    /** The leader epoch written into each snapshot (0 without high availability). */
+    private volatile long epoch;
+    /** Asked before a snapshot is published and before anything is pruned: false once this master may not own the state. */
+    private volatile java.util.function.BooleanSupplier owner = () -> true;
 
     /** @param wal the log under WAL durability, or null under snapshot durability */
     public Snapshotter(PageService pages, WriteAheadLog wal, Path stateDir, LayoutFile.Record layoutRecord, int retention,
@@ -51,6 +55,21 @@ public final class Snapshotter {
         this.retention = retention;
         this.settings = Map.copyOf(settings);
         this.lastSequence = recoveredSequence;
+    }
+
+    /**
+     * Under high availability: snapshots carry {@code epoch}, and none is published, nor anything pruned, once
+     * {@code owner} says this master is no longer the leader (docs/durability.md says what is left to the epoch).
+     */
+    public void fence(long epoch, java.util.function.BooleanSupplier owner) {
+        this.epoch = epoch;
+        this.owner = owner;
+    }
+
+    private void requireOwner(String what) throws IOException {
+        if (!owner.getAsBoolean()) {
+            throw new IOException("no " + what + ": this master no longer holds its leader lease (epoch " + epoch + ")");
+        }
     }
 
     /** Where the snapshots go. */
@@ -196,7 +215,9 @@ public final class Snapshotter {
                     .setQuarantinedRanges(quarantine.size())
                     .putAllSettings(settings)
                     .putAllTenantQuotas(pages.quotas())
+                    .setLeaderEpoch(epoch)
                     .build());
+            requireOwner("snapshot published");
             return new Written(writer.finish(), mappings[0], pending.size(), quarantine.size(), idle);
         }
     }
@@ -220,6 +241,7 @@ public final class Snapshotter {
 
     /** Keeps the newest {@code retention} snapshots and the log segments the oldest of them still needs. */
     private void prune() throws IOException {
+        requireOwner("snapshots or log segments pruned");
         List<SnapshotFile.Listed> snapshots = SnapshotFile.list(stateDir);
         for (int i = retention; i < snapshots.size(); i++) {
             Files.deleteIfExists(snapshots.get(i).path());

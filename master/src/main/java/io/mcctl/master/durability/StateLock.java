@@ -57,13 +57,28 @@ public final class StateLock implements AutoCloseable {
         }
     }
 
+    /**
+     * Shared holds of this JVM by real path (high availability: every master of a cluster holds the lock shared, which
+     * keeps a master without --ha and the offline repair tools out, while the etcd epoch decides who writes). Guarded
+     * by {@link #REGISTRY}; a count of holders per directory, one descriptor and one kernel lock each.
+     */
+    private static final Map<Path, StateLock> SHARED = new HashMap<>();
+
     private final Path stateDir;
     private final Path realDir;
+    /** Holders of a shared lock in this JVM (1 for an exclusive one). Guarded by {@link #REGISTRY}. */
+    private int holds = 1;
+    private final boolean shared;
     private final FileChannel channel;
     private final FileLock lock;
     private final Map<String, String> fields = new LinkedHashMap<>();
 
     private StateLock(Path stateDir, Path realDir, FileChannel channel, FileLock lock) {
+        this(stateDir, realDir, channel, lock, false);
+    }
+
+    private StateLock(Path stateDir, Path realDir, FileChannel channel, FileLock lock, boolean shared) {
+        this.shared = shared;
         this.stateDir = stateDir;
         this.realDir = realDir;
         this.channel = channel;
@@ -123,6 +138,51 @@ public final class StateLock implements AutoCloseable {
     }
 
     /**
+     * Locks {@code stateDir} shared, as every master of a high-availability cluster does for its whole life: masters
+     * that hold it shared live side by side (the leader's etcd epoch fences the log), while a master without
+     * {@code --ha}, or a tool that needs the directory to itself, is refused; and this is refused while such a one
+     * holds it. Nothing is written into the lock file here (the leader names itself with {@link #serving} on taking over).
+     *
+     * @throws StateInUseException when a process holds it exclusively, naming the holder
+     */
+    public static StateLock acquireShared(Path stateDir) throws IOException {
+        synchronized (REGISTRY) {
+            Files.createDirectories(stateDir);
+            Path realDir = stateDir.toRealPath();
+            StateLock mine = HELD.get(realDir);
+            if (mine != null) {
+                throw new StateInUseException(mine.holder());
+            }
+            StateLock held = SHARED.get(realDir);
+            if (held != null) {
+                held.holds++;
+                return held;
+            }
+            Path file = realDir.resolve(FILE_NAME);
+            FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            FileLock lock;
+            try {
+                lock = channel.tryLock(0, Long.MAX_VALUE, true);
+            } catch (IOException | RuntimeException e) {
+                channel.close();
+                throw e;
+            }
+            if (lock == null) {
+                Holder holder;
+                try {
+                    holder = readHolder(realDir, channel);
+                } finally {
+                    channel.close();
+                }
+                throw new StateInUseException(holder);
+            }
+            StateLock taken = new StateLock(stateDir, realDir, channel, lock, true);
+            SHARED.put(realDir, taken);
+            return taken;
+        }
+    }
+
+    /**
      * Who holds {@code stateDir} now, if anyone: tries the lock without keeping it and without creating or changing
      * any file (a shared lock over a read-only descriptor), so an offline reader can say the state is live.
      */
@@ -140,6 +200,9 @@ public final class StateLock implements AutoCloseable {
             return Optional.empty();
         }
         StateLock mine = HELD.get(realDir);
+        if (mine == null) {
+            mine = SHARED.get(realDir);
+        }
         if (mine != null) {
             return Optional.of(mine.holder());
         }
@@ -167,6 +230,19 @@ public final class StateLock implements AutoCloseable {
     /** Records the address the master serves on, once its port is bound. */
     public synchronized void serving(String address) throws IOException {
         fields.put("address", address);
+        write();
+    }
+
+    /**
+     * Names this process in the lock file as the leader of {@code epoch} serving on {@code address} (high availability:
+     * written when it takes over, so that a master refused the directory can say who leads it).
+     */
+    public synchronized void leading(String address, long epoch) throws IOException {
+        fields.put("pid", String.valueOf(ProcessHandle.current().pid()));
+        fields.put("host", hostName());
+        fields.put("since", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+        fields.put("address", address);
+        fields.put("leader_epoch", String.valueOf(epoch));
         write();
     }
 
@@ -223,11 +299,15 @@ public final class StateLock implements AutoCloseable {
                 if (!channel.isOpen()) {
                     return;
                 }
+                if (shared && --holds > 0) {
+                    return;
+                }
                 try {
                     lock.release();
                 } finally {
                     channel.close();
                     HELD.remove(realDir, this);
+                    SHARED.remove(realDir, this);
                 }
             }
         }

@@ -147,14 +147,21 @@ public final class StateRecovery {
      */
     private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, String clusterId,
                                      Supplier<PageService> services) throws IOException {
+        return recover(stateDir, layout, replayWal, repair, clusterId, services, true);
+    }
+
+    /** @param replayNow false: only the snapshot is loaded (with the log's fences applied to the choice of it) */
+    private static Recovered recover(Path stateDir, BucketLayout layout, boolean replayWal, boolean repair, String clusterId,
+                                     Supplier<PageService> services, boolean replayNow) throws IOException {
         Recovered state = new Recovered(services.get());
         state.pages.restorer();
         long begin = System.nanoTime();
         CorruptStateException newestUnusable = null;
+        List<WalSegmentHeader.Fence> fences = replayWal ? WalReader.fences(stateDir) : List.of();
         for (SnapshotFile.Listed listed : SnapshotFile.list(stateDir)) {
             try {
                 Recovered attempt = new Recovered(services.get());
-                loadSnapshot(listed.path(), layout, attempt);
+                loadSnapshot(listed.path(), layout, attempt, fences);
                 attempt.warnings.addAll(state.warnings);
                 state = attempt;
                 break;
@@ -169,20 +176,10 @@ public final class StateRecovery {
         state.lastSequence = state.snapshotSequence;
         state.snapshotMillis = (System.nanoTime() - begin) / 1_000_000;
         long replayBegin = System.nanoTime();
-        if (replayWal) {
+        if (replayWal && replayNow) {
             Recovered target = state;
-            PageService.Restorer restorer = target.pages.restorer();
             try {
-                target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, clusterId, (record, file, offset) -> {
-                    Change change;
-                    try {
-                        change = ChangeCodec.decode(record);
-                    } catch (IllegalArgumentException e) {
-                        throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
-                    }
-                    restorer.apply(change);
-                    target.replayed++;
-                });
+                target.wal = WalReader.read(stateDir, state.snapshotSequence, repair, clusterId, applier(target));
                 List<WalSegments.Segment> segments = WalSegments.list(stateDir);
                 if (state.snapshot == null && target.replayed > 0 && !segments.isEmpty() && segments.get(0).firstSequence() > 1) {
                     throw new CorruptStateException(segments.get(0).path(), 0, "the log starts at record " + segments.get(0).firstSequence()
@@ -198,6 +195,9 @@ public final class StateRecovery {
                         + " ('mcctl snapshot recover' shows what can be kept)");
             }
             state.lastSequence = target.wal.lastSequence();
+            for (String fenced : state.wal.fenced()) {
+                state.warnings.add("fenced: " + fenced);
+            }
             for (String passed : state.wal.skipped()) {
                 state.warnings.add("damaged log record passed over: " + passed);
             }
@@ -210,9 +210,46 @@ public final class StateRecovery {
         return state;
     }
 
-    private static void loadSnapshot(Path path, BucketLayout layout, Recovered state) throws IOException {
+    /**
+     * Decodes each record and applies it to {@code state} through the transition serving used
+     * ({@link PageService.Restorer#apply}), counting it: the one apply of replay and of a standby's follow.
+     */
+    public static WalReader.RecordConsumer applier(Recovered state) {
+        PageService.Restorer restorer = state.pages.restorer();
+        return (record, file, offset) -> {
+            Change change;
+            try {
+                change = ChangeCodec.decode(record);
+            } catch (IllegalArgumentException e) {
+                throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
+            }
+            restorer.apply(change);
+            state.replayed++;
+            state.lastSequence = record.getSequence();
+        };
+    }
+
+    /**
+     * The start of a standby's follow: the newest usable snapshot (none: empty state) loaded into a fresh service,
+     * not yet finished, so that the log's records can be applied to it as they are written ({@link #applier}, with
+     * {@link WalReader#follow}); {@code lastSequence} is the snapshot's. Nothing on disk is changed.
+     */
+    public static Recovered startFollowing(Path stateDir, BucketLayout layout, Supplier<PageService> services) throws IOException {
+        Recovered state = recover(stateDir, layout, true, false, null, services, false);
+        state.lastSequence = state.snapshotSequence;
+        return state;
+    }
+
+    private static void loadSnapshot(Path path, BucketLayout layout, Recovered state, List<WalSegmentHeader.Fence> fences) throws IOException {
         SnapshotFile.Reader reader = SnapshotFile.open(path);
         SnapshotMeta meta = reader.meta();
+        for (WalSegmentHeader.Fence fence : fences) {
+            if (fence.epoch() > meta.getLeaderEpoch() && fence.sequence() < meta.getWalSequence()) {
+                throw new CorruptStateException(path, 0, "taken by the leader of epoch " + meta.getLeaderEpoch() + " at record "
+                        + meta.getWalSequence() + ", past record " + fence.sequence() + " where the leader of epoch " + fence.epoch()
+                        + " took over: a deposed leader's");
+            }
+        }
         if (meta.getBucketCount() != layout.bucketCount() || meta.getPageSize() != layout.pageSize() || meta.getBucketSize() != layout.bucketSize()) {
             throw new io.mcctl.storage.layout.LayoutMismatchException(path + " was written for " + meta.getBucketCount() + " buckets of "
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()

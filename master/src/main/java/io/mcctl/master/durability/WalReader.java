@@ -34,10 +34,83 @@ public final class WalReader {
      * How a read ended. {@code skipped} describes damaged frames passed over because a snapshot covers them (at or
      * below the sequence the read started after), one line each.
      */
-    public record Outcome(long lastSequence, long records, Path tornFile, long tornOffset, List<String> skipped) {
+    public record Outcome(long lastSequence, long records, Path tornFile, long tornOffset, List<String> skipped, List<String> fenced) {
+        public Outcome(long lastSequence, long records, Path tornFile, long tornOffset, List<String> skipped) {
+            this(lastSequence, records, tornFile, tornOffset, skipped, List.of());
+        }
+
         public boolean torn() {
             return tornFile != null;
         }
+    }
+
+    /**
+     * The segments a read goes through, with the high-availability fencing applied (see {@link WalSegmentHeader}):
+     * a segment whose leader epoch is below that of a segment before it is a deposed leader's and is left out, and a
+     * kept segment's records count only up to {@code limit}, the fence of the first later segment of a newer epoch
+     * ({@code Long.MAX_VALUE} when there is none). {@code fenced} says in a line each what was left out.
+     */
+    record Plan(List<WalSegments.Segment> segments, long[] epochs, long[] limits, List<String> fenced) {
+    }
+
+    /** The read plan of {@code dir}'s segments: their headers only are read (a header that does not decode is left to the read). */
+    static Plan plan(Path dir) throws IOException {
+        List<WalSegments.Segment> all = WalSegments.list(dir);
+        List<WalSegments.Segment> kept = new ArrayList<>();
+        List<WalSegmentHeader> headers = new ArrayList<>();
+        List<String> fenced = new ArrayList<>();
+        long newest = 0;
+        for (WalSegments.Segment segment : all) {
+            WalSegmentHeader header = headerOrNull(segment.path());
+            long epoch = header == null ? 0 : header.leaderEpoch();
+            if (epoch < newest) {
+                fenced.add(segment.path().getFileName() + " of leader epoch " + epoch + " follows a segment of epoch " + newest
+                        + ": written by a deposed leader, not read");
+                continue;
+            }
+            newest = epoch;
+            kept.add(segment);
+            headers.add(header);
+        }
+        long[] epochs = new long[kept.size()];
+        long[] limits = new long[kept.size()];
+        for (int i = kept.size() - 1; i >= 0; i--) {
+            epochs[i] = headers.get(i) == null ? 0 : headers.get(i).leaderEpoch();
+            limits[i] = Long.MAX_VALUE;
+            for (int j = i + 1; j < kept.size(); j++) {
+                if (epochs[j] > epochs[i] && headers.get(j) != null) {
+                    limits[i] = headers.get(j).fence().sequence();
+                    break;
+                }
+            }
+        }
+        return new Plan(kept, epochs, limits, fenced);
+    }
+
+    private static WalSegmentHeader headerOrNull(Path file) {
+        try {
+            return WalSegmentHeader.read(file).orElse(null);
+        } catch (IOException e) {
+            return null; // the read names what is wrong with it, where it matters
+        }
+    }
+
+    /**
+     * The fences the log's segments name: for each newer epoch, the last record of the epoch before it that the
+     * new leader applied. A snapshot of an older epoch past one of them is a deposed leader's.
+     */
+    public static List<WalSegmentHeader.Fence> fences(Path dir) throws IOException {
+        List<WalSegmentHeader.Fence> fences = new ArrayList<>();
+        for (WalSegments.Segment segment : WalSegments.list(dir)) {
+            WalSegmentHeader header = headerOrNull(segment.path());
+            if (header != null && header.leaderEpoch() > 0 && header.fence().epoch() != header.leaderEpoch()
+                    && (fences.isEmpty() || fences.get(fences.size() - 1).epoch() < header.leaderEpoch())) {
+                // Fence.epoch is the epoch taken over from; kept here as the newer epoch for the comparison.
+                fences.add(new WalSegmentHeader.Fence(header.leaderEpoch(), header.fence().sequence(), header.fence().segmentFirstSequence(),
+                        header.fence().endOffset()));
+            }
+        }
+        return fences;
     }
 
     private static final String LAST_RECORD_CRC = "last record fails its CRC32C";
@@ -62,7 +135,8 @@ public final class WalReader {
      *         this mcctl does not know, with the file and offset
      */
     public static Outcome read(Path dir, long afterSequence, boolean repair, String clusterId, RecordConsumer consumer) throws IOException {
-        List<WalSegments.Segment> segments = WalSegments.list(dir);
+        Plan plan = plan(dir);
+        List<WalSegments.Segment> segments = plan.segments();
         long expected = -1;
         long last = afterSequence;
         long count = 0;
@@ -103,10 +177,12 @@ public final class WalReader {
                     }
                     header.check(segment.path(), segment.firstSequence(), cluster);
                     cluster = header.clusterId();
-                    offset = WalSegmentHeader.BYTES;
+                    offset = header.length();
                 }
                 data.order(ByteOrder.LITTLE_ENDIAN);
-                while (offset < size) {
+                long limit = plan.limits()[s];
+                long epoch = plan.epochs()[s];
+                while (offset < size && last < limit && (expected < 0 || expected <= limit)) {
                     String torn = null;
                     WalRecord record = null;
                     long skippedSequence = -1;
@@ -152,6 +228,7 @@ public final class WalReader {
                                         throw new UnreadableStateException(segment.path(), offset, "record " + record.getSequence()
                                                 + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
                                     }
+                                    checkEpoch(record, epoch, segment.path(), offset);
                                 }
                             }
                         }
@@ -207,7 +284,160 @@ public final class WalReader {
                 }
             }
         }
-        return new Outcome(last, count, null, -1, skipped);
+        return new Outcome(last, count, null, -1, skipped, plan.fenced());
+    }
+
+    /**
+     * Where a follower is in the log: just past record {@code lastSequence}, at byte {@code offset} of the segment
+     * starting at {@code segmentFirstSequence} (0: not placed yet, start from the segment holding the next record).
+     */
+    public record Position(long segmentFirstSequence, long offset, long lastSequence) {
+        public static Position after(long sequence) {
+            return new Position(0, 0, sequence);
+        }
+    }
+
+    /** The segment a follower needed was deleted (a snapshot covered it): it must start again from the newest snapshot. */
+    public static final class FellBehindException extends IOException {
+        public FellBehindException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Reads the records appended since {@code from}, for a standby that follows a log another master writes: nothing
+     * is changed on disk, and an incomplete or not yet checksummed frame at the end of the newest segment is where
+     * the writer is, not damage (it is read again next time). The fencing of {@link #read} applies. Returns where
+     * the next call goes on from.
+     *
+     * @throws FellBehindException when the segment holding the next record is gone
+     * @throws CorruptStateException damage before the newest segment's end, with the file and offset
+     */
+    public static Position follow(Path dir, Position from, String clusterId, RecordConsumer consumer) throws IOException {
+        Plan plan = plan(dir);
+        List<WalSegments.Segment> segments = plan.segments();
+        long last = from.lastSequence();
+        int s = 0;
+        long offset = from.offset();
+        if (from.segmentFirstSequence() == 0) {
+            // Not placed: the last segment starting at or before the next record.
+            s = -1;
+            for (int i = 0; i < segments.size(); i++) {
+                if (segments.get(i).firstSequence() <= last + 1) {
+                    s = i;
+                }
+            }
+            offset = -1;
+        } else {
+            while (s < segments.size() && segments.get(s).firstSequence() != from.segmentFirstSequence()) {
+                s++;
+            }
+            if (s == segments.size()) {
+                s = -1;
+            }
+        }
+        if (s < 0) {
+            if (segments.isEmpty() || (last > 0 && segments.get(0).firstSequence() > last + 1)) {
+                if (segments.isEmpty() && from.segmentFirstSequence() == 0) {
+                    return from; // no log yet
+                }
+                throw new FellBehindException("log segment holding record " + (last + 1) + " is gone from " + dir);
+            }
+            s = 0;
+            offset = -1;
+        }
+        if (plan.limits()[s] < last) {
+            // A newer leader took over before records this follower applied: they are a deposed leader's.
+            throw new FellBehindException("a newer leader took over the log at record " + plan.limits()[s] + ", before record " + last
+                    + " that this follower applied from " + segments.get(s).path().getFileName());
+        }
+        for (; s < segments.size(); s++) {
+            WalSegments.Segment segment = segments.get(s);
+            boolean newest = s == segments.size() - 1;
+            long limit = plan.limits()[s];
+            ByteBuffer data;
+            try (FileChannel channel = FileChannel.open(segment.path(), StandardOpenOption.READ)) {
+                data = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size()).order(ByteOrder.LITTLE_ENDIAN);
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw new FellBehindException("log segment " + segment.path().getFileName() + " was deleted while it was followed");
+            }
+            if (offset < 0) {
+                if (!WalSegmentHeader.startsWithMagic(data)) {
+                    offset = 0;
+                } else {
+                    WalSegmentHeader header;
+                    try {
+                        header = WalSegmentHeader.decode(segment.path(), data);
+                    } catch (CorruptStateException e) {
+                        if (newest) {
+                            return new Position(segment.firstSequence(), -1, last); // the header is being written
+                        }
+                        throw e;
+                    }
+                    header.check(segment.path(), segment.firstSequence(), clusterId);
+                    offset = header.length();
+                }
+            }
+            int size = data.limit();
+            boolean ended = false;
+            while (last < limit) {
+                if (size - offset < FrameCodec.HEADER_BYTES) {
+                    ended = true;
+                    break;
+                }
+                int length = data.getInt((int) offset);
+                int crc = data.getInt((int) offset + 4);
+                if (length <= 0 || length > FrameCodec.MAX_PAYLOAD || offset + FrameCodec.HEADER_BYTES + length > size) {
+                    ended = true; // zeros ahead of the writer, or a frame it is writing
+                    break;
+                }
+                byte[] bytes = new byte[length];
+                data.get((int) offset + FrameCodec.HEADER_BYTES, bytes);
+                if (FrameCodec.crc(bytes, 0, length) != crc) {
+                    ended = true;
+                    break;
+                }
+                long sequence = peekSequence(bytes);
+                if (sequence <= last) {
+                    offset += FrameCodec.HEADER_BYTES + length; // before where the follower starts (placed by sequence)
+                    continue;
+                }
+                WalRecord record;
+                try {
+                    record = WalRecord.parseFrom(bytes);
+                } catch (InvalidProtocolBufferException e) {
+                    throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
+                }
+                if (record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET) {
+                    throw new UnreadableStateException(segment.path(), offset, "record " + record.getSequence()
+                            + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
+                }
+                checkEpoch(record, plan.epochs()[s], segment.path(), offset);
+                if (record.getSequence() != last + 1) {
+                    throw new CorruptStateException(segment.path(), offset, "sequence " + record.getSequence() + " where " + (last + 1) + " was due");
+                }
+                consumer.accept(record, segment.path(), offset);
+                last = record.getSequence();
+                offset += FrameCodec.HEADER_BYTES + length;
+            }
+            if (newest) {
+                return new Position(segment.firstSequence(), offset, last);
+            }
+            if (ended && last < limit && segments.get(s + 1).firstSequence() != last + 1) {
+                throw new CorruptStateException(segment.path(), offset, "the log goes on at record " + segments.get(s + 1).firstSequence()
+                        + " in the next segment but this one ends at record " + last);
+            }
+            offset = -1;
+        }
+        return new Position(from.segmentFirstSequence(), from.offset(), last);
+    }
+
+    /** A record must carry its segment's leader epoch: one of another epoch is refused, never applied. */
+    private static void checkEpoch(WalRecord record, long segmentEpoch, Path file, long offset) throws IOException {
+        if (record.getLeaderEpoch() != segmentEpoch) {
+            throw new CorruptStateException(file, offset, "record " + record.getSequence() + " of leader epoch " + record.getLeaderEpoch()
+                    + " in a segment of epoch " + segmentEpoch);
+        }
     }
 
     /** Whether every byte of {@code data} from {@code offset} to its end is zero. */

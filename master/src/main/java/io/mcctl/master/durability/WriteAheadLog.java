@@ -56,6 +56,12 @@ public final class WriteAheadLog implements AutoCloseable {
     private final String clusterId;
     private final long segmentBytes;
     private final LongSupplier wallClock;
+    /** The leader epoch in every segment header and record (0 without high availability). */
+    private final long epoch;
+    /** Where this epoch took over the log; in every segment header of the epoch. */
+    private final WalSegmentHeader.Fence fence;
+    /** Asked before each append and before a new segment is created: false once this master may no longer own the log (its lease lapsed). */
+    private final java.util.function.BooleanSupplier mayCreateSegment;
     /** Buffered bytes at which the writer starts without waiting for a waiter. */
     static final int EAGER_WRITE_BYTES = 1 << 20;
     /** How long records nobody waits for may stay buffered. */
@@ -93,6 +99,18 @@ public final class WriteAheadLog implements AutoCloseable {
      * {@code clusterId} (the root's layout record's).
      */
     public WriteAheadLog(Path dir, String clusterId, long lastSequence, long segmentBytes, LongSupplier wallClock) throws IOException {
+        this(dir, clusterId, lastSequence, segmentBytes, wallClock, 0, WalSegmentHeader.Fence.NONE, () -> true);
+    }
+
+    /**
+     * A leader's log under high availability: every segment header carries {@code epoch} and {@code fence}, every
+     * record {@code epoch}, and no segment is created once {@code mayCreateSegment} says no (the log then fails).
+     */
+    public WriteAheadLog(Path dir, String clusterId, long lastSequence, long segmentBytes, LongSupplier wallClock, long epoch,
+                         WalSegmentHeader.Fence fence, java.util.function.BooleanSupplier mayCreateSegment) throws IOException {
+        this.epoch = epoch;
+        this.fence = fence;
+        this.mayCreateSegment = mayCreateSegment;
         this.dir = dir;
         this.clusterId = clusterId;
         this.segmentBytes = segmentBytes;
@@ -111,7 +129,7 @@ public final class WriteAheadLog implements AutoCloseable {
         // Encoded before the lock is taken: the lock is shared by every writer, the encoding is not. Sequence and time
         // (fields 1 and 2) are written under the lock in front of the rest, which gives the very bytes protobuf would
         // give for the whole record.
-        byte[] body = record.clearSequence().clearTimeMs().build().toByteArray();
+        byte[] body = record.clearSequence().clearTimeMs().clearLeaderEpoch().build().toByteArray();
         return appendFrame(body.length, out -> out.put(body));
     }
 
@@ -150,9 +168,15 @@ public final class WriteAheadLog implements AutoCloseable {
             if (failure != null) {
                 throw new ChangeLog.Refused("the write-ahead log failed and takes no more records: " + failure.getMessage(), failure);
             }
+            if (epoch > 0 && !mayCreateSegment.getAsBoolean()) {
+                // A leader past its lease deadline: a newer leader may hold the log, so nothing more goes in (what
+                // does, after that leader's fence, would never be replayed: this only keeps the answer honest).
+                throw new ChangeLog.Refused("this master no longer holds its leader lease (epoch " + epoch + "): it takes no changes", null);
+            }
             long sequence = lastAppended + 1;
             long timeMs = wallClock.getAsLong();
-            int payloadLength = 1 + WalRecordEncoder.varintSize(sequence) + 1 + WalRecordEncoder.varintSize(timeMs) + bodyLength;
+            int payloadLength = 1 + WalRecordEncoder.varintSize(sequence) + 1 + WalRecordEncoder.varintSize(timeMs) + bodyLength
+                    + (epoch > 0 ? 1 + WalRecordEncoder.varintSize(epoch) : 0);
             if (buffer.remaining() < payloadLength + FrameCodec.HEADER_BYTES) {
                 ByteBuffer bigger = ByteBuffer.allocate(Math.max(buffer.capacity() * 2, buffer.position() + payloadLength + 64))
                         .order(ByteOrder.LITTLE_ENDIAN);
@@ -167,6 +191,10 @@ public final class WriteAheadLog implements AutoCloseable {
             buffer.put((byte) 0x10); // field 2, varint
             WalRecordEncoder.putVarint(buffer, timeMs);
             putBody.accept(buffer);
+            if (epoch > 0) {
+                buffer.put((byte) 0x78); // field 15, varint: last, where protobuf puts the highest field number
+                WalRecordEncoder.putVarint(buffer, epoch);
+            }
             int written = buffer.position() - frame - FrameCodec.HEADER_BYTES;
             if (written != payloadLength) {
                 // An encoder wrote other than it sized: the frame would not read back. Dropped, not logged.
@@ -220,6 +248,11 @@ public final class WriteAheadLog implements AutoCloseable {
         return lastDurable;
     }
 
+    /** The leader epoch this log writes (0 without high availability). */
+    public long epoch() {
+        return epoch;
+    }
+
     /** fsyncs so far: one per group of records written together. */
     public long syncCount() {
         return syncs.sum();
@@ -254,7 +287,15 @@ public final class WriteAheadLog implements AutoCloseable {
     private void openSegment(long firstSequence) throws IOException {
         Path path = dir.resolve(WalSegments.fileName(firstSequence));
         segmentPath = path;
+        if (!mayCreateSegment.getAsBoolean()) {
+            throw new IOException("this master no longer holds its leader lease (epoch " + epoch + "): it creates no log segment");
+        }
         if (Files.exists(path)) {
+            java.util.Optional<WalSegmentHeader> there = WalSegmentHeader.read(path);
+            if (there.isPresent() && there.get().leaderEpoch() != epoch) {
+                throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " was created by the leader of epoch "
+                        + there.get().leaderEpoch() + ", not by this one of epoch " + epoch + ": another master owns the log");
+            }
             // A segment of this name can exist only without records: opened by a master that stopped before its first
             // record reached the disk (recovery read every record of every segment, and cut its zeros). It goes, so that
             // the new one is created afresh, never opened over what is there.
@@ -263,7 +304,7 @@ public final class WriteAheadLog implements AutoCloseable {
             }
             Files.delete(path);
         }
-        byte[] header = WalSegmentHeader.current(firstSequence, clusterId).encode();
+        byte[] header = WalSegmentHeader.leader(firstSequence, clusterId, epoch, fence).encode();
         segment = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
         ByteBuffer headerBytes = ByteBuffer.wrap(header);
         while (headerBytes.hasRemaining()) {
@@ -283,7 +324,8 @@ public final class WriteAheadLog implements AutoCloseable {
     private static boolean holdsNoRecords(Path path) throws IOException {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
             ByteBuffer data = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-            long from = WalSegmentHeader.startsWithMagic(data) ? Math.min(WalSegmentHeader.BYTES, data.limit()) : 0;
+            long from = WalSegmentHeader.startsWithMagic(data) ? Math.min(WalSegmentHeader.read(path).map(WalSegmentHeader::length)
+                    .orElse(WalSegmentHeader.BYTES), data.limit()) : 0;
             return WalReader.zerosFrom(data, from);
         }
     }

@@ -95,6 +95,11 @@ public final class MasterSecurity {
     }
 
     /** The interceptor that checks every call; its refusal counters go to {@code registry}. */
+    /** The access control interceptor, its refusals counted in a registry that another service registered. */
+    public ServerInterceptor interceptor() {
+        return access;
+    }
+
     public ServerInterceptor interceptor(PrometheusRegistry registry) {
         access.register(registry);
         return access;

@@ -68,6 +68,7 @@ public final class MethodPermissions {
             tenants("ListKeys", Permission.TENANT_READ, ListKeysRequest.class, r -> List.of(r.getTenantId())),
             Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
+            Map.entry("GetMasterStatus", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetBucketBitmap", fixed(Permission.MONITOR)),
             Map.entry("CreateSnapshot", fixed(Permission.ADMIN)),
             // A check that repairs changes every tenant's page state; one that only looks reads it.

@@ -217,8 +217,12 @@ public final class MasterServer implements AutoCloseable {
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
             return serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
-                    ServerInterceptors.intercept(service, new StatusExceptions(), security.interceptor(metrics.registry()),
-                            metrics.interceptor()));
+                    intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
+                            io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
+                                    .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
+                                    .setAddress(options.bindHost() + ":" + server.getPort()).setClusterId(init.layout().clusterId())
+                                    .setAppliedSequence(log == null ? 0 : log.lastDurable()).setLogSequence(log == null ? 0 : log.lastDurable())
+                                    .build()));
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
             closeQuietly(wal);
@@ -231,7 +235,8 @@ public final class MasterServer implements AutoCloseable {
     private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
                                       PageService pages,
                                       BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
-                                      StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service)
+                                      StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service,
+                                      ServerServiceDefinition status)
             throws IOException {
         HTTPServer metricsServer;
         try {
@@ -242,7 +247,24 @@ public final class MasterServer implements AutoCloseable {
         } catch (IOException e) {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
-        starting.ready(service);
+        starting.ready(service, status);
+        ScheduledExecutorService reaper = housekeeping(pages, snapshotter, options.snapshotInterval());
+        return new MasterServer(options, owner, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
+    }
+
+    /**
+     * The page service as it is served: status exceptions sent with their trailers, then access control and metrics
+     * around every call.
+     */
+    public static ServerServiceDefinition intercepted(io.grpc.BindableService service, MasterSecurity security, MasterMetrics metrics) {
+        return ServerInterceptors.intercept(service, new StatusExceptions(), security.interceptor(metrics.registry()), metrics.interceptor());
+    }
+
+    /**
+     * The master's housekeeping thread: the reaper (expired allocations, quarantine releases, eviction) every
+     * {@link #REAP_INTERVAL_MILLIS}, and a snapshot every {@code snapshotInterval} (null: none). Stopped with shutdownNow.
+     */
+    public static ScheduledExecutorService housekeeping(PageService pages, Snapshotter snapshotter, Duration snapshotInterval) {
         ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread thread = new Thread(r, "mcctl-master-reaper");
             thread.setDaemon(true);
@@ -264,8 +286,8 @@ public final class MasterServer implements AutoCloseable {
                 }
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
-        if (options.snapshotInterval() != null) {
-            long every = options.snapshotInterval().toMillis();
+        if (snapshotInterval != null) {
+            long every = snapshotInterval.toMillis();
             reaper.scheduleWithFixedDelay(() -> {
                 try {
                     snapshotter.take();
@@ -275,7 +297,7 @@ public final class MasterServer implements AutoCloseable {
                 }
             }, every, every, TimeUnit.MILLISECONDS);
         }
-        return new MasterServer(options, owner, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
+        return reaper;
     }
 
     /**
@@ -338,6 +360,18 @@ public final class MasterServer implements AutoCloseable {
         }
     }
 
+    /** A method that answers every call with {@code status} and {@code trailers} without reading the request. */
+    public static ServerMethodDefinition<?, ?> refusing(String methodName, Status status, Metadata trailers) {
+        MethodDescriptor<InputStream, InputStream> method = MethodDescriptor.<InputStream, InputStream>newBuilder()
+                .setType(MethodDescriptor.MethodType.UNKNOWN).setFullMethodName(methodName)
+                .setRequestMarshaller(Starting.RAW).setResponseMarshaller(Starting.RAW).build();
+        return ServerMethodDefinition.create(method, (call, headers) -> {
+            call.close(status, trailers);
+            return new ServerCall.Listener<>() {
+            };
+        });
+    }
+
     /**
      * The service registry while the master starts: until {@link #ready} every call is answered UNAVAILABLE, which
      * clients retry, instead of a refused connection; after it, the master's service. One volatile read per call.
@@ -346,10 +380,12 @@ public final class MasterServer implements AutoCloseable {
         /** The service's methods by full name, once it serves; written once. */
         private volatile java.util.Map<String, ServerMethodDefinition<?, ?>> serving;
 
-        void ready(ServerServiceDefinition service) {
+        void ready(ServerServiceDefinition... services) {
             java.util.Map<String, ServerMethodDefinition<?, ?>> methods = new java.util.HashMap<>();
-            for (ServerMethodDefinition<?, ?> method : service.getMethods()) {
-                methods.put(method.getMethodDescriptor().getFullMethodName(), method);
+            for (ServerServiceDefinition service : services) {
+                for (ServerMethodDefinition<?, ?> method : service.getMethods()) {
+                    methods.put(method.getMethodDescriptor().getFullMethodName(), method);
+                }
             }
             serving = methods;
         }
@@ -360,14 +396,7 @@ public final class MasterServer implements AutoCloseable {
             if (methods != null) {
                 return methods.get(methodName);
             }
-            MethodDescriptor<InputStream, InputStream> method = MethodDescriptor.<InputStream, InputStream>newBuilder()
-                    .setType(MethodDescriptor.MethodType.UNKNOWN).setFullMethodName(methodName)
-                    .setRequestMarshaller(RAW).setResponseMarshaller(RAW).build();
-            return ServerMethodDefinition.create(method, (call, headers) -> {
-                call.close(Status.UNAVAILABLE.withDescription("the master is starting: it is recovering its state"), new Metadata());
-                return new ServerCall.Listener<>() {
-                };
-            });
+            return refusing(methodName, Status.UNAVAILABLE.withDescription("the master is starting: it is recovering its state"), new Metadata());
         }
 
         private static final MethodDescriptor.Marshaller<InputStream> RAW = new MethodDescriptor.Marshaller<>() {

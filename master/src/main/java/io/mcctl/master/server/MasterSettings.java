@@ -106,9 +106,32 @@ public final class MasterSettings {
         return text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString();
     }
 
+    public static final Setting<String> HA = Setting.of("ha", "MCCTL_HA", "--ha", "", text -> {
+                if (!text.isEmpty()) {
+                    io.mcctl.master.etcd.EtcdTarget.parse(text); // one line naming the value and the form allowed
+                }
+                return text;
+            }, s -> s, "empty (one master, no election) or etcd://host:port[,host:port...][/prefix] (';' between endpoints too)",
+            "run for leadership on etcd: the leader serves, standbys follow the shared state and take over (docs/ha.md)");
+
+    public static final Setting<Duration> HA_LEASE_TTL = Setting.of("ha_lease_ttl", "MCCTL_HA_LEASE_TTL", "--ha-lease-ttl", "5s", text -> {
+                Duration ttl = DurationParser.parse(text);
+                if (ttl.toMillis() % 1000 != 0 || ttl.toSeconds() < 1 || ttl.toSeconds() > 600) {
+                    throw new IllegalArgumentException("");
+                }
+                return ttl;
+            }, DurationParser::format, "whole seconds from 1s to 600s",
+            "the leader's etcd lease: a standby takes over about this long after the leader dies; the leader stops answering "
+                    + "changes a quarter of it before the lease can expire");
+
+    public static final Setting<Boolean> HA_START_EMPTY = Setting.of("ha_start_empty", "MCCTL_HA_START_EMPTY", "--ha-start-empty", "false",
+            io.mcctl.storage.config.StorageSettings::parseBoolean, String::valueOf, "true or false",
+            "with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty "
+                    + "(every cached object is lost to the cache; docs/ha.md)");
+
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
             SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
-            TLS_CLIENT_CA, TOKENS_FILE);
+            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY);
 
     static double parseFraction(String text) {
         double value;

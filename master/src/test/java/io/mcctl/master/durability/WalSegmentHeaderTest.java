@@ -93,7 +93,7 @@ class WalSegmentHeaderTest {
         UnreadableStateException e = assertThrows(UnreadableStateException.class, () -> WalReader.read(dir, 0, true, (r, f, o) -> { }));
         assertEquals(segment, e.file());
         assertTrue(e.getMessage().contains("format version 7") && e.getMessage().contains("version 5 or later")
-                && e.getMessage().contains("reads log format version 2"), e.getMessage());
+                && e.getMessage().contains("reads log format version 3"), e.getMessage());
         assertTrue(Arrays.equals(before, Files.readAllBytes(segment)), "a segment it cannot read is left as it is, even when repairing");
     }
 

@@ -46,7 +46,7 @@ class AccessMatrixTest {
             "RenewDistributedPageAllocation");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
-    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats");
+    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus");
     private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
     private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota");
 

@@ -1,0 +1,237 @@
+package io.mcctl.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
+import io.mcctl.master.proto.v1.GetMasterStatusResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Real etcd and real {@code mcctl master start --ha} processes over one root: the leader killed with -9 round after
+ * round under load, a leader stopped with SIGSTOP past its lease and woken after a standby took over, an etcd member
+ * lost, and etcd lost entirely.
+ */
+@Timeout(240)
+class HaFailoverProcessTest {
+
+    @TempDir
+    Path dir;
+
+    private final List<McctlProcess.Master> masters = new ArrayList<>();
+    private EtcdCluster etcd;
+
+    @AfterEach
+    void stop() throws Exception {
+        for (McctlProcess.Master master : masters) {
+            master.process().destroyForcibly();
+            master.close();
+        }
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    McctlProcess.Master startMaster() throws Exception {
+        return startMaster("2s");
+    }
+
+    McctlProcess.Master startMaster(String leaseTtl) throws Exception {
+        List<String> args = new ArrayList<>(List.of("--root", dir.resolve("root").toString(), "--bucket-count", "8", "--bucket-size", "4MiB",
+                "--page-size", "4KiB", "--allocation-deadline", "2s", "--allocation-grace", "1s", "--read-lease", "1s", "--eviction", "false",
+                "--ha", etcd.url("/test"), "--ha-lease-ttl", leaseTtl));
+        McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), args.toArray(String[]::new));
+        masters.add(master);
+        return master;
+    }
+
+    static GetMasterStatusResponse status(McctlProcess.Master master) {
+        try (MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(2))) {
+            return client.masterStatus();
+        }
+    }
+
+    /** The one live master that says it leads, waiting for an election (at most {@code limit}). */
+    McctlProcess.Master awaitLeader(Duration limit) throws InterruptedException {
+        long end = System.nanoTime() + limit.toNanos();
+        while (System.nanoTime() - end < 0) {
+            for (McctlProcess.Master master : masters) {
+                if (master.process().isAlive()) {
+                    try {
+                        if (status(master).getRole() == GetMasterStatusResponse.Role.LEADER) {
+                            return master;
+                        }
+                    } catch (MasterException e) {
+                        // stopped or not up yet
+                    }
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("no leader within " + limit.toSeconds() + " s");
+    }
+
+    @Test
+    void five_rounds_of_kill_9_of_the_leader_under_load_lose_nothing_acknowledged_and_overlap_or_leak_nothing() throws Exception {
+        etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+        for (int i = 0; i < 3; i++) {
+            startMaster();
+        }
+        CrashRestartProcessTest.Model model = new CrashRestartProcessTest.Model();
+        McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+        long lastEpoch = status(leader).getEpoch();
+        for (int round = 0; round < 5; round++) {
+            AtomicInteger ops = new AtomicInteger();
+            List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
+            List<Thread> clients = new ArrayList<>();
+            for (int c = 0; c < 2; c++) {
+                McctlProcess.Master target = leader;
+                String tenant = CrashRestartProcessTest.TENANTS.get(c);
+                int r = round;
+                long seed = round * 31L + c;
+                Thread t = new Thread(() -> CrashRestartProcessTest.load(target, model, tenant, r, seed, ops, failures), "client-" + c);
+                clients.add(t);
+                t.start();
+            }
+            int killAt = 40;
+            assertTrue(CrashRestartProcessTest.await(Duration.ofSeconds(60), () -> ops.get() >= killAt || !failures.isEmpty()), "no load");
+            CrashRestartProcessTest.kill9(leader);
+            masters.remove(leader);
+            for (Thread t : clients) {
+                t.join(30_000);
+                assertFalse(t.isAlive(), t.getName() + " did not stop after the leader died");
+            }
+            assertEquals(List.of(), failures);
+            assertTrue(ops.get() < 800, "the leader was killed in the middle of the load, not after it");
+            startMaster(); // the killed one comes back, as a standby
+            leader = awaitLeader(Duration.ofSeconds(60));
+            long epoch = status(leader).getEpoch();
+            assertTrue(epoch > lastEpoch, "a new epoch: " + epoch + " after " + lastEpoch);
+            lastEpoch = epoch;
+            CrashRestartProcessTest.verify(leader, model);
+        }
+        assertTrue(model.acknowledged.size() > 50, "enough keys survived to mean something: " + model.acknowledged.size());
+        McctlProcess.Done fsck = McctlProcess.run(dir, Map.of(), "fsck", "--master", leader.address());
+        assertEquals(0, fsck.exitCode(), fsck.out() + fsck.err());
+        McctlProcess.Done status = McctlProcess.run(dir, Map.of(), "master", "status", "--ha", etcd.url("/test"));
+        assertEquals(0, status.exitCode(), status.out() + status.err());
+        String leaderAddress = leader.address();
+        String leaderRow = status.out().lines().filter(line -> line.contains(leaderAddress)).findFirst().orElse("");
+        assertTrue(leaderRow.contains("leader"), status.out());
+        assertEquals(2, status.out().lines().filter(line -> line.contains("standby")).count(), status.out());
+    }
+
+    @Test
+    void a_leader_stopped_past_its_lease_and_woken_after_a_standby_took_over_answers_no_change_and_adds_nothing_replayed() throws Exception {
+        etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+        startMaster();
+        startMaster();
+        McctlProcess.Master old = awaitLeader(Duration.ofSeconds(60));
+        McctlProcess.Master standby = masters.get(0) == old ? masters.get(1) : masters.get(0);
+        try (MasterClient client = new MasterClient(old.address(), Duration.ofSeconds(10))) {
+            DistributedDiskDescriptor d = client.allocate("t", "before", 4096, false).getDistributedDisk();
+            client.notifySuccess(List.of("before"), List.of("t"), List.of(d));
+        }
+        long pid = old.process().pid();
+        signal("STOP", pid);
+        CompletableFuture<Object> sentWhileStopped;
+        try {
+            McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+            assertEquals(standby, leader);
+            try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
+                DistributedDiskDescriptor d = client.allocate("t", "after", 4096, false).getDistributedDisk();
+                client.notifySuccess(List.of("after"), List.of("t"), List.of(d));
+            }
+            // Sent to the stopped process: its kernel takes the bytes, the process reads them when woken.
+            MasterClient toOld = new MasterClient(old.address(), Duration.ofSeconds(30));
+            sentWhileStopped = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return toOld.allocate("t", "woken", 4096, false);
+                } catch (MasterException e) {
+                    return e;
+                } finally {
+                    toOld.close();
+                }
+            });
+            Thread.sleep(300); // let the request reach the stopped process's socket (its outcome is checked, not the time)
+        } finally {
+            signal("CONT", pid);
+        }
+        Object answer = sentWhileStopped.get(60, TimeUnit.SECONDS);
+        assertTrue(answer instanceof MasterException, "the woken leader answered a change OK: " + answer);
+        assertTrue(((MasterException) answer).getMessage().contains("lease") || ((MasterException) answer).getMessage().contains("standby"),
+                ((MasterException) answer).getMessage());
+        // Whatever the woken leader wrote, a master that recovers the state must not see it.
+        for (McctlProcess.Master master : new ArrayList<>(masters)) {
+            CrashRestartProcessTest.kill9(master);
+            masters.remove(master);
+        }
+        McctlProcess.Master fresh = startMaster();
+        assertEquals(fresh, awaitLeader(Duration.ofSeconds(60)));
+        try (MasterClient client = new MasterClient(fresh.address(), Duration.ofSeconds(10))) {
+            assertTrue(client.exists("t", "before"));
+            assertTrue(client.exists("t", "after"));
+            assertEquals(0, client.stats().getInFlightAllocations(), "an allocation of the woken leader was replayed: " + client.stats());
+        }
+    }
+
+    @Test
+    void losing_one_etcd_member_of_three_keeps_the_service_and_losing_all_stops_changes_with_the_reason() throws Exception {
+        etcd = EtcdCluster.start(dir.resolve("etcd"), 3);
+        // A lease longer than etcd's own election (1 s timeout here): losing the member that leads etcd costs one.
+        startMaster("6s");
+        startMaster("6s");
+        McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+        etcd.kill(0); // the first endpoint, the one every master asks first
+        try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
+            for (int i = 0; i < 60; i++) {
+                String key = "k" + i;
+                DistributedDiskDescriptor d = client.allocate("t", key, 4096, false).getDistributedDisk();
+                client.notifySuccess(List.of(key), List.of("t"), List.of(d));
+                Thread.sleep(150); // spread over more than one lease TTL
+            }
+            assertEquals(GetMasterStatusResponse.Role.LEADER, status(leader).getRole());
+            etcd.killAll();
+            MasterException refused = null;
+            for (int i = 0; refused == null && i < 400; i++) {
+                try {
+                    DistributedDiskDescriptor d = client.allocate("t", "late" + i, 4096, false).getDistributedDisk();
+                    client.notifySuccess(List.of("late" + i), List.of("t"), List.of(d));
+                    Thread.sleep(50);
+                } catch (MasterException e) {
+                    refused = e;
+                }
+            }
+            assertTrue(refused != null, "the leader kept taking changes with etcd gone");
+            assertTrue(refused.getMessage().contains("lease"), refused.getMessage());
+            GetMasterStatusResponse status = status(leader);
+            assertNotEquals(GetMasterStatusResponse.Role.LEADER, status.getRole());
+            assertTrue(status.getReason().contains("lease"), status.toString());
+        }
+    }
+
+    static void signal(String name, long pid) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + name, String.valueOf(pid)).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            fail("kill -" + name + " " + pid + " failed");
+        }
+    }
+}
