@@ -457,11 +457,28 @@ public final class HaMaster implements AutoCloseable {
         return leading == null ? null : leading.pages();
     }
 
+    /**
+     * A leader whose lease has lapsed answers nothing durable already, before the role thread gets to depose it: status
+     * and health say so at once rather than claim to lead.
+     */
+    private boolean lapsed(Term leading) {
+        return role == Role.LEADER && leading != null && !leading.lease().valid();
+    }
+
+    /** Why this master does not take changes now, or null while it leads with a valid lease and a working log. */
+    private String whyNotServing(Term leading) {
+        if (leading == null) {
+            return refusal;
+        }
+        return lapsed(leading) ? "leader lease lost: " + leading.lease().lostReason() : leading.pages().refusal();
+    }
+
     public GetMasterStatusResponse status() {
         Term leading = term;
         LogFollower following = follower;
+        boolean lapsed = lapsed(leading);
         GetMasterStatusResponse.Builder status = GetMasterStatusResponse.newBuilder()
-                .setRole(switch (role) {
+                .setRole(lapsed ? GetMasterStatusResponse.Role.DEPOSED : switch (role) {
                     case LEADER -> GetMasterStatusResponse.Role.LEADER;
                     case STANDBY -> GetMasterStatusResponse.Role.STANDBY;
                     case DEPOSED -> GetMasterStatusResponse.Role.DEPOSED;
@@ -473,7 +490,7 @@ public final class HaMaster implements AutoCloseable {
             long applied = following == null ? 0 : following.applied();
             status.setEpoch(followedEpoch).setAppliedSequence(applied).setLogSequence(Math.max(applied, leaderSequence)).setLagMs(lagMillis);
         }
-        String why = leading == null ? refusal : leading.pages().refusal();
+        String why = whyNotServing(leading);
         if (why != null) {
             status.setReason(why);
         }
@@ -509,7 +526,7 @@ public final class HaMaster implements AutoCloseable {
             String body;
             if ("/health".equals(exchange.getRequestURI().getPath())) {
                 Term leading = term;
-                String why = leading == null ? refusal : leading.pages().refusal();
+                String why = whyNotServing(leading);
                 if (leading != null && why == null) {
                     status = 200;
                     body = "ok: leader of epoch " + leading.epoch() + "\n";
