@@ -482,7 +482,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)
-                    .setPagesFree(pages.layout().pagesPerBucket() - allocated)
+                    .setPagesFree(pages.allocator(b).pageCount() - allocated)
                     .setLargestFreeRun(pages.allocator(b).largestFreeRun()));
         }
         reply(observer, response.build());
