@@ -167,6 +167,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} shell" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config" ];    then _picocli_mcctl; return $?; fi
@@ -185,6 +186,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap inspect" ];    then _picocli_mcctl_bitmap; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount validate" ];    then _picocli_mcctl_mount; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota set" ];    then _picocli_mcctl_quota; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout grow" ];    then _picocli_mcctl_layout; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench allocator" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench master" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench io" ];    then _picocli_mcctl_bench; return $?; fi
@@ -207,57 +209,61 @@ function _complete_mcctl() {
   local cmds10=(bitmap)
   local cmds11=(mount)
   local cmds12=(quota)
-  local cmds13=(bench)
-  local cmds14=(shell)
-  local cmds15=(config)
-  local cmds16=(completion)
-  local cmds17=(master start)
-  local cmds18=(master status)
-  local cmds19=(snapshot create)
-  local cmds20=(snapshot list)
-  local cmds21=(snapshot inspect)
-  local cmds22=(snapshot verify)
-  local cmds23=(snapshot diff)
-  local cmds24=(snapshot export)
-  local cmds25=(snapshot recover)
-  local cmds26=(snapshot wal)
-  local cmds27=(snapshot wal dump)
-  local cmds28=(bitmap inspect)
-  local cmds29=(mount validate)
-  local cmds30=(quota set)
-  local cmds31=(bench allocator)
-  local cmds32=(bench master)
-  local cmds33=(bench io)
-  local cmds34=(bench restart)
-  local cmds35=(bench fsck)
-  local cmds36=(bench cache)
-  local cmds37=(config show)
+  local cmds13=(layout)
+  local cmds14=(bench)
+  local cmds15=(shell)
+  local cmds16=(config)
+  local cmds17=(completion)
+  local cmds18=(master start)
+  local cmds19=(master status)
+  local cmds20=(snapshot create)
+  local cmds21=(snapshot list)
+  local cmds22=(snapshot inspect)
+  local cmds23=(snapshot verify)
+  local cmds24=(snapshot diff)
+  local cmds25=(snapshot export)
+  local cmds26=(snapshot recover)
+  local cmds27=(snapshot wal)
+  local cmds28=(snapshot wal dump)
+  local cmds29=(bitmap inspect)
+  local cmds30=(mount validate)
+  local cmds31=(quota set)
+  local cmds32=(layout grow)
+  local cmds33=(bench allocator)
+  local cmds34=(bench master)
+  local cmds35=(bench io)
+  local cmds36=(bench restart)
+  local cmds37=(bench fsck)
+  local cmds38=(bench cache)
+  local cmds39=(config show)
 
-  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
-  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_master_status; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_master_status; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_layout; return $?; fi
   if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_quota; return $?; fi
   if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_mount; return $?; fi
   if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_bitmap; return $?; fi
@@ -281,7 +287,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota bench shell config completion"
+  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -921,6 +927,24 @@ function _picocli_mcctl_quota() {
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
   local commands="set"
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts=""
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `layout` subcommand.
+function _picocli_mcctl_layout() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+
+  local commands="grow"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1720,6 +1744,69 @@ function _picocli_mcctl_quota_set() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `grow` subcommand.
+function _picocli_mcctl_layout_grow() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'--preallocate' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--bucket-size' '--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--bucket-size')
+      return
+      ;;
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `allocator` subcommand.
 function _picocli_mcctl_bench_allocator() {
   # Get completion data
@@ -1935,7 +2022,7 @@ function _picocli_mcctl_bench_cache() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--zipf' '--requests' '--object-size' '--buckets' '--bucket-size' '--page-size' '--read-lease' '--durability' '--lookups' '--seed'"
+  local arg_opts="'-o' '--output' '--master' '--zipf' '--requests' '--object-size' '--object-size-max' '--fragmentation-every' '--buckets' '--bucket-size' '--page-size' '--read-lease' '--durability' '--lookups' '--seed'"
   local FORMAT_option_args=("text" "json") # --output values
   local MODE_option_args=("wal" "snapshot") # --durability values
 
@@ -1957,6 +2044,12 @@ function _picocli_mcctl_bench_cache() {
       return
       ;;
     '--object-size')
+      return
+      ;;
+    '--object-size-max')
+      return
+      ;;
+    '--fragmentation-every')
       return
       ;;
     '--buckets')

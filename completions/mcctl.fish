@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -35,6 +35,7 @@ complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live m
 complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
 complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
 complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
+complete -c mcctl -n '__mcctl_at' -a 'layout' -d 'The root\'s bucket layout (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'bench' -d 'Benchmarks; figures belong in docs/benchmarks.md.'
 complete -c mcctl -n '__mcctl_at' -a 'shell' -d 'Interactive shell: run mcctl commands one per line in one JVM, without the leading \'mcctl\'.'
 complete -c mcctl -n '__mcctl_at' -a 'config' -d 'Show the effective settings.'
@@ -380,6 +381,28 @@ complete -c mcctl -n '__mcctl_at quota set' -s h -l help -d 'Show this help mess
 complete -c mcctl -n '__mcctl_at quota set' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at quota set' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
+# mcctl layout
+complete -c mcctl -n '__mcctl_at layout' -f
+complete -c mcctl -n '__mcctl_at layout' -a 'grow' -d 'Grow every bucket file to a larger bucket size while the master serves: the files are extended (never shrunk or truncated), the master\'s allocators grow, the new size is logged and written to mooncake.layout.json, and nodes learn it from the master.'
+complete -c mcctl -n '__mcctl_at layout' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at layout' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at layout' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl layout grow
+complete -c mcctl -n '__mcctl_at layout grow' -f
+complete -c mcctl -n '__mcctl_at layout grow' -l bucket-size -x -d 'The new size of every bucket (e.g.'
+complete -c mcctl -n '__mcctl_at layout grow' -l preallocate -d 'Also reserve real space for the whole new size (fallocate), so that writes into it cannot fail for want of space.'
+complete -c mcctl -n '__mcctl_at layout grow' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at layout grow' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at layout grow' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at layout grow' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at layout grow' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at layout grow' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at layout grow' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at layout grow' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at layout grow' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at layout grow' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
 # mcctl bench
 complete -c mcctl -n '__mcctl_at bench' -f
 complete -c mcctl -n '__mcctl_at bench' -a 'allocator' -d 'Steady-state free+allocate pairs (runs of 1..16 pages) on fragmented buckets, for mcctl\'s allocator and for the design RFC\'s bit-by-bit scan, from the same state in the same run: 65,536 pages at 50%%, 90%%, 97%% fill and 1,048,576 pages at 90%%.'
@@ -453,6 +476,8 @@ complete -c mcctl -n '__mcctl_at bench cache' -l master -x -d 'Benchmark this ru
 complete -c mcctl -n '__mcctl_at bench cache' -l zipf -x -d 'Zipf exponents, one run each, above 0 and at most 3 (default: 0.8,1.1).'
 complete -c mcctl -n '__mcctl_at bench cache' -l requests -x -d 'Requests of each trace (default: 50000).'
 complete -c mcctl -n '__mcctl_at bench cache' -l object-size -x -d 'Bytes of each object (default: 16KiB).'
+complete -c mcctl -n '__mcctl_at bench cache' -l object-size-max -x -d 'Largest object: each key\'s size is drawn once, uniformly from --object-size to this (default: --object-size, all alike).'
+complete -c mcctl -n '__mcctl_at bench cache' -l fragmentation-every -x -d 'Sample the tier\'s fragmentation score (from every bucket\'s bitmap) every N requests of each trace and at its end (default: 0, a tenth of --requests).'
 complete -c mcctl -n '__mcctl_at bench cache' -l buckets -x -d 'Buckets of the embedded master (default: 8).'
 complete -c mcctl -n '__mcctl_at bench cache' -l bucket-size -x -d 'Bucket size of the embedded master (default: 4MiB).'
 complete -c mcctl -n '__mcctl_at bench cache' -l page-size -x -d 'Page size of the embedded master (default: 4KiB).'

@@ -124,6 +124,11 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusResponse.FromString,
                 )
+        self.GrowLayout = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/GrowLayout',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.FromString,
+                )
 
 
 class MasterServiceServicer(object):
@@ -267,6 +272,13 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GrowLayout(self, request, context):
+        """Admin: grow every bucket file to a larger bucket size while serving (mcctl layout grow).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -379,6 +391,11 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.GetMasterStatus,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusResponse.SerializeToString,
+            ),
+            'GrowLayout': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrowLayout,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -761,5 +778,22 @@ class MasterService(object):
         return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/GetMasterStatus',
             mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.GetMasterStatusResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GrowLayout(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/GrowLayout',
+            mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

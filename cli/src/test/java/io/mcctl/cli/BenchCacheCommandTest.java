@@ -85,6 +85,32 @@ class BenchCacheCommandTest {
     }
 
     @Test
+    void bench_cache_samples_the_fragmentation_score_every_n_requests_and_at_the_end_with_objects_of_many_sizes() throws Exception {
+        CliRun run = CliRun.run("bench", "cache", "--zipf", "0.8", "--buckets", "2", "--bucket-size", "256KiB", "--requests", "600",
+                "--object-size", "4KiB", "--object-size-max", "28KiB", "--fragmentation-every", "150", "--lookups", "50", "--read-lease", "1ms",
+                "-o", "json").expectOk();
+        JsonNode r = new ObjectMapper().readTree(run.out()).get("runs").get(0);
+        JsonNode samples = r.get("fragmentation");
+        assertEquals(4, samples.size(), r::toString); // at 150, 300, 450 and the end, 600
+        for (int i = 0; i < samples.size(); i++) {
+            JsonNode sample = samples.get(i);
+            assertEquals(150 * (i + 1), sample.get("request").asInt());
+            double score = sample.get("fragmentation_score").asDouble();
+            assertTrue(score >= 0 && score <= 1, sample::toString);
+            assertTrue(sample.get("bucket_score_worst").asDouble() >= sample.get("bucket_score_mean").asDouble(), sample::toString);
+            assertTrue(sample.get("used_share").asDouble() > 0.5, () -> "the trace keeps the tier full: " + sample);
+        }
+        assertEquals(samples.get(3), r.get("fragmentation_end"));
+        assertEquals(0, r.get("trace_offload_failures").asLong(), () -> "allocation keeps working at the high watermark: " + r);
+
+        CliRun text = CliRun.run("bench", "cache", "--zipf", "1.1", "--buckets", "2", "--bucket-size", "256KiB", "--requests", "200",
+                "--object-size", "4KiB", "--object-size-max", "28KiB", "--fragmentation-every", "100", "--lookups", "50", "--read-lease", "1ms")
+                .expectOk();
+        assertTrue(text.out().contains("zipf 1.1, request 100: fragmentation "), text.out());
+        assertTrue(text.out().contains("zipf 1.1: fragmentation ") && text.out().contains(" at the end"), text.out());
+    }
+
+    @Test
     void a_bad_exponent_is_one_clear_error() {
         CliRun run = CliRun.run("bench", "cache", "--zipf", "0").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("invalid --zipf 0.0: allowed is above 0 and at most 3"), run.err());

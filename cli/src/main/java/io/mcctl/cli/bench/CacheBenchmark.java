@@ -41,15 +41,39 @@ public final class CacheBenchmark {
 
     private final MasterClient client;
     private final long objectSize;
+    private final long objectSizeMax;
 
     public CacheBenchmark(MasterClient client, long objectSize) {
+        this(client, objectSize, objectSize);
+    }
+
+    /** Objects of {@code objectSize} to {@code objectSizeMax} bytes, each key's size fixed by the key (uniform over the range). */
+    public CacheBenchmark(MasterClient client, long objectSize, long objectSizeMax) {
         this.client = client;
         this.objectSize = objectSize;
+        this.objectSizeMax = Math.max(objectSize, objectSizeMax);
+    }
+
+    /** The size of {@code key}'s object: the same on every offload of it. */
+    long sizeOf(String key) {
+        if (objectSizeMax == objectSize) {
+            return objectSize;
+        }
+        long mixed = key.hashCode() * 0x9E3779B97F4A7C15L;
+        return objectSize + Math.floorMod(mixed ^ (mixed >>> 29), objectSizeMax - objectSize + 1);
+    }
+
+    /** Called every so many requests of a replay with the number of requests done. */
+    @FunctionalInterface
+    public interface Progress {
+        Progress NONE = done -> { };
+
+        void at(long requestsDone);
     }
 
     /** One key offloaded (allocated, then notified as written); false when the master refused it. */
     public boolean offload(String tenant, String key) {
-        AllocationResult allocated = client.batchAllocate(List.of(key), List.of(tenant), List.of(objectSize), false).getResults(0);
+        AllocationResult allocated = client.batchAllocate(List.of(key), List.of(tenant), List.of(sizeOf(key)), false).getResults(0);
         if (allocated.getStatus().getError() != ErrorCode.OK) {
             return false;
         }
@@ -72,6 +96,11 @@ public final class CacheBenchmark {
      * resident objects are sampled every {@value #RESIDENT_SAMPLE_EVERY} requests over the second half of the trace.
      */
     public TraceResult replay(String tenant, String keyPrefix, int[] trace) {
+        return replay(tenant, keyPrefix, trace, 0, Progress.NONE);
+    }
+
+    /** {@link #replay(String, String, int[])}, calling {@code progress} every {@code every} requests (0: never) and at the end. */
+    public TraceResult replay(String tenant, String keyPrefix, int[] trace, int every, Progress progress) {
         long hits = 0;
         long failures = 0;
         long residentSum = 0;
@@ -87,7 +116,11 @@ public final class CacheBenchmark {
                 residentSum += tenantKeys(client.stats(), tenant);
                 residentSamples++;
             }
+            if (every > 0 && (i + 1) % every == 0 && i + 1 < trace.length) {
+                progress.at(i + 1);
+            }
         }
+        progress.at(trace.length);
         double meanResident = residentSamples == 0 ? tenantKeys(client.stats(), tenant) : (double) residentSum / residentSamples;
         return new TraceResult(trace.length, hits, failures, meanResident);
     }

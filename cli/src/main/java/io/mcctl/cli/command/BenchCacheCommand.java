@@ -8,6 +8,7 @@ import io.mcctl.cli.bench.CacheBenchmark;
 import io.mcctl.cli.bench.ExactLru;
 import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.bench.TierFragmentation;
 import io.mcctl.cli.bench.ZipfTrace;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
@@ -71,6 +72,15 @@ public final class BenchCacheCommand implements Callable<Integer> {
     @Option(names = "--object-size", paramLabel = "SIZE", defaultValue = "16KiB", description = "Bytes of each object (default: ${DEFAULT-VALUE}).")
     String objectSize;
 
+    @Option(names = "--object-size-max", paramLabel = "SIZE",
+            description = "Largest object: each key's size is drawn once, uniformly from --object-size to this (default: --object-size, all alike).")
+    String objectSizeMax;
+
+    @Option(names = "--fragmentation-every", paramLabel = "N", defaultValue = "0",
+            description = "Sample the tier's fragmentation score (from every bucket's bitmap) every N requests of each trace and at its end "
+                    + "(default: ${DEFAULT-VALUE}, a tenth of --requests).")
+    int fragmentationEvery;
+
     @Option(names = "--buckets", paramLabel = "N", defaultValue = "8", description = "Buckets of the embedded master (default: ${DEFAULT-VALUE}).")
     int buckets;
 
@@ -99,6 +109,13 @@ public final class BenchCacheCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         long object = size("--object-size", objectSize);
+        long objectMax = objectSizeMax == null ? object : size("--object-size-max", objectSizeMax);
+        if (objectMax < object) {
+            throw new CliException(ExitCodes.USAGE, "invalid --object-size-max " + objectSizeMax + ": allowed is at least --object-size " + objectSize);
+        }
+        if (fragmentationEvery < 0) {
+            throw new CliException(ExitCodes.USAGE, "invalid --fragmentation-every " + fragmentationEvery + ": allowed is 0 (a tenth of --requests) or more");
+        }
         Duration lease = duration("--read-lease", readLease);
         for (double s : exponents) {
             if (!(s > 0 && s <= 3)) {
@@ -121,8 +138,9 @@ public final class BenchCacheCommand implements Callable<Integer> {
             } catch (IllegalArgumentException e) {
                 throw new CliException(ExitCodes.USAGE, "invalid tier: " + e.getMessage());
             }
-            if (layout.pagesPerBucket() < layout.pagesFor(object)) {
-                throw new CliException(ExitCodes.USAGE, "invalid --object-size " + objectSize + ": allowed is at most --bucket-size " + bucketSize);
+            if (layout.pagesPerBucket() < layout.pagesFor(objectMax)) {
+                throw new CliException(ExitCodes.USAGE, "invalid --object-size" + (objectMax > object ? "-max " + objectSizeMax : " " + objectSize)
+                        + ": allowed is at most --bucket-size " + bucketSize);
             }
         }
         List<Map<String, Object>> runs = new ArrayList<>();
@@ -148,14 +166,17 @@ public final class BenchCacheCommand implements Callable<Integer> {
                 if (!before.getEviction()) {
                     throw new CliException(ExitCodes.USAGE, "the master at " + target + " does not evict (eviction false): a cache benchmark needs it on");
                 }
-                long pagesPerObject = (object + geometry.getPageSize() - 1) / geometry.getPageSize();
+                // Objects of a range of sizes: the tier holds about as many as of the mean size, in pages.
+                long meanObject = (object + objectMax) / 2;
+                long pagesPerObject = (meanObject + geometry.getPageSize() - 1) / geometry.getPageSize();
                 long perBucket = geometry.getBucketSize() / geometry.getPageSize() / pagesPerObject;
                 int capacity = (int) Math.min(Integer.MAX_VALUE / 4, perBucket * geometry.getBucketCount());
                 if (capacity < 10) {
                     throw new CliException(ExitCodes.USAGE, "the tier holds " + capacity + " objects of " + objectSize + ": allowed is at least 10");
                 }
                 tier = tierReport(geometry, before, object, capacity, lease, target);
-                runs.add(run(client, s, capacity, object, lease));
+                tier.put("object_size_max", objectMax);
+                runs.add(run(client, s, capacity, object, objectMax, lease));
             } finally {
                 if (embedded != null) {
                     embedded.close();
@@ -185,6 +206,14 @@ public final class BenchCacheCommand implements Callable<Integer> {
                         r.get("offload_full_over_empty"), r.get("lookup_idle_p99_us"), r.get("lookup_evicting_p99_us"), r.get("lookup_evicting_p99_over_idle"));
             }
             out.print(table.render());
+            for (Map<String, Object> r : runs) {
+                @SuppressWarnings("unchecked")
+                Map<String, Object> end = (Map<String, Object>) r.get("fragmentation_end");
+                out.println(String.format(Locale.ROOT, "zipf %s: fragmentation %s at the end (buckets: mean %s, worst %s), used %s, "
+                                + "longest free run %s to %s pages; %s of the trace's offloads refused", r.get("zipf"), end.get("fragmentation_score"),
+                        end.get("bucket_score_mean"), end.get("bucket_score_worst"), end.get("used_share"), end.get("largest_free_run_pages_min"),
+                        end.get("largest_free_run_pages_max"), r.get("trace_offload_failures")));
+            }
         }
         out.flush();
         return ExitCodes.OK;
@@ -195,8 +224,9 @@ public final class BenchCacheCommand implements Callable<Integer> {
      * beside them (after a warm-up pass of the same); all of that removed again; the trace; then fresh-key offloads into the now full tier with lookups
      * of the trace's hottest keys beside them.
      */
-    private Map<String, Object> run(MasterClient client, double exponent, int capacity, long object, Duration lease) throws Exception {
-        CacheBenchmark bench = new CacheBenchmark(client, object);
+    private Map<String, Object> run(MasterClient client, double exponent, int capacity, long object, long objectMax, Duration lease)
+            throws Exception {
+        CacheBenchmark bench = new CacheBenchmark(client, object, objectMax);
         String run = UUID.randomUUID().toString().substring(0, 8) + "/";
         Duration drainLimit = lease.plus(MasterServer.Options.DEFAULT_ALLOCATION_GRACE).plusSeconds(30);
         int fresh = capacity / 2; // with the probes, at most 0.6 of the tier: under the low watermark, so nothing is evicted
@@ -217,7 +247,20 @@ public final class BenchCacheCommand implements Callable<Integer> {
         int keySpace = 3 * capacity;
         int[] trace = ZipfTrace.draw(keySpace, exponent, requests, seed);
         String tracePrefix = run + "k";
-        CacheBenchmark.TraceResult replay = bench.replay(TRACE_TENANT, tracePrefix, trace);
+        // How fragmentation evolves as eviction picks whole objects out of the buckets, request after request.
+        List<Map<String, Object>> fragmentation = new ArrayList<>();
+        PrintWriter progress = spec.commandLine().getOut();
+        CacheBenchmark.TraceResult replay = bench.replay(TRACE_TENANT, tracePrefix, trace,
+                fragmentationEvery > 0 ? fragmentationEvery : Math.max(1, requests / 10), done -> {
+                    TierFragmentation sample = TierFragmentation.sample(client, done);
+                    fragmentation.add(sample.json());
+                    if (!output.json()) {
+                        progress.println(String.format(Locale.ROOT, "zipf %s, request %d: fragmentation %.4f (buckets: mean %.4f, worst %.4f), used %.3f, "
+                                        + "longest free run %d to %d pages", exponent, done, sample.score(), sample.meanBucketScore(),
+                                sample.worstBucketScore(), sample.usedShare(), sample.smallestLargestFreeRun(), sample.largestFreeRun()));
+                        progress.flush();
+                    }
+                });
         long lruHits = ExactLru.hits(trace, capacity);
         int resident = (int) Math.max(1, Math.round(replay.meanResidentObjects()));
         long lruAtResidentHits = ExactLru.hits(trace, resident);
@@ -242,6 +285,8 @@ public final class BenchCacheCommand implements Callable<Integer> {
         row.put("lru_at_resident_hit_ratio", round4((double) lruAtResidentHits / requests));
         row.put("hit_ratio_over_lru_at_resident", lruAtResidentHits == 0 ? null : round4((double) replay.hits() / lruAtResidentHits));
         row.put("trace_offload_failures", replay.offloadFailures());
+        row.put("fragmentation", fragmentation);
+        row.put("fragmentation_end", fragmentation.get(fragmentation.size() - 1));
         row.put("fresh_offloads", fresh);
         row.put("offload_empty_per_second", Math.round(empty.offloadsPerSecond()));
         row.put("offload_full_per_second", Math.round(full.offloadsPerSecond()));

@@ -194,7 +194,7 @@ public final class GetCommand implements Callable<Integer> {
     private void streamAsRead(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, FileChannel sink, String name)
             throws IOException {
         try {
-            node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
+            node.ioFor(place.getOffset(), place.getObjectSize()).copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
         } catch (ChecksumMismatchException e) {
             throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": the " + place.getObjectSize()
                     + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
@@ -209,7 +209,7 @@ public final class GetCommand implements Callable<Integer> {
         boolean renamed = false;
         try {
             try (FileChannel file = FileChannel.open(partial, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                node.io().copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), file, chunk);
+                node.ioFor(place.getOffset(), place.getObjectSize()).copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), file, chunk);
             } catch (ChecksumMismatchException e) {
                 throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": " + e.getMessage() + "; " + out + " was not written", e);
             } catch (BucketFileMissingException e) {

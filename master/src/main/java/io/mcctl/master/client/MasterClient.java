@@ -375,6 +375,12 @@ public final class MasterClient implements AutoCloseable {
                 .setMaxBytes(maxBytes).build()));
     }
 
+    /** Admin: grows every bucket to {@code bucketSize} bytes; waits up to an hour (extending many files), whatever the call timeout. */
+    public io.mcctl.master.proto.v1.GrowLayoutResponse growLayout(long bucketSize, boolean preallocate) {
+        return mutate(() -> stub.withDeadlineAfter(1, TimeUnit.HOURS).growLayout(io.mcctl.master.proto.v1.GrowLayoutRequest.newBuilder()
+                .setBucketSize(bucketSize).setPreallocate(preallocate).build()));
+    }
+
     public GetStatsResponse stats() {
         return read(() -> stub().getStats(GetStatsRequest.getDefaultInstance()));
     }

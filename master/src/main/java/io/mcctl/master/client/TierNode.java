@@ -19,9 +19,10 @@ import java.nio.file.Path;
 public final class TierNode implements AutoCloseable {
 
     private final MasterClient master;
-    private final GetLayoutResponse layout;
+    /** The master's layout as this node last asked for it; replaced when a descriptor shows the buckets grew. */
+    private volatile GetLayoutResponse layout;
     private final BucketFilePool pool;
-    private final BucketFileIo io;
+    private volatile BucketFileIo io;
     private final ClientMetrics metrics;
 
     private TierNode(MasterClient master, GetLayoutResponse layout, BucketFilePool pool, ClientMetrics metrics) {
@@ -62,7 +63,10 @@ public final class TierNode implements AutoCloseable {
             throw new LayoutMismatchException(expected.layoutFile() + " on this node belongs to cluster " + record.clusterId()
                     + " but the master serves cluster " + layout.getClusterId() + ": this node mounted another cluster's root");
         }
-        LayoutFile.check(record, expected, expected.layoutFile());
+        // Buckets grow while serving (mcctl layout grow): between the master's answer and the record's rewrite the two
+        // may differ in bucket size only, and the master's answer is the one in force.
+        LayoutFile.check(record, new BucketLayout(root, layout.getBucketCount(), layout.getPageSize(), record.bucketSize()),
+                expected.layoutFile());
     }
 
     public MasterClient master() {
@@ -75,6 +79,31 @@ public final class TierNode implements AutoCloseable {
 
     public BucketFileIo io() {
         return io;
+    }
+
+    /**
+     * The IO for an object at {@code offset} of {@code size} bytes. When it lies past the bucket size this node knows, the
+     * buckets have grown since it asked (mcctl layout grow): it asks the master again, so a descriptor of the grown
+     * layout is read and written like any other. One that lies past the master's size too is refused by the IO.
+     */
+    public BucketFileIo ioFor(long offset, long size) {
+        GetLayoutResponse known = layout;
+        if (offset >= 0 && size >= 0 && offset + size > known.getBucketSize()) {
+            refreshLayout(known);
+        }
+        return io;
+    }
+
+    private synchronized void refreshLayout(GetLayoutResponse known) {
+        if (layout != known) {
+            return; // another thread asked already
+        }
+        GetLayoutResponse fresh = master.layout();
+        if (fresh.getBucketSize() > known.getBucketSize() && fresh.getBucketCount() == known.getBucketCount()
+                && fresh.getPageSize() == known.getPageSize()) {
+            io = new BucketFileIo(pool, fresh.getBucketSize());
+            layout = fresh;
+        }
     }
 
     public ClientMetrics metrics() {

@@ -203,12 +203,14 @@ public final class TierReader {
         try {
             ByteBuffer data;
             if (destination == null) {
-                data = node.io().read(Path.of(place.getFilePath()), place.getOffset(), (int) place.getObjectSize(), place.getCrc32C());
+                data = node.ioFor(place.getOffset(), place.getObjectSize())
+                        .read(Path.of(place.getFilePath()), place.getOffset(), (int) place.getObjectSize(), place.getCrc32C());
             } else {
                 ByteBuffer window = destination.duplicate();
                 window.limit(window.position() + (int) place.getObjectSize());
                 int from = window.position();
-                node.io().readInto(Path.of(place.getFilePath()), place.getOffset(), window, place.getCrc32C());
+                node.ioFor(place.getOffset(), place.getObjectSize())
+                        .readInto(Path.of(place.getFilePath()), place.getOffset(), window, place.getCrc32C());
                 destination.position(window.position());
                 data = window.duplicate().position(from).limit(window.position()).slice();
             }

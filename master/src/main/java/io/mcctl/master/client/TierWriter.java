@@ -344,7 +344,7 @@ public final class TierWriter {
                     chunk.flip();
                     listener.beforeChunk(object.key(), done);
                     checkFence(tenant, keys, places, outcomes, i, fence);
-                    node.io().writeChunk(file, position, chunk, crc);
+                    node.ioFor(position, chunk.remaining()).writeChunk(file, position, chunk, crc);
                     position += chunk.remaining();
                     done += chunk.remaining();
                 }
@@ -357,7 +357,7 @@ public final class TierWriter {
                     piece.limit(Math.min(piece.remaining(), chunkBytes));
                     listener.beforeChunk(object.key(), done);
                     checkFence(tenant, keys, places, outcomes, i, fence);
-                    node.io().writeChunk(file, position, piece, crc);
+                    node.ioFor(position, piece.remaining()).writeChunk(file, position, piece, crc);
                     position += piece.remaining();
                     done += piece.remaining();
                     rest.position(rest.position() + piece.remaining());

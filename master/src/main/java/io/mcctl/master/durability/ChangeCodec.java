@@ -68,6 +68,7 @@ public final class ChangeCodec {
                 Renewed r = record.getRenewed();
                 yield new Change.Renewed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getDeadlineMs());
             }
+            case LAYOUT_GROWN -> new Change.LayoutGrown(record.getLayoutGrown().getPreviousBucketSize(), record.getLayoutGrown().getBucketSize());
             case CHANGE_NOT_SET -> throw new IllegalArgumentException("a change of a kind this mcctl does not know (written by a newer one?)");
         };
     }
@@ -109,6 +110,9 @@ public final class ChangeCodec {
         } else if (change instanceof Change.Renewed r) {
             record.setRenewed(Renewed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
                     .setDeadlineMs(r.deadlineMs()));
+        } else if (change instanceof Change.LayoutGrown g) {
+            record.setLayoutGrown(io.mcctl.master.proto.v1.LayoutGrown.newBuilder().setPreviousBucketSize(g.previousBucketSize())
+                    .setBucketSize(g.bucketSize()));
         } else {
             throw new IllegalArgumentException("no record for change " + change);
         }

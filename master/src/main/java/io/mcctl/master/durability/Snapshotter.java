@@ -88,13 +88,17 @@ public final class Snapshotter {
         long start = System.nanoTime();
         // Under WAL durability: every record up to here is in the export (each was appended under the lock
         // of the shard the export copies later); records after it are replayed on top, changing nothing twice.
-        long sequence = wal != null ? wal.lastAppended() : lastSequence + 1;
+        // The layout with it, read with no grow in between: the snapshot carries the bucket size its sequence was
+        // taken at, and a grow logged after that sequence is replayed on top.
+        long[] read = pages.withSteadyLayout(() -> new long[] {wal != null ? wal.lastAppended() : lastSequence + 1, pages.layout().bucketSize()});
+        long sequence = read[0];
+        long bucketSize = read[1];
         if (wal != null && sequence == lastSequence && !SnapshotFile.list(stateDir).isEmpty()) {
             sequence = lastSequence; // nothing changed: rewrite the same name
         }
         BlockingQueue<Object> copies = new ArrayBlockingQueue<>(COPIES_AHEAD);
         long fileSequence = sequence;
-        FutureTask<Written> writing = new FutureTask<>(() -> write(fileSequence, copies));
+        FutureTask<Written> writing = new FutureTask<>(() -> write(fileSequence, bucketSize, copies));
         Thread writer = new Thread(writing, "mcctl-snapshot-writer");
         writer.setDaemon(true);
         writer.start();
@@ -162,7 +166,7 @@ public final class Snapshotter {
     }
 
     /** The writer thread: encodes the copies as they come and writes, fsyncs and renames the file. */
-    private Written write(long sequence, BlockingQueue<Object> copies) throws IOException, InterruptedException {
+    private Written write(long sequence, long bucketSize, BlockingQueue<Object> copies) throws IOException, InterruptedException {
         boolean idle = IdlePriority.lowerCurrentThread();
         long[] mappings = new long[1];
         try (SnapshotFile.Writer writer = new SnapshotFile.Writer(stateDir, sequence)) {
@@ -207,7 +211,7 @@ public final class Snapshotter {
                     .setRootDir(pages.layout().root().toString())
                     .setBucketCount(pages.layout().bucketCount())
                     .setPageSize(pages.layout().pageSize())
-                    .setBucketSize(pages.layout().bucketSize())
+                    .setBucketSize(bucketSize)
                     .setWalSequence(sequence)
                     .setCreatedMs(System.currentTimeMillis())
                     .setMappings(mappings[0])

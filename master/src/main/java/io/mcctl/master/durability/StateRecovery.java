@@ -250,12 +250,15 @@ public final class StateRecovery {
                         + " took over: a deposed leader's");
             }
         }
-        if (meta.getBucketCount() != layout.bucketCount() || meta.getPageSize() != layout.pageSize() || meta.getBucketSize() != layout.bucketSize()) {
+        // The bucket size may differ: a layout grow recorded in the log (or the root's record) but not yet in the other.
+        // Buckets only grow, so the larger size is the one in force.
+        if (meta.getBucketCount() != layout.bucketCount() || meta.getPageSize() != layout.pageSize()) {
             throw new io.mcctl.storage.layout.LayoutMismatchException(path + " was written for " + meta.getBucketCount() + " buckets of "
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
         }
         PageService.Restorer restorer = state.pages.restorer();
+        restorer.apply(new Change.LayoutGrown(layout.bucketSize(), meta.getBucketSize()));
         loadMappings(reader, restorer);
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> restorer.inFlight(ChangeCodec.inFlight(p)));
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> restorer.quarantined(ChangeCodec.quarantined(q)));

@@ -22,12 +22,14 @@ import io.mcctl.master.proto.v1.GetMasterStatusResponse;
 import io.mcctl.master.proto.v1.MasterServiceGrpc;
 import io.mcctl.master.security.MasterSecurity;
 import io.mcctl.master.security.SecurityConfigException;
+import io.mcctl.master.server.LayoutGrowth;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterMetrics;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterStatusService;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
+import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
@@ -146,7 +148,7 @@ public final class HaMaster implements AutoCloseable {
         try {
             Path layoutFile = master.layout().layoutFile();
             java.nio.file.Files.createDirectories(master.layout().root());
-            LayoutFile.Record layoutRecord = LayoutFile.loadOrCreate(master.layout());
+            LayoutFile.Record layoutRecord = LayoutFile.loadOrCreate(LayoutGrowth.inForce(master.layout()));
             StateCluster.require(stateDir, layoutRecord.clusterId(), layoutFile);
             RoleRegistry registry = new RoleRegistry();
             NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(master.bindHost(), master.port()));
@@ -274,10 +276,11 @@ public final class HaMaster implements AutoCloseable {
     }
 
     private LogFollower startFollowing() throws IOException {
-        java.util.function.Supplier<PageService> services = () -> new PageService(options.master().layout(), options.master().allocationDeadline(),
+        BucketLayout layout = LayoutGrowth.inForce(options.master().layout()); // a grown layout's record outranks the settings
+        java.util.function.Supplier<PageService> services = () -> new PageService(layout, options.master().allocationDeadline(),
                 options.master().readLease(), options.master().allocationGrace(), System::nanoTime);
         try {
-            return new LogFollower(stateDir, options.master().layout(), layoutRecord.clusterId(), services);
+            return new LogFollower(stateDir, layout, layoutRecord.clusterId(), services);
         } catch (CorruptStateException | io.mcctl.master.durability.UnreadableStateException e) {
             if (!options.startEmptyOnUnreadableState()) {
                 throw new IOException("the shared state cannot be read (" + e.getMessage() + "); fix it (mcctl snapshot recover), or start "
@@ -285,7 +288,7 @@ public final class HaMaster implements AutoCloseable {
             }
             Path aside = StartEmpty.moveAside(stateDir, e.getMessage());
             LOG.error("the shared state could not be read ({}); --ha-start-empty moved it to {}: starting empty", e.getMessage(), aside);
-            return new LogFollower(stateDir, options.master().layout(), layoutRecord.clusterId(), services);
+            return new LogFollower(stateDir, layout, layoutRecord.clusterId(), services);
         }
     }
 
@@ -329,7 +332,10 @@ public final class HaMaster implements AutoCloseable {
             throw new CorruptStateException(stateDir, 0, "followed state is inconsistent: " + e.getMessage());
         }
         pages.setEviction(options.master().eviction());
-        BucketFiles.InitResult init = BucketFiles.initialise(options.master().layout());
+        BucketFiles.InitResult init = BucketFiles.initialise(LayoutGrowth.inForce(options.master().layout()));
+        // A grow the old leader logged but did not record in the root's layout file (it died between the two) is
+        // recorded now, as a restart would.
+        LayoutGrowth.reconcile(pages.layout(), init.layout());
         LeaderLease held = lease;
         WriteAheadLog wal = new WriteAheadLog(stateDir, layoutRecord.clusterId(), following.applied(), options.master().walSegmentBytes(),
                 System::currentTimeMillis, epoch, fence, held::valid);

@@ -71,6 +71,8 @@ public final class MethodPermissions {
             Map.entry("GetMasterStatus", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetBucketBitmap", fixed(Permission.MONITOR)),
             Map.entry("CreateSnapshot", fixed(Permission.ADMIN)),
+            // Extends every bucket file of the cluster.
+            Map.entry("GrowLayout", fixed(Permission.ADMIN)),
             // A check that repairs changes every tenant's page state; one that only looks reads it.
             Map.entry("CheckPages", new Rule(r -> ((CheckPagesRequest) r).getRepair() ? Permission.ADMIN : Permission.MONITOR,
                     r -> List.of(), true)));

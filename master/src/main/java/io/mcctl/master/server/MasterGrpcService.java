@@ -110,7 +110,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         }
         this.layoutRecord = layoutRecord;
         this.fsType = fsType;
+        this.layoutGrowth = new LayoutGrowth(pages, durability);
     }
+
+    private final LayoutGrowth layoutGrowth;
 
     // ---- conversions ----
 
@@ -480,9 +483,25 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)
-                    .setPagesFree(pages.layout().pagesPerBucket() - allocated)
+                    .setPagesFree(pages.allocator(b).pageCount() - allocated)
                     .setLargestFreeRun(pages.allocator(b).largestFreeRun()));
         }
         reply(observer, response.build());
+    }
+
+    @Override
+    public void growLayout(io.mcctl.master.proto.v1.GrowLayoutRequest request, StreamObserver<io.mcctl.master.proto.v1.GrowLayoutResponse> observer) {
+        // Long (it extends every bucket file): never on a transport thread, and one at a time with snapshots and checks.
+        adminExecutor.execute(() -> {
+            try {
+                reply(observer, orThrow(layoutGrowth.grow(request.getBucketSize(), request.getPreallocate())));
+            } catch (io.grpc.StatusRuntimeException e) {
+                observer.onError(e);
+            } catch (io.mcctl.master.service.ChangeLog.Refused e) {
+                observer.onError(WireErrors.changesRefused(e.getMessage()));
+            } catch (java.io.IOException | RuntimeException e) {
+                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "layout grow failed: " + e.getMessage()));
+            }
+        });
     }
 }

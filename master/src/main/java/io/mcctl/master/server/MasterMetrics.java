@@ -34,7 +34,6 @@ public final class MasterMetrics {
     /** @param wal the write-ahead log, whose counters are exported too; null under snapshot durability */
     public MasterMetrics(PageService pages, WriteAheadLog wal) {
         int buckets = pages.layout().bucketCount();
-        long pagesPerBucket = pages.layout().pagesPerBucket();
         GaugeWithCallback.builder().name("mooncake_master_distributed_pages_allocated")
                 .help("Pages allocated per bucket (mappings, in-flight allocations and quarantine)").labelNames("bucket")
                 .callback(cb -> {
@@ -45,7 +44,7 @@ public final class MasterMetrics {
         GaugeWithCallback.builder().name("mooncake_master_distributed_pages_free").help("Free pages per bucket").labelNames("bucket")
                 .callback(cb -> {
                     for (int b = 0; b < buckets; b++) {
-                        cb.call(pagesPerBucket - pages.allocator(b).allocatedCount(), Integer.toString(b));
+                        cb.call(pages.allocator(b).pageCount() - pages.allocator(b).allocatedCount(), Integer.toString(b));
                     }
                 }).register(registry);
         CounterWithCallback.builder().name("mooncake_master_distributed_page_allocations_total")

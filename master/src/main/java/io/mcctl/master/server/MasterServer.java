@@ -174,23 +174,25 @@ public final class MasterServer implements AutoCloseable {
         WriteAheadLog wal = null;
         try {
             owner.serving(options.bindHost() + ":" + server.getPort());
-            Path layoutFile = options.layout().layoutFile();
+            BucketLayout layout = LayoutGrowth.inForce(options.layout());
+            Path layoutFile = layout.layoutFile();
             StateCluster.require(stateDir, Files.exists(layoutFile) ? LayoutFile.read(layoutFile).clusterId() : null, layoutFile);
-            BucketFiles.InitResult init = BucketFiles.initialise(options.layout());
-            LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", options.layout().root(),
+            BucketFiles.InitResult init = BucketFiles.initialise(layout);
+            LOG.info("root {}: {} bucket files created, {} extended, {} already in place (cluster {})", layout.root(),
                     init.created(), init.extended(), init.unchanged(), init.layout().clusterId());
             StateCluster.require(stateDir, init.layout().clusterId(), layoutFile);
-            SpaceBacking.measure(options.layout()).warning(options.layout()).ifPresent(warning -> LOG.warn("free space: {}", warning));
+            SpaceBacking.measure(layout).warning(layout).ifPresent(warning -> LOG.warn("free space: {}", warning));
             boolean walMode = options.durability() == MasterSettings.Durability.wal;
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
-            StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, options.layout(), walMode, init.layout().clusterId(),
-                    () -> new PageService(options.layout(), options.allocationDeadline(), options.readLease(), options.allocationGrace(),
+            StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, walMode, init.layout().clusterId(),
+                    () -> new PageService(layout, options.allocationDeadline(), options.readLease(), options.allocationGrace(),
                             System::nanoTime));
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);
             }
             PageService pages = recovered.pages;
+            LayoutGrowth.reconcile(pages.layout(), init.layout());
             pages.setEviction(options.eviction());
             LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                             + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,

@@ -17,7 +17,8 @@ final class BucketSpace {
 
     static final int STAMP_REGION_PAGES = 512;
 
-    private final BucketLayout layout;
+    /** The layout in force; replaced by {@link #grow}. Page size and paths never change. */
+    private volatile BucketLayout layout;
     private final String[] bucketPaths;
     private final Map<String, Integer> bucketByPath = new HashMap<>();
     final BitmapPageAllocator[] allocators;
@@ -25,10 +26,9 @@ final class BucketSpace {
      * Per bucket, per region of {@value #STAMP_REGION_PAGES} pages: the second on the service's clock (rounded up,
      * plus one so that 0 means never) of the latest allocation there. Written under the allocating key's shard lock
      * (two shards may race on one slot, both with "about now"), read by a check after it has taken every shard lock
-     * once, which orders it after every write made before the check began.
+     * once, which orders it after every write made before the check began. One array per bucket, replaced by a grow.
      */
-    private final int[] allocationStamps;
-    private final int stampRegionsPerBucket;
+    private volatile int[][] allocationStamps;
 
     private final LongAdder pageAllocations = new LongAdder();
     private final LongAdder pageFrees = new LongAdder();
@@ -44,8 +44,42 @@ final class BucketSpace {
             bucketByPath.put(bucketPaths[b], b);
             allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
         }
-        this.stampRegionsPerBucket = (int) ((layout.pagesPerBucket() + STAMP_REGION_PAGES - 1) / STAMP_REGION_PAGES);
-        this.allocationStamps = new int[layout.bucketCount() * stampRegionsPerBucket];
+        this.allocationStamps = new int[layout.bucketCount()][stampRegions(layout)];
+    }
+
+    private static int stampRegions(BucketLayout layout) {
+        return (int) ((layout.pagesPerBucket() + STAMP_REGION_PAGES - 1) / STAMP_REGION_PAGES);
+    }
+
+    /**
+     * Grows the stamps, then every bucket's allocator to {@code grown}'s pages, while allocations go on (each allocator
+     * grows under its own monitor). The larger stamp arrays are published first, so an allocation in the added pages
+     * (which follows its allocator's grow) stamps into them. A stamp written into an old array by an allocation racing
+     * the swap is carried over: every shard lock is taken once after the swap (a stamp is written under its key's shard
+     * lock, so every write to an old array is then visible), and the old stamps are merged in. Caller holds the layout
+     * lock, before any shard lock.
+     */
+    void grow(BucketLayout grown, KeyTable keys) {
+        int[][] old = allocationStamps;
+        int[][] stamps = new int[old.length][];
+        for (int b = 0; b < old.length; b++) {
+            stamps[b] = java.util.Arrays.copyOf(old[b], stampRegions(grown));
+        }
+        allocationStamps = stamps;
+        for (BitmapPageAllocator allocator : allocators) {
+            allocator.grow(grown.pagesPerBucket());
+        }
+        layout = grown;
+        for (int s = 0; s < KeyTable.SHARDS; s++) {
+            KeyTable.Shard shard = keys.shard(s);
+            shard.lock.lock();
+            shard.lock.unlock();
+        }
+        for (int b = 0; b < old.length; b++) {
+            for (int r = 0; r < old[b].length; r++) {
+                stamps[b][r] = Math.max(stamps[b][r], old[b][r]);
+            }
+        }
     }
 
     String path(int bucket) {
@@ -98,16 +132,17 @@ final class BucketSpace {
 
     private void stamp(int bucket, long firstPage, long pages, long nowNanos) {
         int stamp = (int) Math.min(Integer.MAX_VALUE, nowNanos / 1_000_000_000L + 2);
-        int base = bucket * stampRegionsPerBucket;
+        int[] stamps = allocationStamps[bucket];
         int last = (int) ((firstPage + pages - 1) / STAMP_REGION_PAGES);
         for (int region = (int) (firstPage / STAMP_REGION_PAGES); region <= last; region++) {
-            allocationStamps[base + region] = stamp;
+            stamps[region] = stamp;
         }
     }
 
     /** Whether a region saw an allocation less than {@code minAgeNanos} before {@code nowNanos}. */
     boolean youngRegion(int bucket, int region, long nowNanos, long minAgeNanos) {
-        int stamp = allocationStamps[bucket * stampRegionsPerBucket + region];
+        int[] stamps = allocationStamps[bucket];
+        int stamp = region < stamps.length ? stamps[region] : 0;
         // stamp - 1 seconds is at or after the allocation, so the age it gives is never more than the real one.
         return minAgeNanos > 0 && stamp != 0 && nowNanos - (stamp - 1L) * 1_000_000_000L < minAgeNanos;
     }

@@ -10,7 +10,7 @@ package io.mcctl.master.service;
  * already holds changes nothing.
  */
 public sealed interface Change permits Change.Allocated, Change.Renewed, Change.Committed, Change.AllocationDropped, Change.Removed,
-        Change.QuotaSet, Change.Released {
+        Change.QuotaSet, Change.Released, Change.LayoutGrown {
 
     /** Why an in-flight allocation ended without a commit. */
     enum DropReason {
@@ -78,5 +78,12 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
 
     /** A quarantined range returned to the free pages. */
     record Released(int bucket, long firstPage, long pages) implements Change {
+    }
+
+    /**
+     * Every bucket grew from {@code previousBucketSize} to {@code bucketSize} bytes (the files were extended before it
+     * was logged). Applying it to a state whose buckets are already that large changes nothing.
+     */
+    record LayoutGrown(long previousBucketSize, long bucketSize) implements Change {
     }
 }

@@ -24,7 +24,8 @@ import java.util.function.LongSupplier;
  * run out, so no reader ever sees a page reused under it and no late writer writes over another object.
  *
  * <p>The parts: {@link KeyTable} (mappings and in-flight allocations, in shards), {@link Quarantine},
- * {@link BucketSpace} (the allocators). Locks, and how they nest: a shard lock (one at a time; see
+ * {@link BucketSpace} (the allocators). Locks, and how they nest: the layout lock (only a layout grow, a snapshot's
+ * start and a page check take it), then a shard lock (one at a time; see
  * {@link KeyTable}), then {@link Quarantine#lock}, then a bucket allocator's monitor. A change is logged and
  * applied under the same shard lock, so the log's order is the order changes of one key were applied in.
  *
@@ -38,7 +39,6 @@ public final class PageService {
     /** What a listed key costs in an answer besides its key and path: offsets, sizes, field tags. */
     static final int LISTED_KEY_OVERHEAD_BYTES = 48;
 
-    private final BucketLayout layout;
     private final PageState state;
     private final KeyTable keys;
     private final Quarantine quarantine;
@@ -72,7 +72,6 @@ public final class PageService {
         if (allocationGrace.isNegative() || allocationGrace.isZero()) {
             throw new IllegalArgumentException("allocation grace " + allocationGrace + " must be positive: a late writer needs it");
         }
-        this.layout = layout;
         this.state = new PageState(layout, nanoClock, wallClock);
         this.keys = state.keys;
         this.quarantine = state.quarantine;
@@ -95,8 +94,9 @@ public final class PageService {
         this(layout, allocationDeadline, readLease, DEFAULT_ALLOCATION_GRACE, System::nanoTime);
     }
 
+    /** The layout in force: its bucket size grows with {@link #growLayout}. */
     public BucketLayout layout() {
-        return layout;
+        return state.layout;
     }
 
     /** Sends every later change to {@code log}. */
@@ -158,7 +158,7 @@ public final class PageService {
 
     /** An allocation whose commit is soft-pinned when {@code pin}: evicted only when nothing unpinned is left. */
     public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite, boolean pin) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout.bucketSize()));
+        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout().bucketSize()));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
@@ -177,7 +177,7 @@ public final class PageService {
     private Result<Placement> allocateLocked(String tenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
                                              boolean pin, boolean mayEvict) {
         long now = state.now();
-        long pages = layout.pagesFor(size);
+        long pages = layout().pagesFor(size);
         KeyTable.Entry entry = shard.entries.get(scoped);
         if (entry != null && entry.inFlight != null) {
             if (entry.inFlight.deadlineNanos - now > 0) {
@@ -209,7 +209,7 @@ public final class PageService {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
         }
-        Placement placement = space.allocate(layout.homeBucket(key), pages, size, now);
+        Placement placement = space.allocate(layout().homeBucket(key), pages, size, now);
         if (placement == null && mayEvict) {
             // Room is made with this key's shard lock let go (eviction takes other shards' locks, one at a time), then the
             // allocation is tried once more, from the start: the key may have changed meanwhile, and another caller may
@@ -638,7 +638,7 @@ public final class PageService {
         long release = pending.deadlineNanos + allocationGraceNanos;
         long releaseMs = release - state.now() > 0 ? state.wallMillis(release) : 0;
         logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.EXPIRED, releaseMs), pending.scopedKey);
-        return releaseMs == 0 ? layout.pagesFor(pending.placement.size()) : 0;
+        return releaseMs == 0 ? layout().pagesFor(pending.placement.size()) : 0;
     }
 
     /** A descriptor that names other pages than the key's allocation: refused, nothing changed. */
@@ -731,7 +731,7 @@ public final class PageService {
         if (!policy.enabled() || refusal != null) {
             return 0;
         }
-        long total = layout.pagesPerBucket() * layout.bucketCount();
+        long total = layout().pagesPerBucket() * layout().bucketCount();
         long inUse = pagesInUse();
         if (inUse <= policy.highWatermark() * total) {
             return 0;
@@ -806,6 +806,67 @@ public final class PageService {
 
     /** Orders quota changes in the log as they are applied; nests inside nothing. */
     private final Object quotaLock = new Object();
+
+    // ---- layout grow ----
+
+    /**
+     * Write-held while a {@link Change.LayoutGrown} is logged and applied; read-held by what must see the layout and the
+     * log agree (a snapshot reading its covered sequence) or the allocators keep their size (a page check). Nests
+     * outside the shard locks; the serving path never takes it.
+     */
+    private final java.util.concurrent.locks.ReentrantReadWriteLock layoutLock = new java.util.concurrent.locks.ReentrantReadWriteLock();
+
+    /** Why every bucket cannot grow to {@code bucketSize} bytes, in one line (what, which value, what is allowed), or null. */
+    public String checkGrow(long bucketSize) {
+        BucketLayout current = state.layout;
+        String allowed = "allowed is a multiple of the page size (" + current.pageSize() + " bytes) from the current bucket size ("
+                + current.bucketSize() + " bytes) up to " + BitmapPageAllocator.MAX_PAGES * current.pageSize() + " bytes";
+        if (bucketSize < current.bucketSize()) {
+            return "bucket size " + bucketSize + " is smaller than the current " + current.bucketSize() + ": buckets never shrink; " + allowed;
+        }
+        if (bucketSize % current.pageSize() != 0) {
+            return "bucket size " + bucketSize + " is not a multiple of the page size " + current.pageSize() + "; " + allowed;
+        }
+        if (bucketSize / current.pageSize() > BitmapPageAllocator.MAX_PAGES) {
+            return "bucket size " + bucketSize + " holds more than " + BitmapPageAllocator.MAX_PAGES + " pages; " + allowed;
+        }
+        return null;
+    }
+
+    /**
+     * Grows every bucket to {@code bucketSize} bytes while serving, logged like every change: the caller has extended
+     * the bucket files to that size first (and made that durable), and awaits the log before it records the layout
+     * anywhere else. The allocators grow under their own monitors, so allocations go on meanwhile.
+     *
+     * @return the bucket size it replaced; the same size as now changes and logs nothing
+     */
+    public Result<Long> growLayout(long bucketSize) {
+        String invalid = checkGrow(bucketSize);
+        if (invalid != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, invalid);
+        }
+        checkAccepting();
+        layoutLock.writeLock().lock();
+        try {
+            long previous = state.layout.bucketSize();
+            if (bucketSize > previous) {
+                logAndApply(new Change.LayoutGrown(previous, bucketSize));
+            }
+            return Result.ok(previous);
+        } finally {
+            layoutLock.writeLock().unlock();
+        }
+    }
+
+    /** {@code reading} with no layout change in between: what it reads of the log and the layout agree. */
+    public <T> T withSteadyLayout(java.util.function.Supplier<T> reading) {
+        layoutLock.readLock().lock();
+        try {
+            return reading.get();
+        } finally {
+            layoutLock.readLock().unlock();
+        }
+    }
 
     /** The byte quotas in force, by tenant. */
     public Map<String, Long> quotas() {
@@ -907,7 +968,7 @@ public final class PageService {
             logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason), victimKey);
             evictedCount(reason).increment();
             evictedBytes(reason).add(victim.size());
-            return layout.pagesFor(victim.size());
+            return layout().pagesFor(victim.size());
         } finally {
             victimShard.lock.unlock();
         }
@@ -1009,13 +1070,13 @@ public final class PageService {
         if (maxRangesPerKind < 1) {
             throw new IllegalArgumentException("maxRangesPerKind must be at least 1, not " + maxRangesPerKind);
         }
-        return new PageChecker(new CheckView(), Math.max(0, minAgeNanos), repair, maxRangesPerKind).run();
+        return withSteadyLayout(() -> new PageChecker(new CheckView(), Math.max(0, minAgeNanos), repair, maxRangesPerKind).run());
     }
 
     /** What a page check reads: the claims under their locks, the bitmaps, the clock; it changes no table. */
     final class CheckView {
         BucketLayout layout() {
-            return layout;
+            return state.layout;
         }
 
         BitmapPageAllocator[] allocators() {
@@ -1056,7 +1117,7 @@ public final class PageService {
 
     public Stats stats() {
         return new Stats(state.mappings.get(), state.inFlight.get(), quarantine.pages(), space.allocatedPages(),
-                layout.pagesPerBucket() * layout.bucketCount(), tenantCount());
+                layout().pagesPerBucket() * layout().bucketCount(), tenantCount());
     }
 
     private long tenantCount() {
@@ -1385,14 +1446,14 @@ public final class PageService {
      * @throws IllegalStateException naming a claim outside the layout, or two claims that share a page
      */
     private ClaimedPages claimAll() {
-        long pageSize = layout.pageSize();
-        ClaimedPages claims = new ClaimedPages(layout.bucketCount(), layout.pagesPerBucket());
+        long pageSize = layout().pageSize();
+        ClaimedPages claims = new ClaimedPages(layout().bucketCount(), layout().pagesPerBucket());
         for (int s = 0; s < KeyTable.SHARDS; s++) {
             KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, bucket, offset, size) -> {
                 Placement p = new Placement(bucket, offset, size, 0);
                 String what = (kind == KeyTable.ClaimKind.MAPPING ? "mapping of " : "in-flight allocation of ") + describeKey(scopedKey);
                 checkInLayout(p, what);
-                claims.add(bucket, offset / pageSize, layout.pagesFor(size));
+                claims.add(bucket, offset / pageSize, layout().pagesFor(size));
             });
         }
         for (Quarantine.Range q : quarantine.ranges()) {
@@ -1400,7 +1461,7 @@ public final class PageService {
             checkInLayout(p, "quarantined range");
             claims.add(q.bucket(), q.firstPage(), q.pages());
         }
-        for (int b = 0; b < layout.bucketCount(); b++) {
+        for (int b = 0; b < layout().bucketCount(); b++) {
             long[] twice = claims.twice(b);
             if (twice != null) {
                 long page = firstSetBit(twice);
@@ -1412,10 +1473,10 @@ public final class PageService {
     }
 
     private void checkInLayout(Placement p, String what) {
-        if (p.bucket() < 0 || p.bucket() >= layout.bucketCount() || p.offset() < 0 || p.offset() % layout.pageSize() != 0 || p.size() <= 0
-                || p.offset() + p.size() > layout.bucketSize()) {
-            throw new IllegalStateException(what + " at " + describe(p) + " is outside the layout (" + layout.bucketCount()
-                    + " buckets of " + layout.bucketSize() + " bytes, pages of " + layout.pageSize() + ")");
+        if (p.bucket() < 0 || p.bucket() >= layout().bucketCount() || p.offset() < 0 || p.offset() % layout().pageSize() != 0 || p.size() <= 0
+                || p.offset() + p.size() > layout().bucketSize()) {
+            throw new IllegalStateException(what + " at " + describe(p) + " is outside the layout (" + layout().bucketCount()
+                    + " buckets of " + layout().bucketSize() + " bytes, pages of " + layout().pageSize() + ")");
         }
     }
 
@@ -1430,11 +1491,11 @@ public final class PageService {
 
     /** Who holds a page, for an overlap report: a slow scan, only on that path. */
     private List<String> ownersOf(int bucket, long page) {
-        long pageSize = layout.pageSize();
+        long pageSize = layout().pageSize();
         List<String> owners = new ArrayList<>();
         for (int s = 0; s < KeyTable.SHARDS; s++) {
             KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, b, offset, size) -> {
-                if (b == bucket && page >= offset / pageSize && page < offset / pageSize + layout.pagesFor(size)) {
+                if (b == bucket && page >= offset / pageSize && page < offset / pageSize + layout().pagesFor(size)) {
                     owners.add((kind == KeyTable.ClaimKind.MAPPING ? "the mapping of " : "the in-flight allocation of ") + describeKey(scopedKey)
                             + " at " + describe(new Placement(b, offset, size, 0)));
                 }
@@ -1505,7 +1566,7 @@ public final class PageService {
     // ---- helpers ----
 
     String describe(Placement p) {
-        return p.bucket() >= 0 && p.bucket() < layout.bucketCount()
+        return p.bucket() >= 0 && p.bucket() < layout().bucketCount()
                 ? space.path(p.bucket()) + "@" + p.offset() + "+" + p.size()
                 : "bucket " + p.bucket() + "@" + p.offset() + "+" + p.size();
     }

@@ -41,7 +41,8 @@ final class PageState {
         final LongAdder misses = new LongAdder();
     }
 
-    final BucketLayout layout;
+    /** The layout in force: replaced (never changed in place) only by a {@link Change.LayoutGrown}, under the layout lock. */
+    volatile BucketLayout layout;
     final KeyTable keys = new KeyTable();
     final Quarantine quarantine = new Quarantine();
     final BucketSpace space;
@@ -115,6 +116,8 @@ final class PageState {
             renewed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()));
         } else if (change instanceof Change.QuotaSet q) {
             usage(q.tenant()).quotaBytes = q.maxBytes();
+        } else if (change instanceof Change.LayoutGrown g) {
+            layoutGrown(g);
         } else {
             throw new IllegalArgumentException("unknown change " + change);
         }
@@ -224,6 +227,20 @@ final class PageState {
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs());
         shard.removeIfEmpty(scoped, entry);
+    }
+
+    /**
+     * The allocators grow first, then the layout is published: a caller that sees the new size finds buckets that large.
+     * A size at or below the current one (a snapshot taken after the grow) changes nothing.
+     */
+    private void layoutGrown(Change.LayoutGrown g) {
+        BucketLayout current = layout;
+        if (g.bucketSize() <= current.bucketSize()) {
+            return;
+        }
+        BucketLayout grown = new BucketLayout(current.root(), current.bucketCount(), current.pageSize(), g.bucketSize());
+        space.grow(grown, keys);
+        layout = grown;
     }
 
     private void released(Change.Released r) {

@@ -361,6 +361,9 @@ class SnapshotRecoveryTest {
             } else if (r < 0.502) {
                 // A quota large enough to change no allocation, or none: logged and snapshotted like any change.
                 pages.setQuota(tenant, random.nextBoolean() ? 0 : 1L << 40);
+            } else if (r < 0.5022) {
+                // A layout grow by 32 pages while the others allocate: logged, snapshotted with the size it was taken at.
+                pages.growLayout(pages.layout().bucketSize() + 32 * PAGE);
             } else if (r < 0.85) {
                 if (random.nextBoolean()) {
                     pages.getMapping(tenant, key); // a lease: the remove quarantines

@@ -70,6 +70,7 @@ final class StateFixtures {
             }
         });
         pages.quotas().forEach((tenant, bytes) -> lines.add("quota " + tenant + " " + bytes));
+        lines.add("layout: buckets of " + pages.layout().bucketSize() + " bytes, " + pages.allocator(0).pageCount() + " pages");
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             lines.add("bucket " + b + " allocated " + pages.allocator(b).allocatedCount() + " bitmap "
                     + Arrays.hashCode(pages.allocator(b).bitmapWords()));

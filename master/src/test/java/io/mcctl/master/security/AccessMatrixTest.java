@@ -48,7 +48,8 @@ class AccessMatrixTest {
             "BatchExistKey", "GetReplicaList", "ListKeys");
     private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus");
     private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
-    private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota");
+    private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota",
+            "GrowLayout");
 
     enum Caller { OWN_TENANT, OTHER_TENANT, MONITOR, ADMIN, NO_TOKEN, UNKNOWN_TOKEN }
 

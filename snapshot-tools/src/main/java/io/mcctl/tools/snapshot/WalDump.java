@@ -187,6 +187,10 @@ public final class WalDump {
                 out.put("first_page", r.getFirstPage());
                 out.put("pages", r.getPages());
             }
+            case LAYOUT_GROWN -> {
+                out.put("previous_bucket_size", record.getLayoutGrown().getPreviousBucketSize());
+                out.put("bucket_size", record.getLayoutGrown().getBucketSize());
+            }
             case CHANGE_NOT_SET -> {
                 // a change from a newer mcctl: only its sequence and time are known here
             }
@@ -241,6 +245,8 @@ public final class WalDump {
                 Released r = record.getReleased();
                 line.append("bucket=").append(r.getBucket()).append(" first_page=").append(r.getFirstPage()).append(" pages=").append(r.getPages());
             }
+            case LAYOUT_GROWN -> line.append("bucket_size=").append(record.getLayoutGrown().getBucketSize()).append(" was=")
+                    .append(record.getLayoutGrown().getPreviousBucketSize());
             case CHANGE_NOT_SET -> line.append("(a change this mcctl does not know; written by a newer one)");
         }
         return line.toString().stripTrailing();

@@ -17,8 +17,8 @@ package io.mcctl.storage.alloc;
  * power of two leaves; a change count per leaf): about 11.5 KiB for 65,536 pages.
  *
  * <p>Thread safety: every public method is {@code synchronized}; the monitor of this allocator guards
- * {@link #words}, the summary arrays, {@link #leafVersions}, {@link #allocated}, {@link #hint} and {@link #carry}. There is one
- * allocator, hence one lock, per bucket; no lock spans buckets.
+ * {@link #words}, the summary arrays, {@link #leafVersions}, {@link #allocated}, {@link #hint} and {@link #carry}, and
+ * {@link #grow} replaces them all under it. There is one allocator, hence one lock, per bucket; no lock spans buckets.
  */
 public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
 
@@ -27,15 +27,16 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     /** Summaries are ints; this keeps every run length and every node size representable. */
     public static final long MAX_PAGES = 1L << 30;
 
-    private final int pageCount;
-    private final long[] words;
+    /** Written under the monitor by {@link #grow}; volatile so that {@link #pageCount()} reads it without the lock. */
+    private volatile int pageCount;
+    private long[] words;
     /** Longest free run inside each word, so a leaf is summarised from eight bytes, not by walking its bits. */
-    private final byte[] wordMaxFree;
-    private final int leafCount;
-    private final int leafLevels;
-    private final int[] prefixFree;
-    private final int[] suffixFree;
-    private final int[] maxFree;
+    private byte[] wordMaxFree;
+    private int leafCount;
+    private int leafLevels;
+    private int[] prefixFree;
+    private int[] suffixFree;
+    private int[] maxFree;
     private long allocated;
     private long hint;
     /** Scratch for a search: length of the free run that ends where the search has got to. */
@@ -46,27 +47,64 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
      * Per leaf, how many times any of its pages changed state (wrapping): a checker that copied the bitmap earlier
      * can tell which leaves still hold what it copied without comparing them.
      */
-    private final int[] leafVersions;
+    private int[] leafVersions;
 
     public BitmapPageAllocator(long pageCount) {
+        checkPageCount(pageCount);
+        size(pageCount, new long[0], new int[0]);
+    }
+
+    private static void checkPageCount(long pageCount) {
         if (pageCount < 1 || pageCount > MAX_PAGES) {
             throw new IllegalArgumentException("page count " + pageCount + " is outside 1.." + MAX_PAGES);
         }
-        this.pageCount = (int) pageCount;
+    }
+
+    /**
+     * Sizes every array for {@code pageCount} pages, keeping the first pages' bits from {@code oldWords} (whose pages
+     * past {@code pageCount} were padding) and the change counts of the old leaves.
+     */
+    private void size(long pageCount, long[] oldWords, int[] oldVersions) {
+        int oldPages = oldWords.length == 0 ? 0 : this.pageCount;
         int realLeaves = (int) ((pageCount + PAGES_PER_LEAF - 1) / PAGES_PER_LEAF);
-        this.words = new long[realLeaves * WORDS_PER_LEAF];
-        this.wordMaxFree = new byte[words.length];
+        long[] grown = java.util.Arrays.copyOf(oldWords, realLeaves * WORDS_PER_LEAF);
+        // The old padding (pages past the old end, marked allocated) becomes free pages of the bucket.
+        for (long page = oldPages; page < (long) oldWords.length * 64; page++) {
+            grown[(int) (page >>> 6)] &= ~(1L << page);
+        }
+        // Pages past the end of the bucket are permanently "allocated" so no run can reach them.
+        for (long page = pageCount; page < (long) grown.length * 64; page++) {
+            grown[(int) (page >>> 6)] |= 1L << page;
+        }
+        this.words = grown;
+        this.wordMaxFree = new byte[grown.length];
         this.leafCount = Integer.highestOneBit(realLeaves) == realLeaves ? realLeaves : Integer.highestOneBit(realLeaves) << 1;
         this.leafLevels = Integer.numberOfTrailingZeros(leafCount);
         this.prefixFree = new int[2 * leafCount];
         this.suffixFree = new int[2 * leafCount];
         this.maxFree = new int[2 * leafCount];
-        this.leafVersions = new int[realLeaves];
-        // Pages past the end of the bucket are permanently "allocated" so no run can reach them.
-        for (long page = pageCount; page < (long) words.length * 64; page++) {
-            words[(int) (page >>> 6)] |= 1L << page;
+        this.leafVersions = java.util.Arrays.copyOf(oldVersions, realLeaves);
+        for (int leaf = 0; leaf < realLeaves; leaf++) {
+            leafVersions[leaf]++; // every leaf may have changed: a checker's copy of any of them is stale
         }
+        this.pageCount = (int) pageCount;
         rebuildSummaryState();
+    }
+
+    /**
+     * Grows the bucket to {@code newPageCount} pages while it serves: the pages added are free, every allocated page
+     * stays allocated. A count at or below the current one changes nothing (a grow replayed twice is a grow once).
+     *
+     * @return true when the bucket grew
+     */
+    public synchronized boolean grow(long newPageCount) {
+        checkPageCount(newPageCount);
+        if (newPageCount <= pageCount) {
+            return false;
+        }
+        ensureSummaries();
+        size(newPageCount, words, leafVersions);
+        return true;
     }
 
     /** Recomputes every word's longest free run and the whole tree from the bitmap words. */
@@ -228,7 +266,7 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     }
 
     /** Bytes of heap this allocator's state holds (arrays and their headers), for sizing. */
-    public long footprintBytes() {
+    public synchronized long footprintBytes() {
         long arrayHeader = 16;
         return 64 + arrayHeader + 8L * words.length + arrayHeader + wordMaxFree.length + 3 * (arrayHeader + 4L * prefixFree.length)
                 + arrayHeader + 4L * leafVersions.length;

@@ -44,4 +44,33 @@ public final class BucketFiles {
         }
         return new InitResult(record, created, extended, unchanged);
     }
+
+    /**
+     * Extends every bucket file of {@code layout} that is shorter than its bucket size (ftruncate upwards: never
+     * shorter, no byte changed) and fsyncs each, so that the new size is on disk before anything records it. A
+     * file already that long or longer is left alone, so a grow that a crash interrupted can simply be run again.
+     *
+     * @param afterEach called with the number of files done so far after each file (a progress report, or a test's pause)
+     * @return how many files were extended
+     * @throws java.nio.file.NoSuchFileException when a bucket file is missing: a grow extends a laid-out root, it creates nothing
+     */
+    public static int extend(BucketLayout layout, java.util.function.IntConsumer afterEach) throws IOException {
+        int extended = 0;
+        for (int bucket = 0; bucket < layout.bucketCount(); bucket++) {
+            Path path = layout.bucketPath(bucket);
+            if (!Files.exists(path)) {
+                throw new java.nio.file.NoSuchFileException(path.toString(), null, "bucket file missing: a grow extends a laid-out root");
+            }
+            // "rw" never truncates; setLength only grows here, leaving a sparse tail; getFD().sync() makes the size durable.
+            try (RandomAccessFile file = new RandomAccessFile(path.toFile(), "rw")) {
+                if (file.length() < layout.bucketSize()) {
+                    file.setLength(layout.bucketSize());
+                    file.getFD().sync();
+                    extended++;
+                }
+            }
+            afterEach.accept(bucket + 1);
+        }
+        return extended;
+    }
 }

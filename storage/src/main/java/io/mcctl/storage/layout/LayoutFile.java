@@ -88,4 +88,17 @@ public final class LayoutFile {
                     + " (use the cluster's settings, or another root)");
         }
     }
+
+    /**
+     * Replaces the record at {@code file} with {@code record} atomically (temp file, fsync, rename, fsync of the
+     * directory): a crash leaves the old record or the new one, never a mix. For a grown bucket size only.
+     */
+    public static void rewrite(Path file, Record record) throws IOException {
+        DurableFiles.writeAtomically(file, JSON.writeValueAsBytes(record));
+    }
+
+    /** The same record with another bucket size. */
+    public static Record withBucketSize(Record record, long bucketSize) {
+        return new Record(record.clusterId(), record.formatVersion(), record.bucketCount(), record.pageSize(), bucketSize);
+    }
 }
