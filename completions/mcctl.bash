@@ -1854,7 +1854,7 @@ function _picocli_mcctl_bench_master() {
 
   local commands=""
   local flag_opts="'--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--threads' '--keys' '--memory-mappings'"
+  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--threads' '--seconds' '--warmup-seconds' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1868,10 +1868,19 @@ function _picocli_mcctl_bench_master() {
     '--master')
       return
       ;;
+    '--master-pid')
+      return
+      ;;
+    '--master-jvm-option')
+      return
+      ;;
     '--threads')
       return
       ;;
-    '--keys')
+    '--seconds')
+      return
+      ;;
+    '--warmup-seconds')
       return
       ;;
     '--memory-mappings')

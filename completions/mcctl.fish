@@ -406,7 +406,7 @@ complete -c mcctl -n '__mcctl_at layout grow' -s x -l stacktrace -d 'On error, p
 # mcctl bench
 complete -c mcctl -n '__mcctl_at bench' -f
 complete -c mcctl -n '__mcctl_at bench' -a 'allocator' -d 'Steady-state free+allocate pairs (runs of 1..16 pages) on fragmented buckets, for mcctl\'s allocator and for the design RFC\'s bit-by-bit scan, from the same state in the same run: 65,536 pages at 50%%, 90%%, 97%% fill and 1,048,576 pages at 90%%.'
-complete -c mcctl -n '__mcctl_at bench' -a 'master' -d 'Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping) from client threads at batch sizes 1 and 64, against --master or an embedded master on a temporary root; in the same run the round trip of a plain TCP echo on loopback, and master heap per mapping.'
+complete -c mcctl -n '__mcctl_at bench' -a 'master' -d 'Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping) from client threads at batch sizes 1 and 64, each phase once as unary calls and once over the Session stream, for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary root (write-ahead log on) or --master.'
 complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential read of the same bucket file region, both warm in the page cache, with an embedded master on a temporary root (or --root).'
 complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
@@ -428,9 +428,12 @@ complete -c mcctl -n '__mcctl_at bench allocator' -s x -l stacktrace -d 'On erro
 # mcctl bench master
 complete -c mcctl -n '__mcctl_at bench master' -f
 complete -c mcctl -n '__mcctl_at bench master' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
-complete -c mcctl -n '__mcctl_at bench master' -l master -x -d 'Benchmark this running master instead of an embedded one.'
+complete -c mcctl -n '__mcctl_at bench master' -l master -x -d 'Benchmark this running master instead of one started here.'
+complete -c mcctl -n '__mcctl_at bench master' -l master-pid -x -d 'With --master: its process id on this machine, for its CPU per key.'
+complete -c mcctl -n '__mcctl_at bench master' -l master-jvm-option -x -d 'A JVM option for the master started here, e.g.'
 complete -c mcctl -n '__mcctl_at bench master' -l threads -x -d 'Client threads (default: 8).'
-complete -c mcctl -n '__mcctl_at bench master' -l keys -x -d 'Keys per batch-64 phase across all threads; batch 1 uses a tenth (default: 200000).'
+complete -c mcctl -n '__mcctl_at bench master' -l seconds -x -d 'Measured seconds per phase (default: 5).'
+complete -c mcctl -n '__mcctl_at bench master' -l warmup-seconds -x -d 'Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: 4).'
 complete -c mcctl -n '__mcctl_at bench master' -l memory-mappings -x -d 'Mappings for the heap-per-mapping figure; 0 skips it (default: 1000000).'
 complete -c mcctl -n '__mcctl_at bench master' -l security -d 'Also run the offload and lookup phases against embedded masters with plaintext, with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).'
 complete -c mcctl -n '__mcctl_at bench master' -s h -l help -d 'Show this help message and exit.'

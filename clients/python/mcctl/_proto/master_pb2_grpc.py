@@ -129,6 +129,11 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.FromString,
                 )
+        self.Session = channel.stream_stream(
+                '/mooncake.master.v1.MasterService/Session',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.FromString,
+                )
 
 
 class MasterServiceServicer(object):
@@ -279,6 +284,15 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Session(self, request_iterator, context):
+        """One long-lived stream per client connection carrying batch requests, each answered by its id (answers may come
+        in any order). Every request means exactly what its unary twin means, with the same checks and the same access
+        rule; a request that fails whole is answered with the status its twin would close with, and the stream goes on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -396,6 +410,11 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.GrowLayout,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -795,5 +814,22 @@ class MasterService(object):
         return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/GrowLayout',
             mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.GrowLayoutResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/mooncake.master.v1.MasterService/Session',
+            mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -13,18 +13,24 @@ import org.junit.jupiter.api.Timeout;
 class BenchCommandsTest {
 
     @Test
-    void bench_master_reports_each_phase_the_echo_floor_and_heap_per_mapping() throws Exception {
-        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--keys", "2560", "--memory-mappings", "20000", "-o", "json").expectOk();
+    void bench_master_reports_each_phase_on_both_transports_with_the_masters_cpu_the_echo_floor_and_heap_per_mapping() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2", "--memory-mappings", "20000",
+                "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         JsonNode phases = report.get("phases");
-        assertEquals(5, phases.size());
-        for (JsonNode phase : phases) {
+        assertEquals(10, phases.size());
+        for (int i = 0; i < phases.size(); i++) {
+            JsonNode phase = phases.get(i);
+            assertEquals(i % 2 == 0 ? "unary" : "stream", phase.get("transport").asText(), phase::toString);
             assertEquals(0, phase.get("failures").asLong(), phase::toString);
             assertTrue(phase.get("keys_per_second").asLong() > 0, phase::toString);
             assertTrue(phase.get("call_p99_us").asDouble() >= phase.get("call_p50_us").asDouble(), phase::toString);
+            assertTrue(phase.get("server_cpu_us_per_key").asDouble() >= 0, phase::toString); // the master is a process of its own
+            assertTrue(phase.get("client_cores").asDouble() > 0, phase::toString);
         }
-        assertEquals(64, phases.get(1).get("batch").asInt());
-        assertEquals(1, phases.get(4).get("callers").asInt());
+        assertEquals(64, phases.get(2).get("batch").asInt());
+        assertEquals(1, phases.get(8).get("callers").asInt());
+        assertEquals(5, report.get("stream_over_unary").size());
         assertTrue(report.get("tcp_echo_p50_us").asDouble() > 0);
         assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0);
         assertTrue(report.get("heap_bytes_per_mapping").asDouble() > 0);
@@ -77,8 +83,8 @@ class BenchCommandsTest {
     }
 
     @Test
-    void bench_master_refuses_too_few_keys_and_changes_nothing() {
-        CliRun run = CliRun.run("bench", "master", "--threads", "8", "--keys", "100").expectExit(ExitCodes.USAGE);
-        assertTrue(run.err().contains("--keys 100"), run.err());
+    void bench_master_refuses_a_phase_too_short_to_measure() {
+        CliRun run = CliRun.run("bench", "master", "--seconds", "0").expectExit(ExitCodes.USAGE);
+        assertTrue(run.err().contains("--seconds 0.0") && run.err().contains("0.1 to 3600"), run.err());
     }
 }

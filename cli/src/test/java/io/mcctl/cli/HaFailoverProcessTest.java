@@ -107,7 +107,7 @@ class HaFailoverProcessTest {
                 String tenant = CrashRestartProcessTest.TENANTS.get(c);
                 int r = round;
                 long seed = round * 31L + c;
-                Thread t = new Thread(() -> CrashRestartProcessTest.load(target, model, tenant, r, seed, ops, failures), "client-" + c);
+                Thread t = new Thread(() -> CrashRestartProcessTest.load(target, io.mcctl.master.client.MasterClient.Transport.STREAM, model, tenant, r, seed, ops, failures), "client-" + c);
                 clients.add(t);
                 t.start();
             }
@@ -153,6 +153,7 @@ class HaFailoverProcessTest {
         long pid = old.process().pid();
         signal("STOP", pid);
         CompletableFuture<Object> sentWhileStopped;
+        CompletableFuture<Object> lookedUpWhileStopped;
         try {
             McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
             assertEquals(standby, leader);
@@ -171,10 +172,23 @@ class HaFailoverProcessTest {
                     toOld.close();
                 }
             });
-            Thread.sleep(300); // let the request reach the stopped process's socket (its outcome is checked, not the time)
+            // A lookup too: the woken leader must not hand out descriptors from a state the new leader has changed since.
+            MasterClient lookupToOld = new MasterClient(old.address(), Duration.ofSeconds(30));
+            lookedUpWhileStopped = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return lookupToOld.batchGetMapping(List.of("before"), List.of("t"));
+                } catch (MasterException e) {
+                    return e;
+                } finally {
+                    lookupToOld.close();
+                }
+            });
+            Thread.sleep(300); // let the requests reach the stopped process's socket (their outcome is checked, not the time)
         } finally {
             signal("CONT", pid);
         }
+        Object looked = lookedUpWhileStopped.get(60, TimeUnit.SECONDS);
+        assertTrue(looked instanceof MasterException, "the woken leader answered a lookup: " + looked);
         Object answer = sentWhileStopped.get(60, TimeUnit.SECONDS);
         assertTrue(answer instanceof MasterException, "the woken leader answered a change OK: " + answer);
         assertTrue(((MasterException) answer).getMessage().contains("lease") || ((MasterException) answer).getMessage().contains("standby"),

@@ -98,7 +98,12 @@ public final class TierCluster implements AutoCloseable {
 
     /** A new node whose fd pool opens bucket files for writing too, or only for reading. */
     public Node addNode(boolean writable) throws IOException {
-        MasterClient client = new MasterClient(target(), Duration.ofSeconds(10));
+        return addNode(writable, MasterClient.Transport.STREAM);
+    }
+
+    /** A new node whose batch calls travel as {@code transport} says. */
+    public Node addNode(boolean writable, MasterClient.Transport transport) throws IOException {
+        MasterClient client = new MasterClient(target(), Duration.ofSeconds(10), io.mcctl.master.client.ClientSecurity.NONE, transport);
         ClientMetrics metrics = new ClientMetrics();
         TierNode tier;
         try {

@@ -7,6 +7,7 @@ import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -17,14 +18,37 @@ import java.util.concurrent.Future;
 
 /**
  * Master throughput as clients see it: client threads each run offload cycles (BatchAllocate then Notify, no
- * data written) and then mapping lookups (BatchGetDistributedPageMapping) over the keys they wrote.
+ * data written) and then mapping lookups (BatchGetDistributedPageMapping) over the keys they wrote, over the
+ * client's transport (the Session stream or unary calls). Phases run for a number of keys or for a fixed time;
+ * with a CPU counter of the master's process, each phase also says what it cost the master per key.
  */
 public final class MasterBenchmark {
 
-    /** Figures of one batch size. */
-    public record Phase(String name, int threads, int batch, long keys, double seconds, double keysPerSecond, double p50Micros, double p99Micros,
-                        long failures) {
+    /**
+     * Figures of one phase. {@code serverCpuNanos}: CPU the master's process used during it (-1 when unknown);
+     * {@code clientCpuNanos}: CPU this process used (the callers, their gRPC client, and whatever else runs here).
+     */
+    public record Phase(String name, String transport, int threads, int batch, long keys, long calls, double seconds, double keysPerSecond,
+                        double p50Micros, double p99Micros, long failures, long serverCpuNanos, long clientCpuNanos) {
+        public double serverMicrosPerKey() {
+            return serverCpuNanos < 0 ? Double.NaN : serverCpuNanos / 1000.0 / keys;
+        }
+
+        public double serverMicrosPerCall() {
+            return serverCpuNanos < 0 ? Double.NaN : serverCpuNanos / 1000.0 / calls;
+        }
+
+        public double clientCores() {
+            return clientCpuNanos / 1e9 / seconds;
+        }
+
+        public double serverCores() {
+            return serverCpuNanos < 0 ? Double.NaN : serverCpuNanos / 1e9 / seconds;
+        }
     }
+
+    /** CPU of the master's process so far in nanoseconds, or -1 when it cannot be read (a master elsewhere). */
+    private java.util.function.LongSupplier serverCpu = () -> -1;
 
     private final MasterClient client;
     private final int threads;
@@ -38,10 +62,149 @@ public final class MasterBenchmark {
         this.runId = runId;
     }
 
+    /** Reads the master's CPU from {@code serverCpu} before and after each phase. */
+    public MasterBenchmark withServerCpu(java.util.function.LongSupplier serverCpu) {
+        this.serverCpu = serverCpu;
+        return this;
+    }
+
+    /**
+     * Offload cycles of {@code batch} keys per call for {@code seconds} on every thread; each thread adds the keys it
+     * committed to its list in {@code written} (up to {@code keepPerThread} of them, for the lookup phases).
+     */
+    public Phase offloadFor(int batch, double seconds, List<List<String>> written, int keepPerThread) throws Exception {
+        List<LatencyRecorder> recorders = new ArrayList<>();
+        List<Callable<long[]>> tasks = new ArrayList<>();
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        String prefix = runId + "/" + client.transport() + "/b" + batch + "/";
+        for (int t = 0; t < threads; t++) {
+            LatencyRecorder recorder = new LatencyRecorder();
+            recorders.add(recorder);
+            while (written.size() <= t) {
+                written.add(new ArrayList<>());
+            }
+            List<String> mine = written.get(t);
+            String threadPrefix = prefix + "t" + t + "/";
+            tasks.add(() -> {
+                long failures = 0;
+                long keys = 0;
+                List<String> tenants = Collections.nCopies(batch, "bench");
+                List<Long> sizes = Collections.nCopies(batch, objectSize);
+                while (System.nanoTime() < end) {
+                    List<String> batchKeys = new ArrayList<>(batch);
+                    for (int i = 0; i < batch; i++) {
+                        batchKeys.add(threadPrefix + (keys + i));
+                    }
+                    long start = System.nanoTime();
+                    List<String> okKeys = cycle(batchKeys, tenants, sizes);
+                    recorder.record(System.nanoTime() - start);
+                    failures += batch - okKeys.size();
+                    keys += batch;
+                    if (mine.size() + okKeys.size() <= keepPerThread) {
+                        mine.addAll(okKeys);
+                    }
+                }
+                return new long[] {keys, failures};
+            });
+        }
+        return runTimed("offload cycle", batch, tasks, recorders, 2);
+    }
+
+    /** Mapping lookups of {@code batch} keys per call, cycling over each thread's keys, for {@code seconds}. */
+    public Phase lookupFor(int batch, List<List<String>> keysPerThread, double seconds) throws Exception {
+        List<LatencyRecorder> recorders = new ArrayList<>();
+        List<Callable<long[]>> tasks = new ArrayList<>();
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        for (int t = 0; t < threads; t++) {
+            LatencyRecorder recorder = new LatencyRecorder();
+            recorders.add(recorder);
+            List<String> keys = List.copyOf(keysPerThread.get(t % keysPerThread.size()));
+            if (keys.size() < batch) {
+                throw new IllegalStateException("thread " + t + " has " + keys.size() + " keys to look up, fewer than a batch of " + batch);
+            }
+            tasks.add(() -> {
+                long failures = 0;
+                long looked = 0;
+                List<String> tenants = Collections.nCopies(batch, "bench");
+                int from = 0;
+                while (System.nanoTime() < end) {
+                    if (from + batch > keys.size()) {
+                        from = 0;
+                    }
+                    long start = System.nanoTime();
+                    BatchGetDistributedPageMappingResponse response = client.batchGetMapping(keys.subList(from, from + batch), tenants);
+                    recorder.record(System.nanoTime() - start);
+                    for (MappingResult r : response.getResultsList()) {
+                        if (r.getStatus().getError() != ErrorCode.OK) {
+                            failures++;
+                        }
+                    }
+                    looked += batch;
+                    from += batch;
+                }
+                return new long[] {looked, failures};
+            });
+        }
+        return runTimed("mapping lookup", batch, tasks, recorders, 1);
+    }
+
+    /** One offload cycle; the keys committed. */
+    private List<String> cycle(List<String> keys, List<String> tenants, List<Long> sizes) {
+        BatchAllocateDistributedPageResponse allocated = client.batchAllocate(keys, tenants, sizes, false);
+        List<String> okKeys = new ArrayList<>(keys.size());
+        List<DistributedDiskDescriptor> places = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            AllocationResult r = allocated.getResults(i);
+            if (r.getStatus().getError() == ErrorCode.OK) {
+                okKeys.add(keys.get(i));
+                places.add(r.getDistributedDisk());
+            }
+        }
+        if (okKeys.isEmpty()) {
+            return okKeys;
+        }
+        NotifyDistributedDiskSuccessResponse notified = client.notifySuccess(okKeys, tenants.subList(0, okKeys.size()), places);
+        List<String> committed = new ArrayList<>(okKeys.size());
+        for (int i = 0; i < okKeys.size(); i++) {
+            if (notified.getResults(i).getError() == ErrorCode.OK) {
+                committed.add(okKeys.get(i));
+            }
+        }
+        return committed;
+    }
+
+    /** Runs the tasks (each returns its keys and failures) and measures wall time, latencies and both sides' CPU. */
+    private Phase runTimed(String name, int batch, List<Callable<long[]>> tasks, List<LatencyRecorder> recorders, int callsPerStep)
+            throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            long serverBefore = serverCpu.getAsLong();
+            long clientBefore = ProcessCpu.ofThisProcess();
+            long start = System.nanoTime();
+            List<Future<long[]>> futures = pool.invokeAll(tasks);
+            long keys = 0;
+            long failures = 0;
+            for (Future<long[]> f : futures) {
+                keys += f.get()[0];
+                failures += f.get()[1];
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long clientCpu = ProcessCpu.ofThisProcess() - clientBefore;
+            long serverAfter = serverCpu.getAsLong();
+            long serverCpuNanos = serverBefore < 0 || serverAfter < 0 ? -1 : serverAfter - serverBefore;
+            LatencyRecorder all = LatencyRecorder.merge(recorders);
+            return new Phase(name, client.transport().name().toLowerCase(java.util.Locale.ROOT), threads, batch, keys,
+                    (long) all.count() * callsPerStep, seconds, keys / seconds, all.percentileMicros(0.50), all.percentileMicros(0.99), failures,
+                    serverCpuNanos, clientCpu);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     /** Offload cycles of {@code batch} keys per call, {@code keysPerThread} keys per thread; returns the keys written per thread. */
     public Phase offload(int batch, long keysPerThread, List<List<String>> written) throws Exception {
         List<LatencyRecorder> recorders = new ArrayList<>();
-        List<Callable<Long>> tasks = new ArrayList<>();
+        List<Callable<long[]>> tasks = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             LatencyRecorder recorder = new LatencyRecorder();
             recorders.add(recorder);
@@ -58,75 +221,14 @@ public final class MasterBenchmark {
                         keys.add(runId + "/b" + batch + "/t" + thread + "/" + (done + i));
                     }
                     long start = System.nanoTime();
-                    BatchAllocateDistributedPageResponse allocated = client.batchAllocate(keys, tenants, sizes, false);
-                    List<String> okKeys = new ArrayList<>(batch);
-                    List<DistributedDiskDescriptor> places = new ArrayList<>(batch);
-                    for (int i = 0; i < batch; i++) {
-                        AllocationResult r = allocated.getResults(i);
-                        if (r.getStatus().getError() == ErrorCode.OK) {
-                            okKeys.add(keys.get(i));
-                            places.add(r.getDistributedDisk());
-                        } else {
-                            failures++;
-                        }
-                    }
-                    if (!okKeys.isEmpty()) {
-                        client.notifySuccess(okKeys, Collections.nCopies(okKeys.size(), "bench"), places);
-                    }
+                    List<String> okKeys = cycle(keys, tenants, sizes);
                     recorder.record(System.nanoTime() - start);
+                    failures += batch - okKeys.size();
                     mine.addAll(okKeys);
                 }
-                return failures;
+                return new long[] {keysPerThread, failures};
             });
         }
-        return run("offload cycle", batch, (long) threads * keysPerThread, tasks, recorders);
-    }
-
-    /** Mapping lookups of {@code batch} keys per call over each thread's keys, {@code rounds} passes. */
-    public Phase lookup(int batch, List<List<String>> keysPerThread, int rounds) throws Exception {
-        List<LatencyRecorder> recorders = new ArrayList<>();
-        List<Callable<Long>> tasks = new ArrayList<>();
-        long total = 0;
-        for (int t = 0; t < threads; t++) {
-            LatencyRecorder recorder = new LatencyRecorder();
-            recorders.add(recorder);
-            List<String> keys = List.copyOf(keysPerThread.get(t));
-            total += (long) rounds * (keys.size() / batch) * batch;
-            tasks.add(() -> {
-                long failures = 0;
-                List<String> tenants = Collections.nCopies(batch, "bench");
-                for (int round = 0; round < rounds; round++) {
-                    for (int from = 0; from + batch <= keys.size(); from += batch) {
-                        long start = System.nanoTime();
-                        BatchGetDistributedPageMappingResponse response = client.batchGetMapping(keys.subList(from, from + batch), tenants);
-                        recorder.record(System.nanoTime() - start);
-                        for (MappingResult r : response.getResultsList()) {
-                            if (r.getStatus().getError() != ErrorCode.OK) {
-                                failures++;
-                            }
-                        }
-                    }
-                }
-                return failures;
-            });
-        }
-        return run("mapping lookup", batch, total, tasks, recorders);
-    }
-
-    private Phase run(String name, int batch, long keys, List<Callable<Long>> tasks, List<LatencyRecorder> recorders) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            long start = System.nanoTime();
-            List<Future<Long>> futures = pool.invokeAll(tasks);
-            long failures = 0;
-            for (Future<Long> f : futures) {
-                failures += f.get();
-            }
-            double seconds = (System.nanoTime() - start) / 1e9;
-            LatencyRecorder all = LatencyRecorder.merge(recorders);
-            return new Phase(name, threads, batch, keys, seconds, keys / seconds, all.percentileMicros(0.50), all.percentileMicros(0.99), failures);
-        } finally {
-            pool.shutdownNow();
-        }
+        return runTimed("offload cycle", batch, tasks, recorders, 2);
     }
 }

@@ -8,6 +8,10 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MappingMemory;
 import io.mcctl.cli.bench.MasterBenchmark;
+import io.mcctl.cli.bench.MasterProcess;
+import io.mcctl.cli.bench.ProcessCpu;
+import io.mcctl.master.client.ClientSecurity;
+import java.util.function.LongSupplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterServer;
@@ -32,11 +36,14 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code mcctl bench master}: page RPC throughput and latency, with a TCP echo as the floor. */
+/** {@code mcctl bench master}: page RPC throughput, latency and the master's CPU per key, unary beside stream, with a TCP echo as the floor. */
 @Command(name = "master", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping)",
-                "from client threads at batch sizes 1 and 64, against --master or an embedded master on a temporary root;",
-                "in the same run the round trip of a plain TCP echo on loopback, and master heap per mapping."})
+                "from client threads at batch sizes 1 and 64, each phase once as unary calls and once over the Session stream,",
+                "for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary",
+                "root (write-ahead log on) or --master. Reports the master's CPU per key and per call (from /proc of its process),",
+                "the cores the callers' side used, the stream's gains over unary calls, a plain TCP echo on loopback, and master",
+                "heap per mapping."})
 public final class BenchMasterCommand implements Callable<Integer> {
 
     @Spec
@@ -45,15 +52,25 @@ public final class BenchMasterCommand implements Callable<Integer> {
     @Mixin
     OutputMixin output;
 
-    @Option(names = "--master", paramLabel = "HOST:PORT", description = "Benchmark this running master instead of an embedded one.")
+    @Option(names = "--master", paramLabel = "HOST:PORT", description = "Benchmark this running master instead of one started here.")
     String master;
+
+    @Option(names = "--master-pid", paramLabel = "PID", description = "With --master: its process id on this machine, for its CPU per key.")
+    Long masterPid;
+
+    @Option(names = "--master-jvm-option", paramLabel = "OPTION",
+            description = "A JVM option for the master started here, e.g. -XX:StartFlightRecording=filename=master.jfr (repeatable).")
+    List<String> masterJvmOptions = new ArrayList<>();
 
     @Option(names = "--threads", paramLabel = "N", defaultValue = "8", description = "Client threads (default: ${DEFAULT-VALUE}).")
     int threads;
 
-    @Option(names = "--keys", paramLabel = "N", defaultValue = "200000",
-            description = "Keys per batch-64 phase across all threads; batch 1 uses a tenth (default: ${DEFAULT-VALUE}).")
-    int keys;
+    @Option(names = "--seconds", paramLabel = "S", defaultValue = "5", description = "Measured seconds per phase (default: ${DEFAULT-VALUE}).")
+    double seconds;
+
+    @Option(names = "--warmup-seconds", paramLabel = "S", defaultValue = "4",
+            description = "Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: ${DEFAULT-VALUE}).")
+    double warmupSeconds;
 
     @Option(names = "--memory-mappings", paramLabel = "N", defaultValue = "1000000",
             description = "Mappings for the heap-per-mapping figure; 0 skips it (default: ${DEFAULT-VALUE}).")
@@ -63,46 +80,72 @@ public final class BenchMasterCommand implements Callable<Integer> {
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
 
+    /** Keys each caller keeps for the lookup phases. */
+    private static final int LOOKUP_KEYS_PER_THREAD = 50_000;
+
+    /** One phase of the benchmark: what it does, how many callers, how many keys per call. */
+    private record PhaseSpec(boolean offload, int callers, int batch) {
+    }
+
+    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec(true, 0, 1), new PhaseSpec(true, 0, 64), new PhaseSpec(false, 0, 1),
+            new PhaseSpec(false, 0, 64), new PhaseSpec(false, 1, 1));
+
     @Override
     public Integer call() throws Exception {
         if (threads < 1 || threads > 256) {
             throw new CliException(ExitCodes.USAGE, "invalid --threads " + threads + ": allowed is 1 to 256");
         }
-        if (keys < threads * 640) {
-            throw new CliException(ExitCodes.USAGE, "invalid --keys " + keys + ": allowed is at least 640 per thread (" + threads * 640 + ")");
+        if (!(seconds >= 0.1 && seconds <= 3600)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --seconds " + seconds + ": allowed is 0.1 to 3600");
+        }
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 3600)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --warmup-seconds " + warmupSeconds + ": allowed is 0 to 3600");
         }
         if (security && master != null) {
             throw new CliException(ExitCodes.USAGE, "--security runs its own embedded masters: leave out --master");
         }
+        if (masterPid != null && master == null) {
+            throw new CliException(ExitCodes.USAGE, "--master-pid names the process of --master: give --master too, or neither");
+        }
+        if (!masterJvmOptions.isEmpty() && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--master-jvm-option is for the master started here: leave out --master");
+        }
         if (memoryMappings < 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --memory-mappings " + memoryMappings + ": allowed is 0 or more");
         }
+        if (masterPid != null) {
+            ProcessCpu.ofPid(masterPid); // fails now, naming the pid, rather than after the warm-up
+        }
         Path tempRoot = null;
-        MasterServer embedded = null;
+        MasterProcess started = null;
         String target;
+        LongSupplier serverCpu;
         if (master != null) {
             target = MasterClient.checkTarget(master);
+            long pid = masterPid == null ? -1 : masterPid;
+            serverCpu = pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid);
         } else {
             tempRoot = Files.createTempDirectory("mcctl-bench-master");
-            embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(tempRoot, 256, 64 << 10, 4L << 30), "posix",
-                    "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
-            target = "127.0.0.1:" + embedded.port();
+            started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
+                    "--root", tempRoot.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
+                    "--allocation-deadline", "10m", "--durability", "wal");
+            target = started.address();
+            long pid = started.process().pid();
+            serverCpu = () -> ProcessCpu.ofPid(pid);
         }
         Map<String, Object> report = new LinkedHashMap<>();
-        List<MasterBenchmark.Phase> phases = new ArrayList<>();
-        try (MasterClient client = new MasterClient(target, Duration.ofSeconds(30))) {
+        List<MasterBenchmark.Phase> phases;
+        try (MasterClient unary = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.UNARY);
+             MasterClient stream = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.STREAM)) {
             String runId = UUID.randomUUID().toString().substring(0, 8);
-            // A full pass at a quarter of the size first: gRPC and the page service need compiled code
-            // before their figures mean anything.
-            runPhases(new MasterBenchmark(client, threads, 64 << 10, runId + "w"), Math.max(threads * 640, keys / 4));
-            phases.addAll(runPhases(new MasterBenchmark(client, threads, 64 << 10, runId), keys));
-            MasterBenchmark oneCaller = new MasterBenchmark(client, 1, 64 << 10, runId + "s");
-            List<List<String>> written = new ArrayList<>();
-            oneCaller.offload(64, 5120, written);
-            phases.add(oneCaller.lookup(1, written, 1));
+            List<MasterClient> both = List.of(unary, stream);
+            if (warmupSeconds > 0) {
+                timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
+            }
+            phases = timedPhases(both, runId, seconds, serverCpu);
         } finally {
-            if (embedded != null) {
-                embedded.close();
+            if (started != null) {
+                started.close();
             }
             if (tempRoot != null) {
                 deleteTree(tempRoot);
@@ -111,18 +154,22 @@ public final class BenchMasterCommand implements Callable<Integer> {
         List<Map<String, Object>> securityRows = security ? securityComparison() : List.of();
         LatencyRecorder echo = TcpEcho.measure(20_000);
         double echoP50 = echo.percentileMicros(0.5);
-        MasterBenchmark.Phase singleLookup = phases.get(4);
+        MasterBenchmark.Phase singleLookup = phases.get(phases.size() - 1);
         MappingMemory.Figure memory = memoryMappings > 0 ? MappingMemory.measure(memoryMappings, 32) : null;
 
         report.put("benchmark", "master");
         report.put("machine", MachineInfo.describe());
-        report.put("master", master != null ? target : "embedded (256 x 4GiB buckets, 64KiB pages, temporary root)");
+        report.put("master", master != null ? target : "its own process (256 x 4GiB buckets, 64KiB pages, temporary root, WAL)");
         report.put("threads", threads);
+        report.put("seconds_per_phase", seconds);
+        report.put("warmup_seconds_per_phase", warmupSeconds);
         List<Map<String, Object>> rows = new ArrayList<>();
         for (MasterBenchmark.Phase p : phases) {
             rows.add(phaseRow(new LinkedHashMap<>(), p));
         }
         report.put("phases", rows);
+        List<Map<String, Object>> gains = gains(phases);
+        report.put("stream_over_unary", gains);
         if (security) {
             report.put("security", securityRows);
         }
@@ -138,21 +185,28 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (output.json()) {
             out.println(OutputMixin.toJson(report));
         } else {
-            Table table = new Table("PHASE", "CALLERS", "BATCH", "KEYS", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
+            Table table = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "SERVER us/KEY",
+                    "SERVER us/CALL", "SERVER CORES", "CLIENT CORES", "FAILURES");
             for (MasterBenchmark.Phase p : phases) {
-                table.row(p.name(), p.threads(), p.batch(), p.keys(), Math.round(p.keysPerSecond()), round(p.p50Micros()), round(p.p99Micros()), p.failures());
+                table.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.keysPerSecond()), round(p.p50Micros()), round(p.p99Micros()),
+                        round(p.serverMicrosPerKey()), round(p.serverMicrosPerCall()), round(p.serverCores()), round(p.clientCores()), p.failures());
             }
             out.print(table.render());
+            Table ratios = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
+            for (Map<String, Object> g : gains) {
+                ratios.row(g.get("phase"), g.get("callers"), g.get("batch"), g.get("keys_per_second_ratio"), g.get("server_cpu_per_key_ratio"));
+            }
+            out.print(ratios.render());
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
                 for (Map<String, Object> row : securityRows) {
-                    byMode.row(row.get("transport"), row.get("phase"), row.get("callers"), row.get("batch"), row.get("keys_per_second"),
+                    byMode.row(row.get("security"), row.get("phase"), row.get("callers"), row.get("batch"), row.get("keys_per_second"),
                             row.get("call_p50_us"), row.get("call_p99_us"), row.get("failures"));
                 }
                 out.print(byMode.render());
             }
-            out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 is %.2fx the echo", echoP50,
-                    singleLookup.p50Micros() / echoP50));
+            out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
+                    singleLookup.transport(), singleLookup.p50Micros() / echoP50));
             if (memory != null) {
                 out.println(String.format(Locale.ROOT, "master heap: %.0f bytes per mapping at %d mappings (%d-byte keys)",
                         memory.bytesPerMapping(), memory.mappings(), memory.keyLength()));
@@ -160,6 +214,42 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         out.flush();
         return ExitCodes.OK;
+    }
+
+    /**
+     * Every phase of {@link #SPECS} for {@code seconds}, once per client in {@code clients} (unary, then stream), so the two
+     * transports of a phase run back to back under the same load. The lookups look up keys the offload phases committed.
+     */
+    private List<MasterBenchmark.Phase> timedPhases(List<MasterClient> clients, String runId, double seconds, LongSupplier serverCpu)
+            throws Exception {
+        List<MasterBenchmark.Phase> phases = new ArrayList<>();
+        List<List<String>> written = new ArrayList<>();
+        for (PhaseSpec phase : SPECS) {
+            int callers = phase.callers() == 0 ? threads : phase.callers();
+            for (MasterClient client : clients) {
+                MasterBenchmark bench = new MasterBenchmark(client, callers, 64 << 10, runId).withServerCpu(serverCpu);
+                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, LOOKUP_KEYS_PER_THREAD)
+                        : bench.lookupFor(phase.batch(), written, seconds));
+            }
+        }
+        return phases;
+    }
+
+    /** For each phase run over both transports: stream over unary, for throughput and for the master's CPU per key. */
+    private static List<Map<String, Object>> gains(List<MasterBenchmark.Phase> phases) {
+        List<Map<String, Object>> gains = new ArrayList<>();
+        for (int i = 0; i + 1 < phases.size(); i += 2) {
+            MasterBenchmark.Phase unary = phases.get(i);
+            MasterBenchmark.Phase stream = phases.get(i + 1);
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("phase", unary.name());
+            row.put("callers", unary.threads());
+            row.put("batch", unary.batch());
+            row.put("keys_per_second_ratio", round(stream.keysPerSecond() / unary.keysPerSecond()));
+            row.put("server_cpu_per_key_ratio", round(stream.serverMicrosPerKey() / unary.serverMicrosPerKey()));
+            gains.add(row);
+        }
+        return gains;
     }
 
     /**
@@ -190,10 +280,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
                         "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
                      MasterClient client = new MasterClient("127.0.0.1:" + embedded.port(), Duration.ofSeconds(30), mode.client())) {
                     String runId = UUID.randomUUID().toString().substring(0, 8);
-                    runPhases(new MasterBenchmark(client, threads, 64 << 10, runId + "w"), Math.max(threads * 640, keys / 4));
-                    for (MasterBenchmark.Phase p : runPhases(new MasterBenchmark(client, threads, 64 << 10, runId), keys)) {
+                    LongSupplier unknown = () -> -1; // in this process: its CPU is the callers' too
+                    if (warmupSeconds > 0) {
+                        timedPhases(List.of(client), runId + "w", warmupSeconds, unknown);
+                    }
+                    for (MasterBenchmark.Phase p : timedPhases(List.of(client), runId, seconds, unknown)) {
                         Map<String, Object> row = new LinkedHashMap<>();
-                        row.put("transport", mode.name());
+                        row.put("security", mode.name());
                         rows.add(phaseRow(row, p));
                     }
                 }
@@ -207,6 +300,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** One phase's figures added to {@code row}, with the JSON report's field names. */
     private static Map<String, Object> phaseRow(Map<String, Object> row, MasterBenchmark.Phase p) {
         row.put("phase", p.name());
+        row.put("transport", p.transport());
         row.put("callers", p.threads());
         row.put("batch", p.batch());
         row.put("keys", p.keys());
@@ -214,22 +308,22 @@ public final class BenchMasterCommand implements Callable<Integer> {
         row.put("call_p50_us", round(p.p50Micros()));
         row.put("call_p99_us", round(p.p99Micros()));
         row.put("failures", p.failures());
+        row.put("seconds", round(p.seconds()));
+        row.put("calls", p.calls());
+        if (p.serverCpuNanos() >= 0) {
+            row.put("server_cpu_us_per_key", round(p.serverMicrosPerKey()));
+            row.put("server_cpu_us_per_call", round(p.serverMicrosPerCall()));
+            row.put("server_cores", round(p.serverCores()));
+        }
+        row.put("client_cores", round(p.clientCores()));
         return row;
     }
 
-    private List<MasterBenchmark.Phase> runPhases(MasterBenchmark bench, int totalKeys) throws Exception {
-        List<MasterBenchmark.Phase> phases = new ArrayList<>();
-        List<List<String>> single = new ArrayList<>();
-        phases.add(bench.offload(1, totalKeys / 10 / threads, single));
-        List<List<String>> batched = new ArrayList<>();
-        phases.add(bench.offload(64, totalKeys / threads / 64 * 64, batched));
-        phases.add(bench.lookup(1, single, 1));
-        phases.add(bench.lookup(64, batched, 2));
-        return phases;
-    }
-
     static double round(double value) {
-        return Math.round(value * 100) / 100.0;
+        if (Double.isNaN(value) || Double.isInfinite(value)) {
+            return value;
+        }
+        return Math.round(value * 1000) / 1000.0;
     }
 
     static void deleteTree(Path root) throws IOException {

@@ -41,6 +41,8 @@ import io.mcctl.master.proto.v1.MasterServiceGrpc;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
 import io.mcctl.master.proto.v1.RemoveRequest;
+import io.mcctl.master.proto.v1.SessionRequest;
+import io.mcctl.master.proto.v1.SessionResponse;
 import io.mcctl.master.server.WireErrors;
 import java.time.Duration;
 import java.util.List;
@@ -66,6 +68,13 @@ public final class MasterClient implements AutoCloseable {
     private final MasterServiceGrpc.MasterServiceFutureStub futureStub;
     private final Duration callTimeout;
     private final ClientSecurity security;
+    /** Null when the batch calls go unary. */
+    private final MasterSession session;
+    /** Set once the master turned the stream down as unknown (an older master): the batch calls go unary from then on. */
+    private volatile boolean streamUnsupported;
+
+    /** How the batch calls (allocate, notify, lookup, free, remove) travel: over one Session stream, or as unary calls. */
+    public enum Transport { STREAM, UNARY }
 
     public MasterClient(String target, Duration callTimeout) {
         this(target, callTimeout, ClientSecurity.NONE);
@@ -73,6 +82,11 @@ public final class MasterClient implements AutoCloseable {
 
     /** @throws IllegalArgumentException when a TLS file cannot be used (one line naming it) */
     public MasterClient(String target, Duration callTimeout, ClientSecurity security) {
+        this(target, callTimeout, security, Transport.STREAM);
+    }
+
+    /** @throws IllegalArgumentException when a TLS file cannot be used (one line naming it) */
+    public MasterClient(String target, Duration callTimeout, ClientSecurity security, Transport transport) {
         this.target = checkTarget(target);
         this.callTimeout = callTimeout;
         this.security = security;
@@ -82,6 +96,12 @@ public final class MasterClient implements AutoCloseable {
         this.channel = builder.build();
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.futureStub = MasterServiceGrpc.newFutureStub(channel);
+        this.session = transport == Transport.STREAM ? new MasterSession(MasterServiceGrpc.newStub(channel)) : null;
+    }
+
+    /** How this client's batch calls travel. */
+    public Transport transport() {
+        return session == null ? Transport.UNARY : Transport.STREAM;
     }
 
     public MasterClient(String target) {
@@ -250,8 +270,10 @@ public final class MasterClient implements AutoCloseable {
     /** {@code pin}: every object of the batch is soft-pinned once committed. */
     public BatchAllocateDistributedPageResponse batchAllocate(List<String> keys, List<String> tenants, List<Long> sizes, boolean overwrite,
                                                               boolean pin) {
-        return mutate(() -> stub().batchAllocateDistributedPage(BatchAllocateDistributedPageRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).build()));
+        BatchAllocateDistributedPageRequest request = BatchAllocateDistributedPageRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setAllocate(request), SessionResponse::getAllocate,
+                () -> stub().batchAllocateDistributedPage(request)));
     }
 
     public void free(String tenant, String key, DistributedDiskDescriptor allocation) {
@@ -263,14 +285,18 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public BatchFreeDistributedPageResponse batchFree(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> allocations) {
-        return mutate(() -> stub().batchFreeDistributedPage(BatchFreeDistributedPageRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(allocations).build()));
+        BatchFreeDistributedPageRequest request = BatchFreeDistributedPageRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(allocations).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setFree(request), SessionResponse::getFree,
+                () -> stub().batchFreeDistributedPage(request)));
     }
 
     public NotifyDistributedDiskSuccessResponse notifySuccess(List<String> keys, List<String> tenants,
                                                               List<DistributedDiskDescriptor> written) {
-        return mutate(() -> stub().notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build()));
+        NotifyDistributedDiskSuccessRequest request = NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
+                () -> stub().notifyDistributedDiskSuccess(request)));
     }
 
     /** Extends allocations still held to a full deadline from now; see the RPC. Never retried here. */
@@ -292,8 +318,10 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public BatchGetDistributedPageMappingResponse batchGetMapping(List<String> keys, List<String> tenants) {
-        return read(() -> stub().batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).build()));
+        BatchGetDistributedPageMappingRequest request = BatchGetDistributedPageMappingRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).build();
+        return read(() -> viaStream(SessionRequest.newBuilder().setLookup(request), SessionResponse::getLookup,
+                () -> stub().batchGetDistributedPageMapping(request)));
     }
 
     /**
@@ -301,14 +329,61 @@ public final class MasterClient implements AutoCloseable {
      * while it reads the current one. {@link #await} turns the future into the response or a MasterException.
      */
     public ListenableFuture<BatchGetDistributedPageMappingResponse> batchGetMappingAsync(List<String> keys, List<String> tenants) {
-        return futureStub.withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS).batchGetDistributedPageMapping(
-                BatchGetDistributedPageMappingRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build());
+        BatchGetDistributedPageMappingRequest request = BatchGetDistributedPageMappingRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).build();
+        if (session == null || streamUnsupported) {
+            return futureStub.withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS).batchGetDistributedPageMapping(request);
+        }
+        return com.google.common.util.concurrent.Futures.transform(session.send(SessionRequest.newBuilder().setLookup(request)),
+                response -> {
+                    if (response.hasError()) {
+                        throw MasterSession.toException(response.getError());
+                    }
+                    return response.getLookup();
+                }, Runnable::run);
+    }
+
+    /**
+     * A batch call over the stream when this client uses one, else (or when the master does not know the stream) as the
+     * unary call {@code unary}. Throws the StatusRuntimeException the unary call would have thrown.
+     */
+    private <T> T viaStream(SessionRequest.Builder request, java.util.function.Function<SessionResponse, T> answer, Supplier<T> unary) {
+        if (session == null || streamUnsupported) {
+            return unary.get();
+        }
+        SessionResponse response;
+        com.google.common.util.concurrent.SettableFuture<SessionResponse> call = session.send(request);
+        try {
+            response = call.get(callTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            call.cancel(false);
+            throw Status.DEADLINE_EXCEEDED.withDescription("no answer on the stream within " + callTimeout.toMillis() + " ms").asRuntimeException();
+        } catch (InterruptedException e) {
+            call.cancel(false);
+            Thread.currentThread().interrupt();
+            throw Status.CANCELLED.withDescription("interrupted").withCause(e).asRuntimeException();
+        } catch (ExecutionException e) {
+            StatusRuntimeException failure = e.getCause() instanceof StatusRuntimeException s ? s
+                    : Status.fromThrowable(e.getCause()).asRuntimeException();
+            if (failure.getStatus().getCode() == Status.Code.UNIMPLEMENTED) {
+                streamUnsupported = true; // nothing was done: the master never knew the call
+                return unary.get();
+            }
+            throw failure;
+        }
+        if (response.hasError()) {
+            throw MasterSession.toException(response.getError());
+        }
+        return answer.apply(response);
     }
 
     /** The result of a call started with one of the async methods. */
     public <T> T await(ListenableFuture<T> call) {
         try {
-            return call.get();
+            return call.get(callTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS); // a unary call's own deadline ends it first
+        } catch (java.util.concurrent.TimeoutException e) {
+            call.cancel(false);
+            throw translate(Status.DEADLINE_EXCEEDED.asRuntimeException());
         } catch (InterruptedException e) {
             call.cancel(true);
             Thread.currentThread().interrupt();
@@ -326,7 +401,9 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public BatchRemoveResponse batchRemove(List<String> keys, List<String> tenants) {
-        return mutate(() -> stub().batchRemove(BatchRemoveRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build()));
+        BatchRemoveRequest request = BatchRemoveRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setRemove(request), SessionResponse::getRemove,
+                () -> stub().batchRemove(request)));
     }
 
     public boolean exists(String tenant, String key) {
@@ -387,6 +464,9 @@ public final class MasterClient implements AutoCloseable {
 
     @Override
     public void close() {
+        if (session != null) {
+            session.close();
+        }
         channel.shutdown();
         try {
             if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {

@@ -357,7 +357,8 @@ public final class HaMaster implements AutoCloseable {
             return done;
         });
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
-        ServerServiceDefinition served = MasterServer.intercepted(service, security, metrics);
+        ServerServiceDefinition served = io.grpc.ServerInterceptors.intercept(MasterServer.intercepted(service, security, metrics),
+                new LeaseGuard(held, epoch));
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();
         for (ServerMethodDefinition<?, ?> method : served.getMethods()) {
             methods.put(method.getMethodDescriptor().getFullMethodName(), method);

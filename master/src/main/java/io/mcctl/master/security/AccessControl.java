@@ -1,5 +1,7 @@
 package io.mcctl.master.security;
 
+import io.grpc.Context;
+import io.grpc.Contexts;
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.Grpc;
 import io.grpc.Metadata;
@@ -44,6 +46,13 @@ public final class AccessControl implements ServerInterceptor {
     public enum Refusal {
         missing_token, unknown_token, tenant_not_allowed, role_not_allowed
     }
+
+    /**
+     * The check of each request a Session stream carries, bound to the stream's caller. The service finds it in the
+     * stream's Context (this interceptor puts it there when it lets the stream open) and asks it about every request
+     * before acting on it; a service that finds none must refuse the requests.
+     */
+    public static final Context.Key<SessionGuard> SESSION_GUARD = Context.key("mcctl-session-guard");
 
     private final Path tokensFile;
     private final boolean clientCertificates;
@@ -108,8 +117,9 @@ public final class AccessControl implements ServerInterceptor {
         String method = call.getMethodDescriptor().getBareMethodName();
         MethodPermissions.Rule rule = MethodPermissions.ruleOf(method);
         Grant grant;
+        boolean session = method.equals(MethodPermissions.SESSION);
         if (!enforcing()) {
-            if (!rule.admin()) {
+            if (!rule.admin() && !session) {
                 return next.startCall(call, headers); // nothing to check or audit: no cost beyond the lookup
             }
             grant = ANYONE;
@@ -135,7 +145,66 @@ public final class AccessControl implements ServerInterceptor {
                 grant = certificate;
             }
         }
+        if (session) {
+            Permission open = rule.permissionFor(null);
+            if (!grant.allows(open)) {
+                return refuse(call, Status.PERMISSION_DENIED, Refusal.role_not_allowed, method, "", grant.who() + from(call),
+                        "'" + grant.name() + "' has role " + grant.role().label() + ", and " + method + " needs " + needs(open));
+            }
+            Context context = Context.current().withValue(SESSION_GUARD, new SessionGuard(call, grant));
+            return Contexts.interceptCall(context, call, headers, next);
+        }
         return new CheckedListener<>(next.startCall(call, headers), call, method, rule, grant);
+    }
+
+    /**
+     * Checks the requests of one Session stream, each exactly as its unary twin's call is checked (the same rule of
+     * {@link MethodPermissions}, the same grant, the same counters and audit lines). Thread-safe: it holds no state of
+     * its own beyond the caller.
+     */
+    public final class SessionGuard {
+        private final ServerCall<?, ?> call;
+        private final Grant grant;
+
+        SessionGuard(ServerCall<?, ?> call, Grant grant) {
+            this.call = call;
+            this.grant = grant;
+        }
+
+        /** Null when {@code request} (the unary request the stream carries) may go ahead as a call of {@code twinMethod}; else why not. */
+        public Status refusal(String twinMethod, Object request) {
+            return AccessControl.this.refusal(call, MethodPermissions.SESSION + "/" + twinMethod, MethodPermissions.ruleOf(twinMethod), grant, request);
+        }
+    }
+
+    /**
+     * Null when {@code grant} may make this request of {@code method} under {@code rule}; else the refusal, counted and
+     * audited. An allowed admin or monitor request is audited.
+     */
+    private Status refusal(ServerCall<?, ?> call, String method, MethodPermissions.Rule rule, Grant grant, Object message) {
+        Permission permission = rule.permissionFor(message);
+        if (!grant.allows(permission)) {
+            return record(Status.PERMISSION_DENIED, Refusal.role_not_allowed, method, "", grant.who() + from(call),
+                    "'" + grant.name() + "' has role " + grant.role().label() + ", and " + method + " needs " + needs(permission));
+        }
+        List<String> tenants = rule.tenantsOf(message);
+        String checked = null;
+        for (int i = 0; i < tenants.size(); i++) {
+            String tenant = tenants.get(i);
+            if (tenant.equals(checked)) {
+                continue; // batches mostly carry one tenant: check it once
+            }
+            if (!grant.allowsTenant(tenant)) {
+                return record(Status.PERMISSION_DENIED, Refusal.tenant_not_allowed, method, tenant, grant.who() + from(call),
+                        "'" + grant.name() + "' may not use tenant '" + tenant + "' (it may use " + grant.describeTenants() + ")"
+                                + (tenants.size() > 1 ? "; nothing in the batch was done" : ""));
+            }
+            checked = tenant;
+        }
+        if (permission == Permission.ADMIN || permission == Permission.MONITOR) {
+            audit.write("audit: allowed " + method + describe(message) + " by " + grant.who() + from(call));
+        }
+        return null;
     }
 
     /** Waits for the request, checks it, and only then lets the service see it. */
@@ -159,31 +228,11 @@ public final class AccessControl implements ServerInterceptor {
             if (refused) {
                 return;
             }
-            Permission permission = rule.permissionFor(message);
-            if (!grant.allows(permission)) {
+            Status refusal = refusal(call, method, rule, grant, message);
+            if (refusal != null) {
                 refused = true;
-                refuse(call, Status.PERMISSION_DENIED, Refusal.role_not_allowed, method, "", grant.who() + from(call),
-                        "'" + grant.name() + "' has role " + grant.role().label() + ", and " + method + " needs " + needs(permission));
+                call.close(refusal, new Metadata());
                 return;
-            }
-            List<String> tenants = rule.tenantsOf(message);
-            String checked = null;
-            for (int i = 0; i < tenants.size(); i++) {
-                String tenant = tenants.get(i);
-                if (tenant.equals(checked)) {
-                    continue; // batches mostly carry one tenant: check it once
-                }
-                if (!grant.allowsTenant(tenant)) {
-                    refused = true;
-                    refuse(call, Status.PERMISSION_DENIED, Refusal.tenant_not_allowed, method, tenant, grant.who() + from(call),
-                            "'" + grant.name() + "' may not use tenant '" + tenant + "' (it may use " + grant.describeTenants() + ")"
-                                    + (tenants.size() > 1 ? "; nothing in the batch was done" : ""));
-                    return;
-                }
-                checked = tenant;
-            }
-            if (permission == Permission.ADMIN || permission == Permission.MONITOR) {
-                audit.write("audit: allowed " + method + describe(message) + " by " + grant.who() + from(call));
             }
             super.onMessage(message);
         }
@@ -198,12 +247,17 @@ public final class AccessControl implements ServerInterceptor {
 
     private <Q, R> ServerCall.Listener<Q> refuse(ServerCall<Q, R> call, Status status, Refusal reason, String method, String tenant,
                                                  String who, String message) {
+        call.close(record(status, reason, method, tenant, who, message), new Metadata());
+        return new ServerCall.Listener<>() {
+        };
+    }
+
+    /** Counts and audits a refusal; the status to answer it with. */
+    private Status record(Status status, Refusal reason, String method, String tenant, String who, String message) {
         refusals.labelValues(reason.name()).inc();
         audit.write("audit: refused " + method + (tenant.isEmpty() ? "" : " for tenant '" + tenant + "'") + " by " + who + ": "
                 + status.getCode() + " " + reason + ": " + message);
-        call.close(status.withDescription(message), new Metadata());
-        return new ServerCall.Listener<>() {
-        };
+        return status.withDescription(message);
     }
 
     private static String needs(Permission permission) {

@@ -14,6 +14,7 @@ import io.mcctl.master.proto.v1.GetReplicaListRequest;
 import io.mcctl.master.proto.v1.ListKeysRequest;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
 import io.mcctl.master.proto.v1.RemoveRequest;
+import io.mcctl.master.proto.v1.SessionRequest;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
@@ -38,6 +39,9 @@ public final class MethodPermissions {
             return tenants.apply(request);
         }
     }
+
+    /** The batched stream, whose requests are checked one by one, each by the rule of its unary twin. */
+    public static final String SESSION = "Session";
 
     private static final Rule UNDECLARED = fixed(Permission.ADMIN);
 
@@ -66,6 +70,9 @@ public final class MethodPermissions {
             tenants("BatchExistKey", Permission.TENANT_READ, BatchExistKeyRequest.class, BatchExistKeyRequest::getTenantIdsList),
             tenants("GetReplicaList", Permission.TENANT_READ, GetReplicaListRequest.class, r -> List.of(r.getTenantId())),
             tenants("ListKeys", Permission.TENANT_READ, ListKeysRequest.class, r -> List.of(r.getTenantId())),
+            // Any known caller may open the stream; each request it carries is checked, one by one, by its unary twin's rule
+            // (SESSION_TWINS), so a stream can do nothing its caller could not do with the unary calls.
+            Map.entry(SESSION, fixed(Permission.CLUSTER_READ)),
             Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetMasterStatus", fixed(Permission.CLUSTER_READ)),
@@ -77,7 +84,32 @@ public final class MethodPermissions {
             Map.entry("CheckPages", new Rule(r -> ((CheckPagesRequest) r).getRepair() ? Permission.ADMIN : Permission.MONITOR,
                     r -> List.of(), true)));
 
+    /** The unary twin of each request kind the Session stream carries. */
+    private static final Map<SessionRequest.RequestCase, String> SESSION_TWINS = Map.of(
+            SessionRequest.RequestCase.ALLOCATE, "BatchAllocateDistributedPage",
+            SessionRequest.RequestCase.NOTIFY, "NotifyDistributedDiskSuccess",
+            SessionRequest.RequestCase.LOOKUP, "BatchGetDistributedPageMapping",
+            SessionRequest.RequestCase.FREE, "BatchFreeDistributedPage",
+            SessionRequest.RequestCase.REMOVE, "BatchRemove");
+
     private MethodPermissions() {
+    }
+
+    /** The unary RPC whose rule checks a Session request of this kind, or null for a request that carries none. */
+    public static String sessionTwin(SessionRequest.RequestCase kind) {
+        return SESSION_TWINS.get(kind);
+    }
+
+    /** The unary request a Session request carries (the message its twin's rule reads), or null when it carries none. */
+    public static Object sessionInner(SessionRequest request) {
+        return switch (request.getRequestCase()) {
+            case ALLOCATE -> request.getAllocate();
+            case NOTIFY -> request.getNotify();
+            case LOOKUP -> request.getLookup();
+            case FREE -> request.getFree();
+            case REMOVE -> request.getRemove();
+            case REQUEST_NOT_SET -> null;
+        };
     }
 
     /** The rule of the RPC named {@code bareMethodName}; an undeclared one is admin-only. */

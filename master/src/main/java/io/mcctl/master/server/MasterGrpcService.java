@@ -1,6 +1,7 @@
 package io.mcctl.master.server;
 
 import com.google.protobuf.ByteString;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.mcctl.master.proto.v1.AllocateDistributedPageRequest;
 import io.mcctl.master.proto.v1.AllocateDistributedPageResponse;
@@ -120,15 +121,34 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     DistributedDiskDescriptor toWire(Placement placement) {
         return DistributedDiskDescriptor.newBuilder()
                 .setFilePathBytes(bucketPathBytes[placement.bucket()])
+                .setBucket(placement.bucket())
                 .setOffset(placement.offset())
                 .setObjectSize(placement.size())
                 .setCrc32C(placement.crc32c())
                 .build();
     }
 
+    /**
+     * The placement a descriptor names. With the bucket index no path is decoded or parsed; a path sent beside it must
+     * be that bucket's, byte for byte. A bucket that names no bucket file is -1, which matches no allocation.
+     */
     Placement fromWire(DistributedDiskDescriptor descriptor) {
-        return new Placement(pages.bucketOfPath(descriptor.getFilePath()), descriptor.getOffset(), descriptor.getObjectSize(),
-                descriptor.getCrc32C());
+        return new Placement(bucketOf(descriptor), descriptor.getOffset(), descriptor.getObjectSize(), descriptor.getCrc32C());
+    }
+
+    private int bucketOf(DistributedDiskDescriptor descriptor) {
+        if (!descriptor.hasBucket()) {
+            return pages.bucketOfPath(descriptor.getFilePath());
+        }
+        int bucket = descriptor.getBucket();
+        if (bucket < 0 || bucket >= bucketPathBytes.length) {
+            return -1;
+        }
+        ByteString path = descriptor.getFilePathBytes();
+        if (path.isEmpty() || path.equals(bucketPathBytes[bucket])) {
+            return bucket;
+        }
+        return pages.bucketOfPath(descriptor.getFilePath()) == bucket ? bucket : -1; // the same file spelled another way
     }
 
     private static final KeyError OK = KeyError.getDefaultInstance();
@@ -167,19 +187,27 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
      * writer completes the answer after its fsync, one fsync for every call waiting at that moment.
      */
     private <T> void replyWhenDurable(StreamObserver<T> observer, T response) {
+        whenDurable(() -> reply(observer, response), observer::onError);
+    }
+
+    /**
+     * Runs {@code answer} once every change made so far is on disk, or {@code fail} with the status that says the
+     * outcome is unknown when the log failed. Unary calls and the stream answer mutations through this alone.
+     */
+    void whenDurable(Runnable answer, java.util.function.Consumer<StatusRuntimeException> fail) {
         CompletableFuture<Void> durable = durability.whenDurable();
         if (durable.isDone() && !durable.isCompletedExceptionally()) {
-            reply(observer, response);
+            answer.run();
             return;
         }
         // Answers are encoded and sent by the reply threads, so the log's writer goes straight back to its next fsync.
         durable.whenCompleteAsync((ignored, failure) -> {
             if (failure != null) {
                 Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-                observer.onError(WireErrors.changesRefused("the outcome is unknown: the change may not be durable (" + cause.getMessage()
+                fail.accept(WireErrors.changesRefused("the outcome is unknown: the change may not be durable (" + cause.getMessage()
                         + "); the master accepts no changes until it is restarted, then check with mcctl stat"));
             } else {
-                reply(observer, response);
+                answer.run();
             }
         }, replyExecutor);
     }
@@ -197,6 +225,13 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void batchAllocateDistributedPage(BatchAllocateDistributedPageRequest request,
                                              StreamObserver<BatchAllocateDistributedPageResponse> observer) {
+        replyWhenDurable(observer, batchAllocate(request));
+    }
+
+    // ---- the batch operations, one method each, shared by the unary calls and the Session stream ----
+    // Each checks the request as a whole (throwing the call's status before anything changes), then acts key by key.
+
+    BatchAllocateDistributedPageResponse batchAllocate(BatchAllocateDistributedPageRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "sizes", request.getSizesCount());
         BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
                 .setDeadlineMs(pages.allocationDeadlineMillis());
@@ -211,18 +246,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             }
             response.addResults(item);
         }
-        replyWhenDurable(observer, response.build());
+        return response.build();
     }
 
-    @Override
-    public void freeDistributedPage(FreeDistributedPageRequest request, StreamObserver<FreeDistributedPageResponse> observer) {
-        Placement expected = request.hasDistributedDisk() ? fromWire(request.getDistributedDisk()) : null;
-        orThrow(pages.free(request.getTenantId(), request.getKey(), expected));
-        replyWhenDurable(observer, FreeDistributedPageResponse.getDefaultInstance());
-    }
-
-    @Override
-    public void batchFreeDistributedPage(BatchFreeDistributedPageRequest request, StreamObserver<BatchFreeDistributedPageResponse> observer) {
+    BatchFreeDistributedPageResponse batchFree(BatchFreeDistributedPageRequest request) {
         boolean withDescriptors = request.getDescriptorsCount() > 0;
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), withDescriptors ? "descriptors" : null, request.getDescriptorsCount());
         BatchFreeDistributedPageResponse.Builder response = BatchFreeDistributedPageResponse.newBuilder();
@@ -230,20 +257,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             Placement expected = withDescriptors ? fromWire(request.getDescriptors(i)) : null;
             response.addResults(keyError(pages.free(request.getTenantIds(i), request.getKeys(i), expected)));
         }
-        replyWhenDurable(observer, response.build());
+        return response.build();
     }
 
-    @Override
-    public void getDistributedPageMapping(GetDistributedPageMappingRequest request,
-                                          StreamObserver<GetDistributedPageMappingResponse> observer) {
-        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
-        reply(observer, GetDistributedPageMappingResponse.newBuilder().setDistributedDisk(toWire(placement))
-                .setLeaseMs(pages.readLeaseMillis()).build());
-    }
-
-    @Override
-    public void batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest request,
-                                               StreamObserver<BatchGetDistributedPageMappingResponse> observer) {
+    BatchGetDistributedPageMappingResponse batchLookup(BatchGetDistributedPageMappingRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
                 .setLeaseMs(pages.readLeaseMillis());
@@ -257,18 +274,63 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             }
             response.addResults(item);
         }
-        reply(observer, response.build());
+        return response.build();
     }
 
-    @Override
-    public void notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest request,
-                                             StreamObserver<NotifyDistributedDiskSuccessResponse> observer) {
+    NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.notifySuccess(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
         }
-        replyWhenDurable(observer, response.build());
+        return response.build();
+    }
+
+    BatchRemoveResponse batchRemove(BatchRemoveRequest request) {
+        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
+        BatchRemoveResponse.Builder response = BatchRemoveResponse.newBuilder();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            response.addResults(keyError(pages.remove(request.getTenantIds(i), request.getKeys(i))));
+        }
+        return response.build();
+    }
+
+    @Override
+    public StreamObserver<io.mcctl.master.proto.v1.SessionRequest> session(StreamObserver<io.mcctl.master.proto.v1.SessionResponse> responses) {
+        return new SessionStream(this, io.mcctl.master.security.AccessControl.SESSION_GUARD.get(),
+                (io.grpc.stub.ServerCallStreamObserver<io.mcctl.master.proto.v1.SessionResponse>) responses);
+    }
+
+    @Override
+    public void freeDistributedPage(FreeDistributedPageRequest request, StreamObserver<FreeDistributedPageResponse> observer) {
+        Placement expected = request.hasDistributedDisk() ? fromWire(request.getDistributedDisk()) : null;
+        orThrow(pages.free(request.getTenantId(), request.getKey(), expected));
+        replyWhenDurable(observer, FreeDistributedPageResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void batchFreeDistributedPage(BatchFreeDistributedPageRequest request, StreamObserver<BatchFreeDistributedPageResponse> observer) {
+        replyWhenDurable(observer, batchFree(request));
+    }
+
+    @Override
+    public void getDistributedPageMapping(GetDistributedPageMappingRequest request,
+                                          StreamObserver<GetDistributedPageMappingResponse> observer) {
+        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
+        reply(observer, GetDistributedPageMappingResponse.newBuilder().setDistributedDisk(toWire(placement))
+                .setLeaseMs(pages.readLeaseMillis()).build());
+    }
+
+    @Override
+    public void batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest request,
+                                               StreamObserver<BatchGetDistributedPageMappingResponse> observer) {
+        reply(observer, batchLookup(request));
+    }
+
+    @Override
+    public void notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest request,
+                                             StreamObserver<NotifyDistributedDiskSuccessResponse> observer) {
+        replyWhenDurable(observer, notifySuccess(request));
     }
 
     @Override
@@ -299,12 +361,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void batchRemove(BatchRemoveRequest request, StreamObserver<BatchRemoveResponse> observer) {
-        checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
-        BatchRemoveResponse.Builder response = BatchRemoveResponse.newBuilder();
-        for (int i = 0; i < request.getKeysCount(); i++) {
-            response.addResults(keyError(pages.remove(request.getTenantIds(i), request.getKeys(i))));
-        }
-        replyWhenDurable(observer, response.build());
+        replyWhenDurable(observer, batchRemove(request));
     }
 
     @Override

@@ -46,7 +46,11 @@ class AccessMatrixTest {
             "RenewDistributedPageAllocation");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
-    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus");
+    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus", "Session");
+    /** Each request kind the Session stream carries, with the unary twin whose rule it must follow. */
+    private static final Map<String, String> SESSION_KINDS = Map.of("allocate", "BatchAllocateDistributedPage",
+            "notify", "NotifyDistributedDiskSuccess", "lookup", "BatchGetDistributedPageMapping", "free", "BatchFreeDistributedPage",
+            "remove", "BatchRemove");
     private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
     private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota",
             "GrowLayout");
@@ -88,28 +92,46 @@ class AccessMatrixTest {
         int refused = 0;
         for (MethodDescriptor<?, ?> method : MasterServiceGrpc.getServiceDescriptor().getMethods()) {
             String name = method.getBareMethodName();
+            if (method.getType() == MethodDescriptor.MethodType.BIDI_STREAMING) {
+                assertEquals("Session", name, "a new stream: say here how each of its requests is checked");
+                for (Map.Entry<String, String> kind : SESSION_KINDS.entrySet()) {
+                    for (Caller caller : Caller.values()) {
+                        // Each request on the stream is checked as its unary twin is, with the same outcome.
+                        Object before = observable();
+                        Status.Code got = callOnStream(kind.getKey(), kind.getValue(), caller);
+                        refused += judge("Session " + kind.getKey(), caller, expected(kind.getValue(), caller), got, before, failures);
+                    }
+                }
+                continue;
+            }
             for (boolean repair : name.equals("CheckPages") ? new boolean[] {false, true} : new boolean[] {false}) {
                 String rpc = repair ? "CheckPages(repair)" : name;
                 for (Caller caller : Caller.values()) {
-                    Status.Code expected = expected(rpc, caller);
                     Object before = observable();
                     Status.Code got = call(method, caller, repair);
-                    if (expected != Status.Code.OK) {
-                        refused++;
-                        if (got != expected) {
-                            failures.add(rpc + " by " + caller + ": expected " + expected + ", got " + got);
-                        } else if (!before.equals(observable())) {
-                            failures.add(rpc + " by " + caller + " was refused but changed the stats or a listing");
-                        }
-                    } else if (got == Status.Code.PERMISSION_DENIED || got == Status.Code.UNAUTHENTICATED) {
-                        failures.add(rpc + " by " + caller + ": expected to be allowed, got " + got);
-                    }
+                    refused += judge(rpc, caller, expected(rpc, caller), got, before, failures);
                 }
             }
         }
         assertEquals(List.of(), failures);
         assertTrue(refused > 40, "refusals checked: " + refused);
         assertTrue(master.pages().inFlightCount() > 0, "allowed allocations reached the service");
+    }
+
+    /** Adds to {@code failures} what is wrong with a call that ended with {@code got}; 1 when it was to be refused. */
+    private int judge(String rpc, Caller caller, Status.Code expected, Status.Code got, Object before, List<String> failures) {
+        if (expected != Status.Code.OK) {
+            if (got != expected) {
+                failures.add(rpc + " by " + caller + ": expected " + expected + ", got " + got);
+            } else if (!before.equals(observable())) {
+                failures.add(rpc + " by " + caller + " was refused but changed the stats or a listing");
+            }
+            return 1;
+        }
+        if (got == Status.Code.PERMISSION_DENIED || got == Status.Code.UNAUTHENTICATED) {
+            failures.add(rpc + " by " + caller + ": expected to be allowed, got " + got);
+        }
+        return 0;
     }
 
     @Test
@@ -126,6 +148,48 @@ class AccessMatrixTest {
         assertEquals(before, observable());
         assertEquals(0, master.pages().inFlightCount(), "not even tenant a's key was allocated");
         assertEquals(6, master.pages().mappingCount());
+    }
+
+    @Test
+    void a_stream_request_with_one_tenant_not_allowed_is_refused_whole_and_the_stream_goes_on() throws Exception {
+        ManagedChannel channel = channel(TokenFixture.OWN);
+        Object before = observable();
+        AccessControl access = masterAccess();
+        long refusedBefore = access.refusals(AccessControl.Refusal.tenant_not_allowed);
+        java.util.concurrent.LinkedBlockingQueue<io.mcctl.master.proto.v1.SessionResponse> answers = new java.util.concurrent.LinkedBlockingQueue<>();
+        io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> requests = MasterServiceGrpc.newStub(channel)
+                .withDeadlineAfter(20, TimeUnit.SECONDS).session(new io.grpc.stub.StreamObserver<>() {
+                    @Override
+                    public void onNext(io.mcctl.master.proto.v1.SessionResponse response) {
+                        answers.add(response);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                    }
+                });
+        requests.onNext(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(1).setAllocate(
+                io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest.newBuilder()
+                        .addKeys("x1").addTenantIds("a").addSizes(100)
+                        .addKeys("x2").addTenantIds("b").addSizes(100)).build());
+        io.mcctl.master.proto.v1.SessionResponse refused = answers.poll(20, TimeUnit.SECONDS);
+        assertEquals(1, refused.getId());
+        assertEquals(Status.Code.PERMISSION_DENIED.value(), refused.getError().getGrpcCode());
+        assertTrue(refused.getError().getMessage().contains("may not use tenant 'b'"), refused.getError().getMessage());
+        assertEquals(before, observable());
+        assertEquals(0, master.pages().inFlightCount(), "not even tenant a's key was allocated");
+        assertEquals(refusedBefore + 1, access.refusals(AccessControl.Refusal.tenant_not_allowed));
+        // The same stream still serves what the token may do.
+        requests.onNext(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(2).setLookup(
+                io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest.newBuilder().addKeys("seed-0").addTenantIds("a")).build());
+        io.mcctl.master.proto.v1.SessionResponse looked = answers.poll(20, TimeUnit.SECONDS);
+        assertEquals(2, looked.getId());
+        assertTrue(!looked.hasError() && looked.getLookup().getResults(0).hasDistributedDisk(), looked.toString());
+        requests.onCompleted();
     }
 
     @Test
@@ -174,13 +238,7 @@ class AccessMatrixTest {
 
     /** Calls {@code method} with a request built from its descriptor for the caller's tenant; the status it ended with. */
     private Status.Code call(MethodDescriptor<?, ?> method, Caller caller, boolean repair) {
-        String token = switch (caller) {
-            case OWN_TENANT, OTHER_TENANT -> TokenFixture.OWN;
-            case MONITOR -> TokenFixture.MONITOR;
-            case ADMIN -> TokenFixture.ADMIN;
-            case NO_TOKEN -> null;
-            case UNKNOWN_TOKEN -> "a-token-nobody-issued";
-        };
+        String token = tokenOf(caller);
         String tenant = caller == Caller.OWN_TENANT ? "a" : "b";
         @SuppressWarnings("unchecked")
         MethodDescriptor<Object, Object> typed = (MethodDescriptor<Object, Object>) method;
@@ -191,6 +249,61 @@ class AccessMatrixTest {
             return Status.Code.OK;
         } catch (StatusRuntimeException e) {
             return e.getStatus().getCode();
+        }
+    }
+
+    private static String tokenOf(Caller caller) {
+        return switch (caller) {
+            case OWN_TENANT, OTHER_TENANT -> TokenFixture.OWN;
+            case MONITOR -> TokenFixture.MONITOR;
+            case ADMIN -> TokenFixture.ADMIN;
+            case NO_TOKEN -> null;
+            case UNKNOWN_TOKEN -> "a-token-nobody-issued";
+        };
+    }
+
+    /**
+     * Opens a Session stream as the caller, sends one request of {@code kind} (built as for its unary twin), and returns
+     * the status of its answer: the answer's error code, OK, or the status the stream ended with.
+     */
+    private Status.Code callOnStream(String kind, String twin, Caller caller) {
+        MethodDescriptor<?, ?> twinMethod = MasterServiceGrpc.getServiceDescriptor().getMethods().stream()
+                .filter(m -> m.getBareMethodName().equals(twin)).findFirst().orElseThrow();
+        Message prototype = (Message) ((MethodDescriptor.PrototypeMarshaller<?>) twinMethod.getRequestMarshaller()).getMessagePrototype();
+        Message inner = request(prototype, caller == Caller.OWN_TENANT ? "a" : "b", "s-" + serial++, false);
+        io.mcctl.master.proto.v1.SessionRequest.Builder request = io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(41);
+        request.setField(request.getDescriptorForType().findFieldByName(kind), inner);
+        return firstAnswer(channel(tokenOf(caller)), request.build());
+    }
+
+    /** Sends one request on a new stream of {@code channel}; the status of its answer (or of the stream's end), then half-closes. */
+    static Status.Code firstAnswer(ManagedChannel channel, io.mcctl.master.proto.v1.SessionRequest request) {
+        java.util.concurrent.CompletableFuture<Status.Code> got = new java.util.concurrent.CompletableFuture<>();
+        io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> requests = MasterServiceGrpc.newStub(channel)
+                .withDeadlineAfter(20, TimeUnit.SECONDS).session(new io.grpc.stub.StreamObserver<>() {
+                    @Override
+                    public void onNext(io.mcctl.master.proto.v1.SessionResponse response) {
+                        assertEquals(request.getId(), response.getId());
+                        got.complete(response.hasError() ? Status.fromCodeValue(response.getError().getGrpcCode()).getCode() : Status.Code.OK);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        got.complete(Status.fromThrowable(t).getCode());
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        got.complete(Status.Code.UNKNOWN); // ended without answering
+                    }
+                });
+        requests.onNext(request);
+        try {
+            return got.get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new AssertionError("no answer on the stream", e);
+        } finally {
+            requests.onCompleted();
         }
     }
 

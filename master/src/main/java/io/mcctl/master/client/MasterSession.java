@@ -1,0 +1,148 @@
+package io.mcctl.master.client;
+
+import com.google.common.util.concurrent.SettableFuture;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.mcctl.master.proto.v1.MasterServiceGrpc;
+import io.mcctl.master.proto.v1.SessionError;
+import io.mcctl.master.proto.v1.SessionRequest;
+import io.mcctl.master.proto.v1.SessionResponse;
+import io.mcctl.master.server.WireErrors;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The client's end of the Session stream: one stream per connection, shared by every thread of a
+ * {@link MasterClient}, each request tagged with an id and matched with its answer. A stream that ends (the master
+ * went away, the connection broke) fails every request still waiting on it with the stream's status, exactly as a
+ * unary call cut at that moment fails; the next request opens a new stream.
+ *
+ * <p>Thread-safe. {@code this} guards {@link #current} and the opening of a stream; each {@link Stream} guards
+ * sending on its own observer with its own lock (gRPC observers are not thread-safe). The locks do not nest.
+ */
+final class MasterSession {
+
+    private final MasterServiceGrpc.MasterServiceStub stub;
+    /** The open stream, or null before the first request and after a stream ended. Guarded by {@code this}. */
+    private Stream current;
+    private long nextId;
+
+    MasterSession(MasterServiceGrpc.MasterServiceStub stub) {
+        this.stub = stub;
+    }
+
+    /** Sends {@code request} (its id is set here); the future completes with its answer or fails with a StatusRuntimeException. */
+    SettableFuture<SessionResponse> send(SessionRequest.Builder request) {
+        Stream stream;
+        long id;
+        synchronized (this) {
+            if (current == null || current.ended) {
+                current = new Stream();
+                current.open(stub);
+            }
+            stream = current;
+            id = ++nextId;
+        }
+        return stream.send(request.setId(id).build());
+    }
+
+    /** Half-closes the open stream, if any, so the master ends it once its answers are out. */
+    void close() {
+        Stream stream;
+        synchronized (this) {
+            stream = current;
+            current = null;
+        }
+        if (stream != null) {
+            stream.halfClose();
+        }
+    }
+
+    /** The exception a request that failed whole stands for: the status and trailers its unary twin's call would have ended with. */
+    static StatusRuntimeException toException(SessionError error) {
+        Metadata trailers = new Metadata();
+        if (error.getError() != io.mcctl.master.proto.v1.ErrorCode.OK) {
+            trailers.put(WireErrors.ERROR_CODE_KEY, error.getError().name());
+        }
+        if (error.getChangesRefused()) {
+            trailers.put(WireErrors.CHANGES_REFUSED_KEY, "true");
+        }
+        return Status.fromCodeValue(error.getGrpcCode()).withDescription(error.getMessage()).asRuntimeException(trailers);
+    }
+
+    /** One stream and the requests waiting for an answer on it. */
+    private static final class Stream implements ClientResponseObserver<SessionRequest, SessionResponse> {
+        private final Map<Long, SettableFuture<SessionResponse>> waiting = new ConcurrentHashMap<>();
+        /** Sending is serialized on this lock. */
+        private final Object sendLock = new Object();
+        private ClientCallStreamObserver<SessionRequest> requests;
+        private volatile boolean ended;
+
+        void open(MasterServiceGrpc.MasterServiceStub stub) {
+            stub.session(this);
+        }
+
+        @Override
+        public void beforeStart(ClientCallStreamObserver<SessionRequest> requestStream) {
+            this.requests = requestStream;
+        }
+
+        SettableFuture<SessionResponse> send(SessionRequest request) {
+            SettableFuture<SessionResponse> answer = SettableFuture.create();
+            // If the caller gives up (its deadline), nothing more is kept for it; a late answer is dropped.
+            answer.addListener(() -> waiting.remove(request.getId()), Runnable::run);
+            waiting.put(request.getId(), answer);
+            synchronized (sendLock) {
+                if (ended) {
+                    answer.setException(Status.UNAVAILABLE.withDescription("the stream to the master ended").asRuntimeException());
+                    return answer;
+                }
+                try {
+                    requests.onNext(request);
+                } catch (RuntimeException e) {
+                    answer.setException(Status.fromThrowable(e).asRuntimeException());
+                }
+            }
+            return answer;
+        }
+
+        void halfClose() {
+            synchronized (sendLock) {
+                if (!ended) {
+                    requests.onCompleted();
+                }
+            }
+        }
+
+        @Override
+        public void onNext(SessionResponse response) {
+            SettableFuture<SessionResponse> answer = waiting.remove(response.getId());
+            if (answer != null) {
+                answer.set(response);
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            end(t instanceof StatusRuntimeException e ? e : Status.fromThrowable(t).asRuntimeException(Status.trailersFromThrowable(t)));
+        }
+
+        @Override
+        public void onCompleted() {
+            end(Status.UNAVAILABLE.withDescription("the master ended the stream").asRuntimeException());
+        }
+
+        private void end(StatusRuntimeException failure) {
+            ended = true;
+            for (Long id : waiting.keySet()) {
+                SettableFuture<SessionResponse> answer = waiting.remove(id);
+                if (answer != null) {
+                    answer.setException(failure);
+                }
+            }
+        }
+    }
+}
