@@ -36,8 +36,8 @@ class HaFailoverProcessTest {
     @TempDir
     Path dir;
 
-    private final List<McctlProcess.Master> masters = new ArrayList<>();
-    private EtcdCluster etcd;
+    final List<McctlProcess.Master> masters = new ArrayList<>();
+    EtcdCluster etcd;
 
     @AfterEach
     void stop() throws Exception {

@@ -258,6 +258,7 @@ public final class HaMaster implements AutoCloseable {
                         throw new IOException("won leadership at etcd revision " + campaign.createRevision() + ", not above epoch " + followedEpoch
                                 + " that the log already holds: was etcd's data reset? Not leading");
                     }
+                    leaderAddress = address; // while taking over, a refusal names no other master as the leader
                     takeOver(following, campaign.createRevision());
                     return true;
                 }
@@ -540,7 +541,7 @@ public final class HaMaster implements AutoCloseable {
         public ServerMethodDefinition<?, ?> lookupMethod(String methodName, String authority) {
             HaMaster ha = master;
             if (ha == null) {
-                return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription("the master is starting"), new Metadata());
+                return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription("the master is starting"), LeaderRedirect.trailers(""));
             }
             if (methodName.equals(MasterServiceGrpc.getGetMasterStatusMethod().getFullMethodName())) {
                 ServerServiceDefinition definition = status;
@@ -554,11 +555,8 @@ public final class HaMaster implements AutoCloseable {
             if (leading != null && ha.role == Role.LEADER) {
                 return leading.methods().get(methodName);
             }
-            Metadata trailers = new Metadata();
             String leader = ha.leaderAddress;
-            if (!leader.isEmpty() && !leader.equals(ha.address)) {
-                trailers.put(LeaderRedirect.LEADER, leader);
-            }
+            Metadata trailers = LeaderRedirect.trailers(leader.equals(ha.address) ? "" : leader);
             String why = ha.refusal != null ? ha.refusal : "this master is a standby";
             return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription(why + (leader.isEmpty() || leader.equals(ha.address)
                     ? "; no leader is known yet" : "; the leader is at " + leader)), trailers);
