@@ -43,7 +43,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -343,14 +342,8 @@ public final class HaMaster implements AutoCloseable {
                 options.master().settings(), following.applied());
         snapshotter.fence(epoch, held::valid);
         MasterMetrics metrics = new MasterMetrics(pages, wal);
-        // Checked after the fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
-        MasterGrpcService.Durability durability = () -> wal.whenDurable().thenApply(done -> {
-            if (!held.valid()) {
-                throw new CompletionException(new IOException("this master lost its leader lease (epoch " + epoch + "): "
-                        + held.lostReason()));
-            }
-            return done;
-        });
+        // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
+        MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
         ServerServiceDefinition served = MasterServer.intercepted(service, security, metrics);
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();
