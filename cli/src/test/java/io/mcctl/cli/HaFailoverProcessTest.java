@@ -222,6 +222,9 @@ class HaFailoverProcessTest {
             }
             assertTrue(refused != null, "the leader kept taking changes with etcd gone");
             assertTrue(refused.getMessage().contains("lease"), refused.getMessage());
+            // The refusal comes from the log's own lease check; the role thread steps down on its next look at the lease.
+            assertTrue(CrashRestartProcessTest.await(Duration.ofSeconds(10), () -> status(leader).getRole() != GetMasterStatusResponse.Role.LEADER),
+                    "the leader did not step down");
             GetMasterStatusResponse status = status(leader);
             assertNotEquals(GetMasterStatusResponse.Role.LEADER, status.getRole());
             assertTrue(status.getReason().contains("lease"), status.toString());
