@@ -98,7 +98,7 @@ complete -c mcctl -n '__mcctl_at master status' -s V -l version -d 'Print versio
 complete -c mcctl -n '__mcctl_at master status' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl offload
-complete -c mcctl -n '__mcctl_at offload' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at offload' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at offload' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at offload' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at offload' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -117,7 +117,7 @@ complete -c mcctl -n '__mcctl_at offload' -s x -l stacktrace -d 'On error, print
 
 # mcctl get
 complete -c mcctl -n '__mcctl_at get' -f
-complete -c mcctl -n '__mcctl_at get' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at get' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at get' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at get' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at get' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -134,7 +134,7 @@ complete -c mcctl -n '__mcctl_at get' -s x -l stacktrace -d 'On error, print the
 
 # mcctl rm
 complete -c mcctl -n '__mcctl_at rm' -f
-complete -c mcctl -n '__mcctl_at rm' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at rm' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at rm' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at rm' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at rm' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -148,7 +148,7 @@ complete -c mcctl -n '__mcctl_at rm' -s x -l stacktrace -d 'On error, print the 
 
 # mcctl ls
 complete -c mcctl -n '__mcctl_at ls' -f
-complete -c mcctl -n '__mcctl_at ls' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at ls' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at ls' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at ls' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at ls' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -164,7 +164,7 @@ complete -c mcctl -n '__mcctl_at ls' -s x -l stacktrace -d 'On error, print the 
 
 # mcctl stat
 complete -c mcctl -n '__mcctl_at stat' -f
-complete -c mcctl -n '__mcctl_at stat' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at stat' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at stat' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at stat' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at stat' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -178,7 +178,7 @@ complete -c mcctl -n '__mcctl_at stat' -s x -l stacktrace -d 'On error, print th
 
 # mcctl stats
 complete -c mcctl -n '__mcctl_at stats' -f
-complete -c mcctl -n '__mcctl_at stats' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at stats' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at stats' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at stats' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at stats' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -192,7 +192,7 @@ complete -c mcctl -n '__mcctl_at stats' -s x -l stacktrace -d 'On error, print t
 
 # mcctl top
 complete -c mcctl -n '__mcctl_at top' -f
-complete -c mcctl -n '__mcctl_at top' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at top' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at top' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at top' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at top' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -222,7 +222,7 @@ complete -c mcctl -n '__mcctl_at snapshot' -s x -l stacktrace -d 'On error, prin
 
 # mcctl snapshot create
 complete -c mcctl -n '__mcctl_at snapshot create' -f
-complete -c mcctl -n '__mcctl_at snapshot create' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at snapshot create' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at snapshot create' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at snapshot create' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at snapshot create' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -318,7 +318,7 @@ complete -c mcctl -n '__mcctl_at bitmap' -s x -l stacktrace -d 'On error, print 
 
 # mcctl bitmap inspect
 complete -c mcctl -n '__mcctl_at bitmap inspect' -f
-complete -c mcctl -n '__mcctl_at bitmap inspect' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -370,7 +370,7 @@ complete -c mcctl -n '__mcctl_at quota' -s x -l stacktrace -d 'On error, print t
 
 # mcctl quota set
 complete -c mcctl -n '__mcctl_at quota set' -f
-complete -c mcctl -n '__mcctl_at quota set' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at quota set' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at quota set' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at quota set' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at quota set' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _io, errors
+from . import _io, _leader, errors
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
@@ -32,9 +32,13 @@ _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 
 
 def check_master(master: str) -> str:
+    if _leader.names_etcd(master):
+        _leader.parse(master)
+        return master
     host, sep, port = (master or "").rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
-        raise InvalidParams(f"invalid master address {master!r}: allowed is host:port, e.g. localhost:50051")
+        raise InvalidParams(f"invalid master address {master!r}: allowed is host:port, e.g. localhost:50051, "
+                            f"or etcd://host:port[,host:port...][/prefix] for the leader of masters started with --ha")
     return master
 
 
@@ -136,8 +140,16 @@ class Client:
         self._calls: Counter = Counter()
         self._counters: Counter = Counter()
         self._metadata = _auth_metadata(token if token is not None else os.environ.get(TOKEN_ENV) or None)
-        self._channel = _channel(self.master, tls_ca, tls_cert, tls_key)
-        self._stub = pb_grpc.MasterServiceStub(self._channel)
+        # etcd://...: calls go to the leader and follow it (mcctl/_leader.py); host:port: one channel to that master.
+        self._follower: Optional[_leader.Follower] = None
+        if _leader.names_etcd(self.master):
+            _channel("localhost:1", tls_ca, tls_cert, tls_key).close()  # the TLS settings are checked now, not at the first call
+            self._follower = _leader.Follower(self.master, self.timeout, lambda address: _channel(address, tls_ca, tls_cert, tls_key),
+                                              pb_grpc.MasterServiceStub)
+            self._channel = self._follower
+        else:
+            self._channel = _channel(self.master, tls_ca, tls_cert, tls_key)
+        self._stub = pb_grpc.MasterServiceStub(self._channel) if self._follower is None else None
         try:
             self.layout = self._read("GetLayout", pb.GetLayoutRequest())
             self.root = os.path.abspath(root if root is not None else self.layout.root_dir)
@@ -184,6 +196,15 @@ class Client:
     # ---- master calls ----
 
     def _call(self, method: str, request: Any, read_only: bool) -> Any:
+        if self._follower is not None:
+            with self._stats_lock:
+                self._calls[method] += 1
+            try:
+                return self._follower.call(method, request, self.timeout, self._metadata)
+            except grpc.RpcError as e:
+                raise errors.from_rpc_error(e, self.master, self.timeout) from None
+            except ConnectionError as e:
+                raise MasterUnavailable(f"cannot reach the leader through {self.master}: {e}") from None
         attempts = _READ_ATTEMPTS if read_only else 1  # a retried allocate or notify could act twice
         for attempt in range(1, attempts + 1):
             with self._stats_lock:

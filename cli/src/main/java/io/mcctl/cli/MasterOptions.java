@@ -13,7 +13,8 @@ import picocli.CommandLine.Option;
 public final class MasterOptions {
 
     @Option(names = "--master", paramLabel = "HOST:PORT",
-            description = "Master address (default: $" + ClientOptions.MASTER_ENV + ", else " + MasterClient.DEFAULT_TARGET + ").")
+            description = "Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha "
+                    + "(default: $" + ClientOptions.MASTER_ENV + ", else " + MasterClient.DEFAULT_TARGET + ").")
     String master;
 
     @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "10s",

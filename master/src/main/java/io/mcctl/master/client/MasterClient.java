@@ -90,10 +90,13 @@ public final class MasterClient implements AutoCloseable {
         this.target = checkTarget(target);
         this.callTimeout = callTimeout;
         this.security = security;
-        NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target).maxInboundMessageSize(64 << 20)
-                .directExecutor(); // blocking stubs wait on the caller's thread; responses need no extra hand-off
-        security.configure(builder);
-        this.channel = builder.build();
+        // etcd://... gives a channel that follows the leader (docs/ha.md); host:port, one to that master.
+        this.channel = LeaderFollowingChannel.open(target, callTimeout, address -> {
+            NettyChannelBuilder builder = NettyChannelBuilder.forTarget(address).maxInboundMessageSize(64 << 20)
+                    .directExecutor(); // blocking stubs wait on the caller's thread; responses need no extra hand-off
+            security.configure(builder);
+            return builder.build();
+        });
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.futureStub = MasterServiceGrpc.newFutureStub(channel);
         this.session = transport == Transport.STREAM ? new MasterSession(MasterServiceGrpc.newStub(channel)) : null;
@@ -108,8 +111,12 @@ public final class MasterClient implements AutoCloseable {
         this(target, Duration.ofSeconds(10));
     }
 
-    /** Checks that {@code target} has the form host:port. */
+    /** Checks that {@code target} has the form host:port, or etcd://host:port[,host:port...][/prefix] for a cluster's leader. */
     public static String checkTarget(String target) {
+        if (io.mcctl.master.etcd.EtcdTarget.names(target)) {
+            io.mcctl.master.etcd.EtcdTarget.parse(target);
+            return target;
+        }
         int colon = target == null ? -1 : target.lastIndexOf(':');
         boolean ok = colon > 0 && colon < target.length() - 1;
         if (ok) {
@@ -121,7 +128,8 @@ public final class MasterClient implements AutoCloseable {
             }
         }
         if (!ok) {
-            throw new IllegalArgumentException("invalid master address '" + target + "': allowed is host:port, e.g. " + DEFAULT_TARGET);
+            throw new IllegalArgumentException("invalid master address '" + target + "': allowed is host:port, e.g. " + DEFAULT_TARGET
+                    + ", or etcd://host:port[,host:port...][/prefix] for the leader of a master cluster");
         }
         return target;
     }

@@ -183,8 +183,9 @@ public final class StateLock implements AutoCloseable {
     }
 
     /**
-     * Who holds {@code stateDir} now, if anyone: tries the lock without keeping it and without creating or changing
-     * any file (a shared lock over a read-only descriptor), so an offline reader can say the state is live.
+     * Who holds {@code stateDir} now, if anyone, exclusively or shared (high-availability masters): tries the lock
+     * exclusively without keeping it and without creating or changing any file, so an offline reader can say the
+     * state is live.
      */
     public static Optional<Holder> probe(Path stateDir) throws IOException {
         synchronized (REGISTRY) {
@@ -210,10 +211,15 @@ public final class StateLock implements AutoCloseable {
         if (!Files.isRegularFile(file)) {
             return Optional.empty();
         }
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+        // An exclusive try sees every holder, the shared ones of high-availability masters too; it needs a descriptor
+        // open for writing (which changes nothing in the file). Without write permission, a shared try still sees a
+        // master without --ha and the tools that hold the directory exclusively.
+        boolean writable = Files.isWritable(file);
+        try (FileChannel channel = writable ? FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)
+                : FileChannel.open(file, StandardOpenOption.READ)) {
             FileLock lock;
             try {
-                lock = channel.tryLock(0, Long.MAX_VALUE, true);
+                lock = channel.tryLock(0, Long.MAX_VALUE, !writable);
             } catch (OverlappingFileLockException e) {
                 lock = null;
             }

@@ -60,7 +60,10 @@ public final class WriteAheadLog implements AutoCloseable {
     private final long epoch;
     /** Where this epoch took over the log; in every segment header of the epoch. */
     private final WalSegmentHeader.Fence fence;
-    /** Asked before each append and before a new segment is created: false once this master may no longer own the log (its lease lapsed). */
+    /**
+     * Asked before each append, before a new segment is created and after each fsync before its answer: false once this
+     * master may no longer own the log (its lease lapsed).
+     */
     private final java.util.function.BooleanSupplier mayCreateSegment;
     /** Buffered bytes at which the writer starts without waiting for a waiter. */
     static final int EAGER_WRITE_BYTES = 1 << 20;
@@ -216,8 +219,27 @@ public final class WriteAheadLog implements AutoCloseable {
         }
     }
 
-    /** Completes once every record appended before this call is on disk (or exceptionally if the log failed). */
+    /**
+     * Completes once every record appended before this call is on disk (or exceptionally if the log failed). A leader's
+     * log (epoch above 0) completes it normally only if, once the records are on disk, this master still holds its
+     * lease ({@code mayCreateSegment}, asked after the fsync, when the answer is due): a group commit whose fsync
+     * finishes after the lease's deadline answers nothing OK, since a newer leader may have fenced the log before it.
+     */
     public CompletableFuture<Void> whenDurable() {
+        CompletableFuture<Void> written = whenWritten();
+        if (epoch == 0) {
+            return written;
+        }
+        return written.thenApply(done -> {
+            if (!mayCreateSegment.getAsBoolean()) {
+                throw new java.util.concurrent.CompletionException(new IOException("this master lost its leader lease (epoch " + epoch
+                        + ") before the change was answered: it may be in the log, but past the lease it is not answered OK"));
+            }
+            return done;
+        });
+    }
+
+    private CompletableFuture<Void> whenWritten() {
         lock.lock();
         try {
             if (failure != null) {

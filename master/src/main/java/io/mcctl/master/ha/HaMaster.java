@@ -45,7 +45,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -260,6 +259,7 @@ public final class HaMaster implements AutoCloseable {
                         throw new IOException("won leadership at etcd revision " + campaign.createRevision() + ", not above epoch " + followedEpoch
                                 + " that the log already holds: was etcd's data reset? Not leading");
                     }
+                    leaderAddress = address; // while taking over, a refusal names no other master as the leader
                     takeOver(following, campaign.createRevision());
                     return true;
                 }
@@ -348,14 +348,8 @@ public final class HaMaster implements AutoCloseable {
                 options.master().settings(), following.applied());
         snapshotter.fence(epoch, held::valid);
         MasterMetrics metrics = new MasterMetrics(pages, wal);
-        // Checked after the fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
-        MasterGrpcService.Durability durability = () -> wal.whenDurable().thenApply(done -> {
-            if (!held.valid()) {
-                throw new CompletionException(new IOException("this master lost its leader lease (epoch " + epoch + "): "
-                        + held.lostReason()));
-            }
-            return done;
-        });
+        // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
+        MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
         ServerServiceDefinition served = io.grpc.ServerInterceptors.intercept(MasterServer.intercepted(service, security, metrics),
                 new LeaseGuard(held, epoch));
@@ -564,7 +558,7 @@ public final class HaMaster implements AutoCloseable {
         public ServerMethodDefinition<?, ?> lookupMethod(String methodName, String authority) {
             HaMaster ha = master;
             if (ha == null) {
-                return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription("the master is starting"), new Metadata());
+                return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription("the master is starting"), LeaderRedirect.trailers(""));
             }
             if (methodName.equals(MasterServiceGrpc.getGetMasterStatusMethod().getFullMethodName())) {
                 ServerServiceDefinition definition = status;
@@ -578,11 +572,8 @@ public final class HaMaster implements AutoCloseable {
             if (leading != null && ha.role == Role.LEADER) {
                 return leading.methods().get(methodName);
             }
-            Metadata trailers = new Metadata();
             String leader = ha.leaderAddress;
-            if (!leader.isEmpty() && !leader.equals(ha.address)) {
-                trailers.put(LeaderRedirect.LEADER, leader);
-            }
+            Metadata trailers = LeaderRedirect.trailers(leader.equals(ha.address) ? "" : leader);
             String why = ha.refusal != null ? ha.refusal : "this master is a standby";
             return MasterServer.refusing(methodName, Status.UNAVAILABLE.withDescription(why + (leader.isEmpty() || leader.equals(ha.address)
                     ? "; no leader is known yet" : "; the leader is at " + leader)), trailers);

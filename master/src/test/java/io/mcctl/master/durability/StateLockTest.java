@@ -65,4 +65,26 @@ class StateLockTest {
         assertEquals(Optional.empty(), StateLock.probe(dir.resolve("missing")));
         assertTrue(Files.notExists(stateDir.resolve(StateLock.FILE_NAME)) && Files.notExists(dir.resolve("missing")));
     }
+    @Test
+    void a_probe_names_another_process_that_holds_the_directory_shared_as_a_high_availability_master_does() throws Exception {
+        Path stateDir = Files.createDirectories(dir.resolve("master"));
+        Path file = stateDir.resolve(StateLock.FILE_NAME);
+        Files.writeString(file, "pid=4242\nhost=standby-1\nsince=2026-01-01T00:00:00Z\naddress=10.0.0.2:50051\nleader_epoch=7\n");
+        Files.setLastModifiedTime(file, FileTime.fromMillis(1_000_000_000_000L));
+        // A real other process holding the kernel's (fcntl) lock shared, as every --ha master does for its life.
+        Process holder = new ProcessBuilder("/usr/bin/python3", "-c", "import fcntl, sys\n"
+                + "f = open(sys.argv[1], 'rb')\nfcntl.lockf(f, fcntl.LOCK_SH)\nprint('locked', flush=True)\nsys.stdin.read()\n", file.toString())
+                .redirectErrorStream(true).start();
+        try {
+            String line = new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine();
+            assertEquals("locked", line);
+            StateLock.Holder probed = StateLock.probe(stateDir).orElseThrow(() -> new AssertionError("a shared holder was not seen"));
+            assertEquals("10.0.0.2:50051", probed.address());
+            assertEquals("4242", probed.pid());
+            assertEquals(FileTime.fromMillis(1_000_000_000_000L), Files.getLastModifiedTime(file), "the probe changed the file");
+        } finally {
+            holder.destroyForcibly().waitFor();
+        }
+        assertEquals(Optional.empty(), StateLock.probe(stateDir), "free once the holder is gone");
+    }
 }

@@ -45,6 +45,25 @@ class WalFencingTest {
     }
 
     @Test
+    void records_appended_under_a_lease_that_lapses_before_their_fsync_is_answered_are_never_answered_ok() throws Exception {
+        AtomicBoolean leaseHeld = new AtomicBoolean(true);
+        WriteAheadLog wal = new WriteAheadLog(dir, "c", 0, 1 << 20, System::currentTimeMillis, 5, WalSegmentHeader.Fence.NONE, leaseHeld::get);
+        quota(wal, 1); // answered OK while the lease holds
+        wal.append(ChangeCodec.encode(new Change.QuotaSet("t", 2)));
+        wal.append(ChangeCodec.encode(new Change.QuotaSet("t", 3)));
+        // The lease's deadline passes with the group written or not yet: whenever the fsync completes, it is after it.
+        leaseHeld.set(false);
+        for (int waiter = 0; waiter < 2; waiter++) {
+            java.util.concurrent.ExecutionException refused = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> wal.whenDurable().get(10, TimeUnit.SECONDS));
+            assertTrue(refused.getCause().getMessage().contains("lost its leader lease"), refused.getCause().getMessage());
+        }
+        wal.close();
+        // The records did reach the log (their outcome was unknown to their callers, never OK): a newer leader decides.
+        assertEquals(List.of("1@5=1", "2@5=2", "3@5=3"), replay(dir));
+    }
+
+    @Test
     void what_a_deposed_leader_appends_after_the_new_leaders_fence_is_never_replayed_or_followed() throws Exception {
         WriteAheadLog old = new WriteAheadLog(dir, "c", 0, 1 << 20, System::currentTimeMillis, 5, WalSegmentHeader.Fence.NONE, () -> true);
         quota(old, 1);
