@@ -2031,7 +2031,7 @@ function _picocli_mcctl_bench_cache() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--zipf' '--requests' '--object-size' '--object-size-max' '--fragmentation-every' '--buckets' '--bucket-size' '--page-size' '--read-lease' '--durability' '--lookups' '--seed'"
+  local arg_opts="'-o' '--output' '--master' '--zipf' '--requests' '--object-size' '--object-size-max' '--fragmentation-every' '--buckets' '--bucket-size' '--page-size' '--read-lease' '--durability' '--eviction-high-watermark' '--eviction-low-watermark' '--lookups' '--seed'"
   local FORMAT_option_args=("text" "json") # --output values
   local MODE_option_args=("wal" "snapshot") # --durability values
 
@@ -2077,6 +2077,12 @@ function _picocli_mcctl_bench_cache() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${MODE_option_args[@]}" ) )
       return $?
+      ;;
+    '--eviction-high-watermark')
+      return
+      ;;
+    '--eviction-low-watermark')
+      return
       ;;
     '--lookups')
       return

@@ -392,7 +392,7 @@ complete -c mcctl -n '__mcctl_at layout' -s x -l stacktrace -d 'On error, print 
 complete -c mcctl -n '__mcctl_at layout grow' -f
 complete -c mcctl -n '__mcctl_at layout grow' -l bucket-size -x -d 'The new size of every bucket (e.g.'
 complete -c mcctl -n '__mcctl_at layout grow' -l preallocate -d 'Also reserve real space for the whole new size (fallocate), so that writes into it cannot fail for want of space.'
-complete -c mcctl -n '__mcctl_at layout grow' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at layout grow' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at layout grow' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at layout grow' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at layout grow' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -486,6 +486,8 @@ complete -c mcctl -n '__mcctl_at bench cache' -l bucket-size -x -d 'Bucket size 
 complete -c mcctl -n '__mcctl_at bench cache' -l page-size -x -d 'Page size of the embedded master (default: 4KiB).'
 complete -c mcctl -n '__mcctl_at bench cache' -l read-lease -x -d 'Read lease of the embedded master: an evicted object\'s pages wait this long in quarantine (default: 5s).'
 complete -c mcctl -n '__mcctl_at bench cache' -l durability -x -a 'wal snapshot' -d 'Durability of the embedded master: wal, snapshot; wal fsyncs every change, evictions included (default: wal).'
+complete -c mcctl -n '__mcctl_at bench cache' -l eviction-high-watermark -x -d 'Used share of all pages above which the embedded master\'s evictor starts (default: the master\'s, 0.90).'
+complete -c mcctl -n '__mcctl_at bench cache' -l eviction-low-watermark -x -d 'Used share of all pages the embedded master\'s evictor brings the tier down to (default: the master\'s, 0.70).'
 complete -c mcctl -n '__mcctl_at bench cache' -l lookups -x -d 'Lookups of the lookups-alone phase (default: 20000).'
 complete -c mcctl -n '__mcctl_at bench cache' -l seed -x -d 'Seed of the traces (default: 1).'
 complete -c mcctl -n '__mcctl_at bench cache' -s h -l help -d 'Show this help message and exit.'

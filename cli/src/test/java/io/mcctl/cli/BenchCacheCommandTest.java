@@ -116,4 +116,13 @@ class BenchCacheCommandTest {
         assertTrue(run.err().contains("invalid --zipf 0.0: allowed is above 0 and at most 3"), run.err());
         assertEquals(1, run.err().strip().lines().count(), run.err());
     }
+
+    @Test
+    void watermarks_out_of_order_are_one_clear_error() {
+        CliRun run = CliRun.run("bench", "cache", "--eviction-high-watermark", "0.8", "--eviction-low-watermark", "0.9")
+                .expectExit(ExitCodes.USAGE);
+        assertTrue(run.err().contains("invalid --eviction-low-watermark 0.9: allowed is above 0 and at most --eviction-high-watermark 0.8"),
+                run.err());
+        assertEquals(1, run.err().strip().lines().count(), run.err());
+    }
 }

@@ -45,7 +45,7 @@ import picocli.CommandLine.Spec;
                 "evictor at work), with lookups beside them, and lookups alone. One client thread throughout, so the master",
                 "sees the trace in the model's order.",
                 "The embedded master is small so that it fills at once: --buckets x --bucket-size, --page-size pages, the",
-                "default eviction watermarks, --durability, on a temporary root; one fresh master per --zipf exponent."})
+                "eviction watermarks given (default: the master's), --durability, on a temporary root; one fresh master per --zipf exponent."})
 public final class BenchCacheCommand implements Callable<Integer> {
 
     static final String TRACE_TENANT = "bench-trace";
@@ -99,6 +99,14 @@ public final class BenchCacheCommand implements Callable<Integer> {
             description = "Durability of the embedded master: ${COMPLETION-CANDIDATES}; wal fsyncs every change, evictions included (default: ${DEFAULT-VALUE}).")
     MasterSettings.Durability durability;
 
+    @Option(names = "--eviction-high-watermark", paramLabel = "FRACTION",
+            description = "Used share of all pages above which the embedded master's evictor starts (default: the master's, 0.90).")
+    Double highWatermarkOption;
+
+    @Option(names = "--eviction-low-watermark", paramLabel = "FRACTION",
+            description = "Used share of all pages the embedded master's evictor brings the tier down to (default: the master's, 0.70).")
+    Double lowWatermarkOption;
+
     @Option(names = "--lookups", paramLabel = "N", defaultValue = "20000",
             description = "Lookups of the lookups-alone phase (default: ${DEFAULT-VALUE}).")
     int idleLookups;
@@ -117,6 +125,17 @@ public final class BenchCacheCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --fragmentation-every " + fragmentationEvery + ": allowed is 0 (a tenth of --requests) or more");
         }
         Duration lease = duration("--read-lease", readLease);
+        double highWatermark = highWatermarkOption != null ? highWatermarkOption
+                : Double.parseDouble(MasterSettings.EVICTION_HIGH_WATERMARK.defaultText());
+        double lowWatermark = lowWatermarkOption != null ? lowWatermarkOption
+                : Double.parseDouble(MasterSettings.EVICTION_LOW_WATERMARK.defaultText());
+        if (!(highWatermark > 0 && highWatermark <= 1)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --eviction-high-watermark " + highWatermark + ": allowed is above 0 and at most 1");
+        }
+        if (!(lowWatermark > 0 && lowWatermark <= highWatermark)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --eviction-low-watermark " + lowWatermark
+                    + ": allowed is above 0 and at most --eviction-high-watermark " + highWatermark);
+        }
         for (double s : exponents) {
             if (!(s > 0 && s <= 3)) {
                 throw new CliException(ExitCodes.USAGE, "invalid --zipf " + s + ": allowed is above 0 and at most 3");
@@ -156,8 +175,7 @@ public final class BenchCacheCommand implements Callable<Integer> {
                 embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, layout.bucketCount(), layout.pageSize(),
                         layout.bucketSize()), "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, durability, null,
                         null, 2, 64L << 20, Map.of(), MasterServer.Options.DEFAULT_ALLOCATION_GRACE,
-                        new PageService.EvictionPolicy(true, Double.parseDouble(MasterSettings.EVICTION_HIGH_WATERMARK.defaultText()),
-                                Double.parseDouble(MasterSettings.EVICTION_LOW_WATERMARK.defaultText()))));
+                        new PageService.EvictionPolicy(true, highWatermark, lowWatermark)));
                 target = "127.0.0.1:" + embedded.port();
             }
             try (MasterClient client = new MasterClient(target, Duration.ofSeconds(30))) {
