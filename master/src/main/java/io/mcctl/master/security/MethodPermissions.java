@@ -66,6 +66,18 @@ public final class MethodPermissions {
             tenants("BatchExistKey", Permission.TENANT_READ, BatchExistKeyRequest.class, BatchExistKeyRequest::getTenantIdsList),
             tenants("GetReplicaList", Permission.TENANT_READ, GetReplicaListRequest.class, r -> List.of(r.getTenantId())),
             tenants("ListKeys", Permission.TENANT_READ, ListKeysRequest.class, r -> List.of(r.getTenantId())),
+            // Nodes: registering, pinging and listing concern the cluster, not a tenant's keys; a node's own replicas are
+            // its tenants' writes. NodeService (a node's endpoint) has the same names' rules.
+            Map.entry("RegisterClient", fixed(Permission.CLUSTER_READ)),
+            Map.entry("Ping", fixed(Permission.CLUSTER_READ)),
+            Map.entry("ListClients", fixed(Permission.CLUSTER_READ)),
+            tenants("PutStart", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutStartRequest.class, r -> List.of(r.getTenantId())),
+            tenants("PutEnd", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutEndRequest.class, r -> List.of(r.getTenantId())),
+            tenants("PutRevoke", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutRevokeRequest.class, r -> List.of(r.getTenantId())),
+            tenants("ReadLocalObject", Permission.TENANT_READ, io.mcctl.master.proto.v1.ReadLocalObjectRequest.class, r -> List.of(r.getTenantId())),
+            tenants("WriteObject", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.WriteObjectChunk.class,
+                    r -> r.hasHeader() ? List.of(r.getHeader().getTenantId()) : List.of()),
+            tenants("GetObject", Permission.TENANT_READ, io.mcctl.master.proto.v1.GetObjectRequest.class, r -> List.of(r.getTenantId())),
             Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetBucketBitmap", fixed(Permission.MONITOR)),

@@ -43,10 +43,10 @@ class AccessMatrixTest {
     /** What each RPC needs, written out here independently of MethodPermissions. */
     private static final Set<String> TENANT_WRITES = Set.of("AllocateDistributedPage", "BatchAllocateDistributedPage",
             "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove",
-            "RenewDistributedPageAllocation");
+            "RenewDistributedPageAllocation", "PutStart", "PutEnd", "PutRevoke");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
-    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats");
+    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "RegisterClient", "Ping", "ListClients");
     private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
     private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota");
 
