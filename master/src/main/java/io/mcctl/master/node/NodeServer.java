@@ -154,7 +154,8 @@ public final class NodeServer implements AutoCloseable {
         }
         endpoint = host + ":" + server.getPort();
         ttlMillis = register();
-        long every = Math.max(100, Math.min(1000, ttlMillis / 3));
+        // Mooncake pings every second under a 10 s TTL: ten tries before a busy node is declared dead.
+        long every = Math.max(50, Math.min(1000, ttlMillis / 10));
         pinger.scheduleWithFixedDelay(this::ping, every, every, TimeUnit.MILLISECONDS);
     }
 
