@@ -53,23 +53,8 @@ public final class NodeProcess implements AutoCloseable {
                 .redirectError(err.toFile());
         prepare.accept(builder);
         Process process = builder.start();
-        long deadline = System.nanoTime() + timeout.toNanos();
-        try {
-            while (System.nanoTime() < deadline) {
-                Matcher m = SERVING.matcher(Files.readString(out));
-                if (m.find()) {
-                    return new NodeProcess(process, m.group(1), m.group(2), out, err);
-                }
-                if (!process.isAlive()) {
-                    throw new IOException("the node exited with " + process.exitValue() + ": " + Files.readString(err).strip());
-                }
-                Thread.sleep(5);
-            }
-            throw new IOException("the node did not serve within " + timeout.toSeconds() + " s: " + Files.readString(err).strip());
-        } catch (IOException | InterruptedException | RuntimeException e) {
-            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            throw e;
-        }
+        Matcher m = MasterProcess.awaitLine(process, out, err, SERVING, timeout, "the node");
+        return new NodeProcess(process, m.group(1), m.group(2), out, err);
     }
 
     public String clientId() {
@@ -98,15 +83,6 @@ public final class NodeProcess implements AutoCloseable {
     /** SIGTERM; kill -9 after 20 s. */
     @Override
     public void close() throws InterruptedException {
-        process.destroy();
-        if (!process.waitFor(20, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-        }
-        try {
-            Files.deleteIfExists(out);
-            Files.deleteIfExists(err);
-        } catch (IOException e) {
-            // temp files: the system cleans them up
-        }
+        MasterProcess.stop(process, out, err);
     }
 }
