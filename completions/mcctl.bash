@@ -198,6 +198,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench fsck" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench cache" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench crossnode" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench layout" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -245,9 +246,11 @@ function _complete_mcctl() {
   local cmds41=(bench fsck)
   local cmds42=(bench cache)
   local cmds43=(bench crossnode)
-  local cmds44=(config show)
+  local cmds44=(bench layout)
+  local cmds45=(config show)
 
-  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
   if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
   if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
   if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
@@ -995,7 +998,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode"
+  local commands="allocator master io restart fsck cache crossnode layout"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -2305,6 +2308,42 @@ function _picocli_mcctl_bench_crossnode() {
       return
       ;;
     '--rounds')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `layout` subcommand.
+function _picocli_mcctl_bench_layout() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'--fsync' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--size'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--objects')
+      return
+      ;;
+    '--size')
       return
       ;;
   esac

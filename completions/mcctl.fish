@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'node' 'node start' 'node status' 'node offload' 'node get' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'node' 'node start' 'node status' 'node offload' 'node get' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -458,6 +458,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
 complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys drawn from a Zipf distribution over a key space three times the tier\'s capacity, a mapping lookup per request and an offload (BatchAllocate + Notify, no data) on each miss, against an evicting master; replay the same trace through an exact LRU cache of the same capacity in objects; report both hit ratios.'
 complete -c mcctl -n '__mcctl_at bench' -a 'crossnode' -d 'Node B reads objects node A wrote: through A (LOCAL_DISK, the RPC hop) and by a direct pread (DISTRIBUTED_DISK), 64KiB and 1MiB by default, in one run.'
+complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashed directories, one file per object) against pages of bucket files, for the same objects in one run.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -543,6 +544,16 @@ complete -c mcctl -n '__mcctl_at bench crossnode' -l rounds -x -d 'Timed passes 
 complete -c mcctl -n '__mcctl_at bench crossnode' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench crossnode' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench crossnode' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench layout
+complete -c mcctl -n '__mcctl_at bench layout' -f
+complete -c mcctl -n '__mcctl_at bench layout' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench layout' -l objects -x -d 'Objects per model (default: 100000).'
+complete -c mcctl -n '__mcctl_at bench layout' -l size -x -d 'Bytes per object (default: 4KiB).'
+complete -c mcctl -n '__mcctl_at bench layout' -l fsync -d 'fsync every per-key file, as a node does when it offloads through its local disk.'
+complete -c mcctl -n '__mcctl_at bench layout' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench layout' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench layout' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f

@@ -36,4 +36,14 @@ class OwnerCouplingCommandsTest {
         assertEquals(3, c.get("distributed_disk_pread").get("reads").asInt());
         assertTrue(c.get("latency_ratio").asDouble() > 0, run.out());
     }
+
+    @Test
+    void bench_layout_counts_a_file_per_key_against_a_few_bucket_files_and_both_know_every_object_after_a_restart() throws Exception {
+        CliRun run = CliRun.run("bench", "layout", "--objects", "300", "-o", "json").expectOk();
+        JsonNode models = JSON.readTree(run.out()).get("models");
+        assertEquals(300, models.get(0).get("filesCreated").asLong(), run.out());
+        assertEquals(300, models.get(0).get("knownAfterRestart").asLong(), run.out());
+        assertTrue(models.get(1).get("filesCreated").asLong() < 300, run.out());
+        assertEquals(300, models.get(1).get("knownAfterRestart").asLong(), run.out());
+    }
 }

@@ -118,8 +118,13 @@ public final class PerKeyStore {
         return header.flip();
     }
 
-    /** Writes {@code parts} as (tenant, key)'s object and returns its CRC32C; the old object, if any, is replaced whole. */
+    /** Writes {@code parts} as (tenant, key)'s object, fsynced, and returns its CRC32C; the old object, if any, is replaced whole. */
     public int write(String tenant, String key, List<ByteBuffer> parts) throws IOException {
+        return write(tenant, key, parts, true);
+    }
+
+    /** {@link #write(String, String, List)}, with {@code durable} false leaving the file to the page cache (no fsync). */
+    public int write(String tenant, String key, List<ByteBuffer> parts, boolean durable) throws IOException {
         long size = 0;
         CRC32C crc = new CRC32C();
         for (ByteBuffer part : parts) {
@@ -140,7 +145,9 @@ public final class PerKeyStore {
                     out.write(view);
                 }
             }
-            out.force(true);
+            if (durable) {
+                out.force(true);
+            }
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(temp);
             throw e;
