@@ -168,6 +168,8 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} demo" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} shell" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config" ];    then _picocli_mcctl; return $?; fi
@@ -187,12 +189,19 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount validate" ];    then _picocli_mcctl_mount; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota set" ];    then _picocli_mcctl_quota; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout grow" ];    then _picocli_mcctl_layout; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node start" ];    then _picocli_mcctl_node; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node status" ];    then _picocli_mcctl_node; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node offload" ];    then _picocli_mcctl_node; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node get" ];    then _picocli_mcctl_node; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} demo owner-death" ];    then _picocli_mcctl_demo; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench allocator" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench master" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench io" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench restart" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench fsck" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench cache" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench crossnode" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench layout" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -210,59 +219,77 @@ function _complete_mcctl() {
   local cmds11=(mount)
   local cmds12=(quota)
   local cmds13=(layout)
-  local cmds14=(bench)
-  local cmds15=(shell)
-  local cmds16=(config)
-  local cmds17=(completion)
-  local cmds18=(master start)
-  local cmds19=(master status)
-  local cmds20=(snapshot create)
-  local cmds21=(snapshot list)
-  local cmds22=(snapshot inspect)
-  local cmds23=(snapshot verify)
-  local cmds24=(snapshot diff)
-  local cmds25=(snapshot export)
-  local cmds26=(snapshot recover)
-  local cmds27=(snapshot wal)
-  local cmds28=(snapshot wal dump)
-  local cmds29=(bitmap inspect)
-  local cmds30=(mount validate)
-  local cmds31=(quota set)
-  local cmds32=(layout grow)
-  local cmds33=(bench allocator)
-  local cmds34=(bench master)
-  local cmds35=(bench io)
-  local cmds36=(bench restart)
-  local cmds37=(bench fsck)
-  local cmds38=(bench cache)
-  local cmds39=(config show)
+  local cmds14=(node)
+  local cmds15=(demo)
+  local cmds16=(bench)
+  local cmds17=(shell)
+  local cmds18=(config)
+  local cmds19=(completion)
+  local cmds20=(master start)
+  local cmds21=(master status)
+  local cmds22=(snapshot create)
+  local cmds23=(snapshot list)
+  local cmds24=(snapshot inspect)
+  local cmds25=(snapshot verify)
+  local cmds26=(snapshot diff)
+  local cmds27=(snapshot export)
+  local cmds28=(snapshot recover)
+  local cmds29=(snapshot wal)
+  local cmds30=(snapshot wal dump)
+  local cmds31=(bitmap inspect)
+  local cmds32=(mount validate)
+  local cmds33=(quota set)
+  local cmds34=(layout grow)
+  local cmds35=(node start)
+  local cmds36=(node status)
+  local cmds37=(node offload)
+  local cmds38=(node get)
+  local cmds39=(demo owner-death)
+  local cmds40=(bench allocator)
+  local cmds41=(bench master)
+  local cmds42=(bench io)
+  local cmds43=(bench restart)
+  local cmds44=(bench fsck)
+  local cmds45=(bench cache)
+  local cmds46=(bench crossnode)
+  local cmds47=(bench layout)
+  local cmds48=(config show)
 
-  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
-  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_master_status; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
+  if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
+  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds40[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_demo_ownerdeath; return $?; fi
+  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_node_get; return $?; fi
+  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_node_offload; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_node_status; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_node_start; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_master_status; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_demo; return $?; fi
+  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_node; return $?; fi
   if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_layout; return $?; fi
   if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_quota; return $?; fi
   if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_mount; return $?; fi
@@ -287,7 +314,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout bench shell config completion"
+  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout node demo bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -957,12 +984,48 @@ function _picocli_mcctl_layout() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `node` subcommand.
+function _picocli_mcctl_node() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+
+  local commands="start status offload get"
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts=""
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `demo` subcommand.
+function _picocli_mcctl_demo() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+
+  local commands="owner-death"
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts=""
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `bench` subcommand.
 function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache"
+  local commands="allocator master io restart fsck cache crossnode layout"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1043,7 +1106,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1139,6 +1202,9 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--ha-start-empty')
+      return
+      ;;
+    '--client-ttl')
       return
       ;;
   esac
@@ -1807,6 +1873,277 @@ function _picocli_mcctl_layout_grow() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `start` subcommand.
+function _picocli_mcctl_node_start() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--config' '--page-mode'"
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--listen')
+      return
+      ;;
+    '--advertise')
+      return
+      ;;
+    '--local-disk')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--memory')
+      return
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--page-mode')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `status` subcommand.
+function _picocli_mcctl_node_status() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `offload` subcommand.
+function _picocli_mcctl_node_offload() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--page-mode'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--node')
+      return
+      ;;
+    '--tenant')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--page-mode')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local currIndex
+    currIndex=$(currentPositionalIndex "offload" "${arg_opts}" "${flag_opts}")
+    if (( currIndex >= 1 && currIndex <= 1 )); then
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      positionals=$( compgen -f -- "${curr_word}" ) # files
+    fi
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `get` subcommand.
+function _picocli_mcctl_node_get() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--out'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--node')
+      return
+      ;;
+    '--tenant')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--out')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `owner-death` subcommand.
+function _picocli_mcctl_demo_ownerdeath() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--size' '--client-ttl'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--objects')
+      return
+      ;;
+    '--size')
+      return
+      ;;
+    '--client-ttl')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `allocator` subcommand.
 function _picocli_mcctl_bench_allocator() {
   # Get completion data
@@ -2101,6 +2438,81 @@ function _picocli_mcctl_bench_cache() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `crossnode` subcommand.
+function _picocli_mcctl_bench_crossnode() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--sizes' '--rounds'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--objects')
+      return
+      ;;
+    '--sizes')
+      return
+      ;;
+    '--rounds')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `layout` subcommand.
+function _picocli_mcctl_bench_layout() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'--fsync' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--size'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--objects')
+      return
+      ;;
+    '--size')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `show` subcommand.
 function _picocli_mcctl_config_show() {
   # Get completion data
@@ -2109,7 +2521,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2211,6 +2623,9 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--ha-start-empty')
+      return
+      ;;
+    '--client-ttl')
       return
       ;;
   esac

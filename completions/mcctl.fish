@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -36,6 +36,8 @@ complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
 complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
 complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'layout' -d 'The root\'s bucket layout (admin).'
+complete -c mcctl -n '__mcctl_at' -a 'node' -d 'Nodes: the per-host process that registers with the master, and offloads and reads through one.'
+complete -c mcctl -n '__mcctl_at' -a 'demo' -d 'Demonstrations an operator can run on one machine, with real processes on a temporary root.'
 complete -c mcctl -n '__mcctl_at' -a 'bench' -d 'Benchmarks; figures belong in docs/benchmarks.md.'
 complete -c mcctl -n '__mcctl_at' -a 'shell' -d 'Interactive shell: run mcctl commands one per line in one JVM, without the leading \'mcctl\'.'
 complete -c mcctl -n '__mcctl_at' -a 'config' -d 'Show the effective settings.'
@@ -58,7 +60,7 @@ complete -c mcctl -n '__mcctl_at master start' -s h -l help -d 'Show this help m
 complete -c mcctl -n '__mcctl_at master start' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at master start' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 complete -c mcctl -n '__mcctl_at master start' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
-complete -c mcctl -n '__mcctl_at master start' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at master start' -l page-mode -x -d 'page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), false one file per key under the node\'s --local-disk (LOCAL_DISK, owned by the node); a node\'s setting, the master serves both [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
 complete -c mcctl -n '__mcctl_at master start' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
 complete -c mcctl -n '__mcctl_at master start' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
 complete -c mcctl -n '__mcctl_at master start' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
@@ -87,6 +89,7 @@ complete -c mcctl -n '__mcctl_at master start' -l tokens-file -x -d 'tenant toke
 complete -c mcctl -n '__mcctl_at master start' -l ha -x -d 'run for leadership on etcd: the leader serves, standbys follow the shared state and take over (docs/ha.md) [env MCCTL_HA; default computed]'
 complete -c mcctl -n '__mcctl_at master start' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
 complete -c mcctl -n '__mcctl_at master start' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
+complete -c mcctl -n '__mcctl_at master start' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 
 # mcctl master status
 complete -c mcctl -n '__mcctl_at master status' -f
@@ -352,7 +355,7 @@ complete -c mcctl -n '__mcctl_at mount validate' -s h -l help -d 'Show this help
 complete -c mcctl -n '__mcctl_at mount validate' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at mount validate' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 complete -c mcctl -n '__mcctl_at mount validate' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
-complete -c mcctl -n '__mcctl_at mount validate' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at mount validate' -l page-mode -x -d 'page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), false one file per key under the node\'s --local-disk (LOCAL_DISK, owned by the node); a node\'s setting, the master serves both [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
 complete -c mcctl -n '__mcctl_at mount validate' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
 complete -c mcctl -n '__mcctl_at mount validate' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
 complete -c mcctl -n '__mcctl_at mount validate' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
@@ -403,6 +406,85 @@ complete -c mcctl -n '__mcctl_at layout grow' -s h -l help -d 'Show this help me
 complete -c mcctl -n '__mcctl_at layout grow' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at layout grow' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
+# mcctl node
+complete -c mcctl -n '__mcctl_at node' -f
+complete -c mcctl -n '__mcctl_at node' -a 'start' -d 'Run a node in the foreground: it registers with the master under a new client id (a UUID), pings it within every TTL and serves reads of what it holds on its transfer endpoint (--listen).'
+complete -c mcctl -n '__mcctl_at node' -a 'status' -d 'List the nodes the master knows: client id, endpoint, alive or dead, the time since their last ping, and the LOCAL_DISK objects each owns.'
+complete -c mcctl -n '__mcctl_at node' -a 'offload' -d 'Write FILE under KEY through a node, in page mode or the per-key model.'
+complete -c mcctl -n '__mcctl_at node' -a 'get' -d 'Read KEY through a node, which takes the best replica it can reach and falls back to the next.'
+complete -c mcctl -n '__mcctl_at node' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at node' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at node' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl node start
+complete -c mcctl -n '__mcctl_at node start' -f
+complete -c mcctl -n '__mcctl_at node start' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at node start' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at node start' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at node start' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at node start' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at node start' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at node start' -l listen -x -d 'Address the node\'s endpoint listens on; port 0 picks a free one (default: 0.0.0.0:50061).'
+complete -c mcctl -n '__mcctl_at node start' -l advertise -x -d 'Host other nodes reach this one at (default: the --listen host, or this machine\'s name when it is 0.0.0.0).'
+complete -c mcctl -n '__mcctl_at node start' -l local-disk -r -F -d 'Directory for per-key files (page_mode false): 256 hashed directories, one file per object.'
+complete -c mcctl -n '__mcctl_at node start' -l memory -x -d 'A DRAM segment for MEMORY replicas: not built yet, refused.'
+complete -c mcctl -n '__mcctl_at node start' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at node start' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at node start' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at node start' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at node start' -l page-mode -x -d 'page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), false one file per key under the node\'s --local-disk (LOCAL_DISK, owned by the node); a node\'s setting, the master serves both [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+
+# mcctl node status
+complete -c mcctl -n '__mcctl_at node status' -f
+complete -c mcctl -n '__mcctl_at node status' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at node status' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at node status' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at node status' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at node status' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at node status' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at node status' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at node status' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at node status' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at node status' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl node offload
+complete -c mcctl -n '__mcctl_at node offload' -l node -x -d 'The node\'s endpoint, as mcctl node start printed it (mcctl node status lists them).'
+complete -c mcctl -n '__mcctl_at node offload' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at node offload' -l timeout -x -d 'Deadline of the call to the node (default: 30s).'
+complete -c mcctl -n '__mcctl_at node offload' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at node offload' -l page-mode -x -d 'true: pages of the shared bucket files (DISTRIBUTED_DISK); false: a per-key file on the node (LOCAL_DISK).'
+complete -c mcctl -n '__mcctl_at node offload' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at node offload' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at node offload' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl node get
+complete -c mcctl -n '__mcctl_at node get' -f
+complete -c mcctl -n '__mcctl_at node get' -l node -x -d 'The node\'s endpoint, as mcctl node start printed it (mcctl node status lists them).'
+complete -c mcctl -n '__mcctl_at node get' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at node get' -l timeout -x -d 'Deadline of the call to the node (default: 30s).'
+complete -c mcctl -n '__mcctl_at node get' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at node get' -l out -r -F -d 'File to write; default stdout.'
+complete -c mcctl -n '__mcctl_at node get' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at node get' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at node get' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl demo
+complete -c mcctl -n '__mcctl_at demo' -f
+complete -c mcctl -n '__mcctl_at demo' -a 'owner-death' -d 'Offload through node A in both modes, kill -9 A, read from node B: the LOCAL_DISK objects are gone from the master although their files are intact on A\'s disk; the DISTRIBUTED_DISK objects read back byte-exact.'
+complete -c mcctl -n '__mcctl_at demo' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at demo' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at demo' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl demo owner-death
+complete -c mcctl -n '__mcctl_at demo owner-death' -f
+complete -c mcctl -n '__mcctl_at demo owner-death' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at demo owner-death' -l objects -x -d 'Objects per mode (default: 8).'
+complete -c mcctl -n '__mcctl_at demo owner-death' -l size -x -d 'Bytes per object (default: 64KiB).'
+complete -c mcctl -n '__mcctl_at demo owner-death' -l client-ttl -x -d 'The master\'s client_ttl: how long A has been silent when it is declared dead (default: 3s).'
+complete -c mcctl -n '__mcctl_at demo owner-death' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at demo owner-death' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at demo owner-death' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
 # mcctl bench
 complete -c mcctl -n '__mcctl_at bench' -f
 complete -c mcctl -n '__mcctl_at bench' -a 'allocator' -d 'Steady-state free+allocate pairs (runs of 1..16 pages) on fragmented buckets, for mcctl\'s allocator and for the design RFC\'s bit-by-bit scan, from the same state in the same run: 65,536 pages at 50%%, 90%%, 97%% fill and 1,048,576 pages at 90%%.'
@@ -411,6 +493,8 @@ complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pr
 complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
 complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys drawn from a Zipf distribution over a key space three times the tier\'s capacity, a mapping lookup per request and an offload (BatchAllocate + Notify, no data) on each miss, against an evicting master; replay the same trace through an exact LRU cache of the same capacity in objects; report both hit ratios.'
+complete -c mcctl -n '__mcctl_at bench' -a 'crossnode' -d 'Node B reads objects node A wrote: through A (LOCAL_DISK, the RPC hop) and by a direct pread (DISTRIBUTED_DISK), 64KiB and 1MiB by default, in one run.'
+complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashed directories, one file per object) against pages of bucket files, for the same objects in one run.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -494,6 +578,26 @@ complete -c mcctl -n '__mcctl_at bench cache' -s h -l help -d 'Show this help me
 complete -c mcctl -n '__mcctl_at bench cache' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench cache' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
+# mcctl bench crossnode
+complete -c mcctl -n '__mcctl_at bench crossnode' -f
+complete -c mcctl -n '__mcctl_at bench crossnode' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench crossnode' -l objects -x -d 'Objects per size and path (default: 200).'
+complete -c mcctl -n '__mcctl_at bench crossnode' -l sizes -x -d 'Object sizes (default: 64KiB,1MiB).'
+complete -c mcctl -n '__mcctl_at bench crossnode' -l rounds -x -d 'Timed passes over the objects (default: 3).'
+complete -c mcctl -n '__mcctl_at bench crossnode' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench crossnode' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench crossnode' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench layout
+complete -c mcctl -n '__mcctl_at bench layout' -f
+complete -c mcctl -n '__mcctl_at bench layout' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench layout' -l objects -x -d 'Objects per model (default: 100000).'
+complete -c mcctl -n '__mcctl_at bench layout' -l size -x -d 'Bytes per object (default: 4KiB).'
+complete -c mcctl -n '__mcctl_at bench layout' -l fsync -d 'fsync every per-key file, as a node does when it offloads through its local disk.'
+complete -c mcctl -n '__mcctl_at bench layout' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench layout' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench layout' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f
 complete -c mcctl -n '__mcctl_at shell' -s h -l help -d 'Show this help message and exit.'
@@ -514,7 +618,7 @@ complete -c mcctl -n '__mcctl_at config show' -s h -l help -d 'Show this help me
 complete -c mcctl -n '__mcctl_at config show' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at config show' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 complete -c mcctl -n '__mcctl_at config show' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
-complete -c mcctl -n '__mcctl_at config show' -l page-mode -x -d 'page mode: objects in pages of shared bucket files; only true is accepted for now (false, the legacy per-key model, is not built: the master refuses it at start) [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at config show' -l page-mode -x -d 'page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), false one file per key under the node\'s --local-disk (LOCAL_DISK, owned by the node); a node\'s setting, the master serves both [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
 complete -c mcctl -n '__mcctl_at config show' -l root -x -d 'directory that holds the bucket files, mounted at the same path on every node [env MOONCAKE_DISTRIBUTED_ROOT_DIR; default ./mooncake-data]'
 complete -c mcctl -n '__mcctl_at config show' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
 complete -c mcctl -n '__mcctl_at config show' -l bucket-count -x -d 'number of bucket files [env MOONCAKE_DISTRIBUTED_BUCKET_COUNT; default 256]'
@@ -543,6 +647,7 @@ complete -c mcctl -n '__mcctl_at config show' -l tokens-file -x -d 'tenant token
 complete -c mcctl -n '__mcctl_at config show' -l ha -x -d 'run for leadership on etcd: the leader serves, standbys follow the shared state and take over (docs/ha.md) [env MCCTL_HA; default computed]'
 complete -c mcctl -n '__mcctl_at config show' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
 complete -c mcctl -n '__mcctl_at config show' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
+complete -c mcctl -n '__mcctl_at config show' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 
 # mcctl completion
 complete -c mcctl -n '__mcctl_at completion' -f

@@ -134,6 +134,36 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.FromString,
                 )
+        self.RegisterClient = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/RegisterClient',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientResponse.FromString,
+                )
+        self.Ping = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/Ping',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PingRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PingResponse.FromString,
+                )
+        self.PutStart = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/PutStart',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutStartRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutStartResponse.FromString,
+                )
+        self.PutEnd = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/PutEnd',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutEndRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutEndResponse.FromString,
+                )
+        self.PutRevoke = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/PutRevoke',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeResponse.FromString,
+                )
+        self.ListClients = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/ListClients',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.FromString,
+                )
 
 
 class MasterServiceServicer(object):
@@ -293,6 +323,43 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterClient(self, request, context):
+        """---- nodes and the owner-coupled LOCAL_DISK path (page_mode=false), named as Mooncake names them ----
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Ping(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutStart(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutEnd(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutRevoke(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListClients(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -415,6 +482,36 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.Session,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.SerializeToString,
+            ),
+            'RegisterClient': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterClient,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientResponse.SerializeToString,
+            ),
+            'Ping': grpc.unary_unary_rpc_method_handler(
+                    servicer.Ping,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PingRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PingResponse.SerializeToString,
+            ),
+            'PutStart': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutStart,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutStartRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutStartResponse.SerializeToString,
+            ),
+            'PutEnd': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutEnd,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutEndRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutEndResponse.SerializeToString,
+            ),
+            'PutRevoke': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutRevoke,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeResponse.SerializeToString,
+            ),
+            'ListClients': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListClients,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -831,5 +928,244 @@ class MasterService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/mooncake.master.v1.MasterService/Session',
             mooncake_dot_master_dot_v1_dot_master__pb2.SessionRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.SessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RegisterClient(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/RegisterClient',
+            mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.RegisterClientResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Ping(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/Ping',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PingRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PingResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutStart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/PutStart',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutStartRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutStartResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutEnd(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/PutEnd',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutEndRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutEndResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutRevoke(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/PutRevoke',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PutRevokeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListClients(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/ListClients',
+            mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+
+class NodeServiceStub(object):
+    """The service every node serves on its transfer endpoint: reads of what it holds (the owner's side of the
+    LOCAL_DISK hop), and offloads and reads through the node for programs that talk to a local node.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ReadLocalObject = channel.unary_stream(
+                '/mooncake.master.v1.NodeService/ReadLocalObject',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ReadLocalObjectRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.FromString,
+                )
+        self.WriteObject = channel.stream_unary(
+                '/mooncake.master.v1.NodeService/WriteObject',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectChunk.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectResponse.FromString,
+                )
+        self.GetObject = channel.unary_stream(
+                '/mooncake.master.v1.NodeService/GetObject',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetObjectRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.FromString,
+                )
+
+
+class NodeServiceServicer(object):
+    """The service every node serves on its transfer endpoint: reads of what it holds (the owner's side of the
+    LOCAL_DISK hop), and offloads and reads through the node for programs that talk to a local node.
+    """
+
+    def ReadLocalObject(self, request, context):
+        """The bytes of a LOCAL_DISK object this node owns, in chunks; NOT_FOUND when it holds no such object.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WriteObject(self, request_iterator, context):
+        """Offload through this node: a header chunk, then the bytes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetObject(self, request, context):
+        """Read through this node: it takes the best replica it can reach (a pread of the shared file, its own file, or
+        the owner's ReadLocalObject) and falls back to the next when one cannot be read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_NodeServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ReadLocalObject': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReadLocalObject,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ReadLocalObjectRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.SerializeToString,
+            ),
+            'WriteObject': grpc.stream_unary_rpc_method_handler(
+                    servicer.WriteObject,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectChunk.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectResponse.SerializeToString,
+            ),
+            'GetObject': grpc.unary_stream_rpc_method_handler(
+                    servicer.GetObject,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.GetObjectRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'mooncake.master.v1.NodeService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+
+
+ # This class is part of an EXPERIMENTAL API.
+class NodeService(object):
+    """The service every node serves on its transfer endpoint: reads of what it holds (the owner's side of the
+    LOCAL_DISK hop), and offloads and reads through the node for programs that talk to a local node.
+    """
+
+    @staticmethod
+    def ReadLocalObject(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/mooncake.master.v1.NodeService/ReadLocalObject',
+            mooncake_dot_master_dot_v1_dot_master__pb2.ReadLocalObjectRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WriteObject(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/mooncake.master.v1.NodeService/WriteObject',
+            mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectChunk.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.WriteObjectResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetObject(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/mooncake.master.v1.NodeService/GetObject',
+            mooncake_dot_master_dot_v1_dot_master__pb2.GetObjectRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.ObjectChunk.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -51,6 +51,16 @@ public final class MasterOptions {
         }
     }
 
+    /** The call deadline {@code --timeout} gives. */
+    public Duration callTimeout() {
+        return parseTimeout(timeout);
+    }
+
+    /** TLS and token settings for a client of the master that is not a MasterClient of this command (a node's). */
+    public io.mcctl.master.client.ClientSecurity security(CommandSpec spec) {
+        return connection.security(spec);
+    }
+
     /** A {@code --timeout} value: a duration of more than zero, else bad input naming what is allowed. */
     public static Duration parseTimeout(String timeout) {
         Duration deadline;

@@ -4,11 +4,13 @@ import io.mcctl.cli.command.BenchCommand;
 import io.mcctl.cli.command.BitmapCommand;
 import io.mcctl.cli.command.CompletionCommand;
 import io.mcctl.cli.command.ConfigCommand;
+import io.mcctl.cli.command.DemoCommand;
 import io.mcctl.cli.command.FsckCommand;
 import io.mcctl.cli.command.GetCommand;
 import io.mcctl.cli.command.LsCommand;
 import io.mcctl.cli.command.MasterCommand;
 import io.mcctl.cli.command.MountCommand;
+import io.mcctl.cli.command.NodeCommand;
 import io.mcctl.cli.command.OffloadCommand;
 import io.mcctl.cli.command.QuotaCommand;
 import io.mcctl.cli.command.LayoutCommand;
@@ -41,7 +43,7 @@ public final class McctlCommand extends GroupCommand {
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
             LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-            QuotaCommand.class, LayoutCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+            QuotaCommand.class, LayoutCommand.class, NodeCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
 
     /**
      * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all

@@ -129,12 +129,13 @@ class DataPathProcessTest {
     }
 
     @Test
-    void page_mode_false_is_refused_at_start() throws Exception {
-        McctlProcess.Done start = McctlProcess.run(dir, Map.of("MOONCAKE_DISTRIBUTED_PAGE_MODE", "false"),
-                withLayout(dir.resolve("root"), "master", "start", "--port", "0", "--metrics-port", "0"));
-        assertEquals(ExitCodes.USAGE, start.exitCode(), start.err());
-        assertTrue(start.err().contains("legacy per-key model"), start.err());
-        assertTrue(start.err().contains("environment MOONCAKE_DISTRIBUTED_PAGE_MODE"), start.err());
+    void page_mode_false_at_the_master_is_a_nodes_setting_and_the_master_serves_both() throws Exception {
+        try (McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of("MOONCAKE_DISTRIBUTED_PAGE_MODE", "false"),
+                withLayout(dir.resolve("root")))) {
+            assertTrue(master.port() > 0);
+            assertTrue(master.log().contains("page_mode is each node's setting"), master.log());
+            assertTrue(master.log().contains("environment MOONCAKE_DISTRIBUTED_PAGE_MODE"), master.log());
+        }
     }
 
     @Test

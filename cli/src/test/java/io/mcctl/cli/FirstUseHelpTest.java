@@ -26,11 +26,11 @@ class FirstUseHelpTest {
     }
 
     @Test
-    void master_start_names_the_state_dir_default_and_says_page_mode_false_is_refused_for_now() {
+    void master_start_names_the_state_dir_default_and_says_page_mode_is_a_nodes_setting() {
         String help = unwrapped(help("master", "start"));
         assertTrue(help.contains("[env MCCTL_STATE_DIR; default <root>/master]"), help);
         assertFalse(help.contains("default ]"), help);
-        assertTrue(help.contains("only true is accepted for now"), help);
+        assertTrue(help.contains("a node's setting, the master serves both"), help);
     }
 
     @Test

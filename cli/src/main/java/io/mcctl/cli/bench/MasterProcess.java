@@ -72,22 +72,47 @@ public final class MasterProcess implements AutoCloseable {
         prepare.accept(builder);
         long started = System.nanoTime();
         Process process = builder.start();
-        long deadline = started + timeout.toNanos();
+        Matcher m = awaitLine(process, out, err, SERVING, timeout, "the master");
+        return new MasterProcess(process, Integer.parseInt(m.group(1)), out, err, started, System.nanoTime());
+    }
+
+    /**
+     * Waits until {@code process} prints a line matching {@code serving} to {@code out}; kills it when it exits first or
+     * does not print it within {@code timeout}, with its stderr in the message.
+     */
+    static Matcher awaitLine(Process process, Path out, Path err, Pattern serving, Duration timeout, String what)
+            throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
         try {
             while (System.nanoTime() < deadline) {
-                Matcher m = SERVING.matcher(Files.readString(out));
+                Matcher m = serving.matcher(Files.readString(out));
                 if (m.find()) {
-                    return new MasterProcess(process, Integer.parseInt(m.group(1)), out, err, started, System.nanoTime());
+                    return m;
                 }
                 if (!process.isAlive()) {
-                    throw new IOException("the master exited with " + process.exitValue() + ": " + Files.readString(err).strip());
+                    throw new IOException(what + " exited with " + process.exitValue() + ": " + Files.readString(err).strip());
                 }
                 Thread.sleep(5);
             }
-            throw new IOException("the master did not serve within " + timeout.toSeconds() + " s: " + Files.readString(err).strip());
+            throw new IOException(what + " did not serve within " + timeout.toSeconds() + " s: " + Files.readString(err).strip());
         } catch (IOException | InterruptedException | RuntimeException e) {
             process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw e;
+        }
+    }
+
+    /** SIGTERM, kill -9 after 20 s, then its output files go. */
+    static void stop(Process process, Path... outputs) throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(20, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        try {
+            for (Path output : outputs) {
+                Files.deleteIfExists(output);
+            }
+        } catch (IOException e) {
+            // temp files: the system cleans them up
         }
     }
 
@@ -121,15 +146,6 @@ public final class MasterProcess implements AutoCloseable {
     /** SIGTERM, as an operator stops it; kill -9 after 20 s. */
     @Override
     public void close() throws InterruptedException {
-        process.destroy();
-        if (!process.waitFor(20, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-        }
-        try {
-            Files.deleteIfExists(out);
-            Files.deleteIfExists(err);
-        } catch (IOException e) {
-            // temp files: the system cleans them up
-        }
+        stop(process, out, err);
     }
 }

@@ -188,8 +188,10 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
         if (!config.get(StorageSettings.PAGE_MODE)) {
-            throw new CliException(ExitCodes.USAGE, "page_mode false (from " + config.sourceOf(StorageSettings.PAGE_MODE)
-                    + ") selects the legacy per-key model, which this version of mcctl does not build; use page_mode true");
+            // page_mode belongs to the writers (the RFC reads it in each node's storage backend and rolls it out node by
+            // node), so the master serves both kinds at once whatever its own value.
+            LOG.info("page_mode false (from {}): page_mode is each node's setting (mcctl node start); this master serves page-mode "
+                    + "(DISTRIBUTED_DISK) and per-key (LOCAL_DISK) offloads alike", config.sourceOf(StorageSettings.PAGE_MODE));
         }
         BucketLayout layout = StorageSettings.layout(config);
         requireDirectoryRoot(layout.root());

@@ -470,6 +470,37 @@ public final class MasterClient implements AutoCloseable {
         return read(() -> stub().getStats(GetStatsRequest.getDefaultInstance()));
     }
 
+    // ---- nodes and the owner-coupled LOCAL_DISK path ----
+
+    /** RegisterClient; returns the master's TTL in milliseconds. Never retried (a second try would meet the first). */
+    public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode) {
+        return mutate(() -> stub().registerClient(io.mcctl.master.proto.v1.RegisterClientRequest.newBuilder().setClientId(clientId)
+                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).build())).getTtlMs();
+    }
+
+    public io.mcctl.master.proto.v1.PingResponse ping(String clientId) {
+        return mutate(() -> stub().ping(io.mcctl.master.proto.v1.PingRequest.newBuilder().setClientId(clientId).build()));
+    }
+
+    public void putStart(String clientId, String tenant, String key, long size, io.mcctl.master.proto.v1.ReplicaType type) {
+        mutate(() -> stub().putStart(io.mcctl.master.proto.v1.PutStartRequest.newBuilder().setClientId(clientId).setTenantId(tenant)
+                .setKey(key).setSize(size).setReplicaType(type).build()));
+    }
+
+    public void putEnd(String clientId, String tenant, String key, io.mcctl.master.proto.v1.ReplicaType type, int crc32c) {
+        mutate(() -> stub().putEnd(io.mcctl.master.proto.v1.PutEndRequest.newBuilder().setClientId(clientId).setTenantId(tenant)
+                .setKey(key).setReplicaType(type).setCrc32C(crc32c).build()));
+    }
+
+    public void putRevoke(String clientId, String tenant, String key, io.mcctl.master.proto.v1.ReplicaType type) {
+        mutate(() -> stub().putRevoke(io.mcctl.master.proto.v1.PutRevokeRequest.newBuilder().setClientId(clientId).setTenantId(tenant)
+                .setKey(key).setReplicaType(type).build()));
+    }
+
+    public io.mcctl.master.proto.v1.ListClientsResponse listClients() {
+        return read(() -> stub().listClients(io.mcctl.master.proto.v1.ListClientsRequest.getDefaultInstance()));
+    }
+
     @Override
     public void close() {
         if (session != null) {

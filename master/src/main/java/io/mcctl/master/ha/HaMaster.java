@@ -22,6 +22,7 @@ import io.mcctl.master.proto.v1.GetMasterStatusResponse;
 import io.mcctl.master.proto.v1.MasterServiceGrpc;
 import io.mcctl.master.security.MasterSecurity;
 import io.mcctl.master.security.SecurityConfigException;
+import io.mcctl.master.server.ClientRegistry;
 import io.mcctl.master.server.LayoutGrowth;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterMetrics;
@@ -85,7 +86,7 @@ public final class HaMaster implements AutoCloseable {
 
     /** One leadership: what a leader serves with, dropped whole when it is deposed. */
     private record Term(long epoch, LeaderLease lease, PageService pages, WriteAheadLog wal, Snapshotter snapshotter, MasterMetrics metrics,
-                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods) {
+                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods, ClientRegistry clients) {
     }
 
     private final Options options;
@@ -351,6 +352,9 @@ public final class HaMaster implements AutoCloseable {
         // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
         MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
+        // Nodes register with the leader of the term, as they do with a restarted master: the registry lives in memory.
+        ClientRegistry clients = new ClientRegistry(MasterServer.clientTtl(options.master()), System::nanoTime);
+        service.serveClients(clients);
         ServerServiceDefinition served = io.grpc.ServerInterceptors.intercept(MasterServer.intercepted(service, security, metrics),
                 new LeaseGuard(held, epoch));
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();
@@ -360,10 +364,11 @@ public final class HaMaster implements AutoCloseable {
         ScheduledExecutorService housekeeping = MasterServer.housekeeping(pages, snapshotter, options.master().snapshotInterval());
         if (!held.valid()) {
             housekeeping.shutdownNow();
+            clients.close();
             wal.close();
             throw new IOException("the leader lease of epoch " + epoch + " lapsed while taking over: " + held.lostReason());
         }
-        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods);
+        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods, clients);
         lock.leading(address, epoch);
         leaderAddress = address;
         role = Role.LEADER;
@@ -406,6 +411,7 @@ public final class HaMaster implements AutoCloseable {
         term = null;
         leading.pages().refuseChanges(reason);
         leading.housekeeping().shutdownNow();
+        leading.clients().close();
         try {
             leading.wal().close();
         } catch (IOException e) {
@@ -607,6 +613,7 @@ public final class HaMaster implements AutoCloseable {
         Term leading = term;
         if (leading != null) {
             leading.housekeeping().shutdownNow();
+            leading.clients().close();
             try {
                 leading.wal().close();
             } catch (IOException e) {

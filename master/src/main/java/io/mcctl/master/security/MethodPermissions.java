@@ -73,6 +73,18 @@ public final class MethodPermissions {
             // Any known caller may open the stream; each request it carries is checked, one by one, by its unary twin's rule
             // (SESSION_TWINS), so a stream can do nothing its caller could not do with the unary calls.
             Map.entry(SESSION, fixed(Permission.CLUSTER_READ)),
+            // Nodes: registering, pinging and listing concern the cluster, not a tenant's keys; a node's own replicas are
+            // its tenants' writes. NodeService (a node's endpoint) has the same names' rules.
+            Map.entry("RegisterClient", fixed(Permission.CLUSTER_READ)),
+            Map.entry("Ping", fixed(Permission.CLUSTER_READ)),
+            Map.entry("ListClients", fixed(Permission.CLUSTER_READ)),
+            tenants("PutStart", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutStartRequest.class, r -> List.of(r.getTenantId())),
+            tenants("PutEnd", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutEndRequest.class, r -> List.of(r.getTenantId())),
+            tenants("PutRevoke", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PutRevokeRequest.class, r -> List.of(r.getTenantId())),
+            tenants("ReadLocalObject", Permission.TENANT_READ, io.mcctl.master.proto.v1.ReadLocalObjectRequest.class, r -> List.of(r.getTenantId())),
+            tenants("WriteObject", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.WriteObjectChunk.class,
+                    r -> r.hasHeader() ? List.of(r.getHeader().getTenantId()) : List.of()),
+            tenants("GetObject", Permission.TENANT_READ, io.mcctl.master.proto.v1.GetObjectRequest.class, r -> List.of(r.getTenantId())),
             Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetMasterStatus", fixed(Permission.CLUSTER_READ)),

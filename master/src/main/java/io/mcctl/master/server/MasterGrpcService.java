@@ -101,6 +101,14 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         return thread;
     });
 
+    /** Nodes and their owner-coupled replicas; null until {@link #serveClients} (then node RPCs are answered). */
+    private volatile ClientRegistry clients;
+
+    /** Serves the node RPCs (RegisterClient, Ping, PutStart, PutEnd, PutRevoke, ListClients) from {@code registry}. */
+    public void serveClients(ClientRegistry registry) {
+        this.clients = registry;
+    }
+
     public MasterGrpcService(PageService pages, LayoutFile.Record layoutRecord, String fsType, Durability durability, Snapshotter snapshotter) {
         this.durability = durability;
         this.snapshotter = snapshotter;
@@ -385,15 +393,21 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void getReplicaList(GetReplicaListRequest request, StreamObserver<GetReplicaListResponse> observer) {
         // A descriptor handed out: leased like any mapping lookup, so the pages cannot be reused under its reader.
-        PageService.KeyDetail detail = orThrow(pages.getMappingDetail(request.getTenantId(), request.getKey()));
-        Placement placement = detail.placement();
-        // Only DISTRIBUTED_DISK replicas exist so far; when other kinds arrive they are listed best first:
-        // MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
-        List<Replica> replicas = ReplicaPriority.sortBestFirst(List.of(Replica.newBuilder()
-                .setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
-                .setDistributedDisk(toWire(placement)).build()));
-        reply(observer, GetReplicaListResponse.newBuilder().addAllReplicas(replicas).setLeaseMs(pages.readLeaseMillis())
-                .setLastUseAgeMs(detail.lastUseAgeMillis()).setPinned(detail.pinned()).build());
+        Result<PageService.KeyDetail> mapped = pages.getMappingDetail(request.getTenantId(), request.getKey());
+        List<Replica> owned = clients == null ? List.of() : clients.replicasOf(request.getTenantId(), request.getKey());
+        if (!mapped.isOk() && (owned.isEmpty() || mapped.error() != ErrorCode.OBJECT_NOT_FOUND)) {
+            orThrow(mapped);
+        }
+        // Listed best first: MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
+        List<Replica> replicas = new java.util.ArrayList<>(owned);
+        GetReplicaListResponse.Builder response = GetReplicaListResponse.newBuilder();
+        if (mapped.isOk()) {
+            PageService.KeyDetail detail = mapped.value();
+            replicas.add(Replica.newBuilder().setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
+                    .setDistributedDisk(toWire(detail.placement())).build());
+            response.setLeaseMs(pages.readLeaseMillis()).setLastUseAgeMs(detail.lastUseAgeMillis()).setPinned(detail.pinned());
+        }
+        reply(observer, response.addAllReplicas(ReplicaPriority.sortBestFirst(replicas)).build());
     }
 
     @Override
@@ -560,5 +574,55 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "layout grow failed: " + e.getMessage()));
             }
         });
+    }
+
+    // ---- nodes and the owner-coupled LOCAL_DISK path (ClientRegistry) ----
+
+    private ClientRegistry clients() {
+        ClientRegistry registry = clients;
+        if (registry == null) {
+            throw WireErrors.exception(ErrorCode.INTERNAL_ERROR, "this master serves no node registry");
+        }
+        return registry;
+    }
+
+    @Override
+    public void registerClient(io.mcctl.master.proto.v1.RegisterClientRequest request,
+                               StreamObserver<io.mcctl.master.proto.v1.RegisterClientResponse> observer) {
+        orThrow(clients().register(request.getClientId(), request.getTransportEndpoint(), request.getLocalDiskDir(), request.getPageMode()));
+        reply(observer, io.mcctl.master.proto.v1.RegisterClientResponse.newBuilder().setTtlMs(clients().ttl().toMillis()).build());
+    }
+
+    @Override
+    public void ping(io.mcctl.master.proto.v1.PingRequest request, StreamObserver<io.mcctl.master.proto.v1.PingResponse> observer) {
+        boolean known = clients().ping(request.getClientId());
+        reply(observer, io.mcctl.master.proto.v1.PingResponse.newBuilder().setTtlMs(clients().ttl().toMillis())
+                .setClientStatus(known ? io.mcctl.master.proto.v1.ClientStatus.CLIENT_OK : io.mcctl.master.proto.v1.ClientStatus.NEED_REGISTER)
+                .build());
+    }
+
+    @Override
+    public void putStart(io.mcctl.master.proto.v1.PutStartRequest request, StreamObserver<io.mcctl.master.proto.v1.PutStartResponse> observer) {
+        orThrow(clients().putStart(request.getClientId(), request.getTenantId(), request.getKey(), request.getSize(), request.getReplicaType()));
+        reply(observer, io.mcctl.master.proto.v1.PutStartResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void putEnd(io.mcctl.master.proto.v1.PutEndRequest request, StreamObserver<io.mcctl.master.proto.v1.PutEndResponse> observer) {
+        orThrow(clients().putEnd(request.getClientId(), request.getTenantId(), request.getKey(), request.getReplicaType(), request.getCrc32C()));
+        reply(observer, io.mcctl.master.proto.v1.PutEndResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void putRevoke(io.mcctl.master.proto.v1.PutRevokeRequest request, StreamObserver<io.mcctl.master.proto.v1.PutRevokeResponse> observer) {
+        orThrow(clients().putRevoke(request.getClientId(), request.getTenantId(), request.getKey(), request.getReplicaType()));
+        reply(observer, io.mcctl.master.proto.v1.PutRevokeResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void listClients(io.mcctl.master.proto.v1.ListClientsRequest request,
+                            StreamObserver<io.mcctl.master.proto.v1.ListClientsResponse> observer) {
+        reply(observer, io.mcctl.master.proto.v1.ListClientsResponse.newBuilder().addAllClients(clients().list())
+                .setTtlMs(clients().ttl().toMillis()).build());
     }
 }

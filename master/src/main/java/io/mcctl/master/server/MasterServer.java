@@ -108,6 +108,19 @@ public final class MasterServer implements AutoCloseable {
     private final WriteAheadLog wal;
     private final Snapshotter snapshotter;
     private final StateRecovery.Recovered recovered;
+    /** Set once by start, before the master is handed out. */
+    private ClientRegistry clients;
+
+    /** The client_ttl in the settings in force (see {@link MasterSettings#CLIENT_TTL}), else Mooncake's 10 s. */
+    public static Duration clientTtl(Options options) {
+        String text = options.settings().get(MasterSettings.CLIENT_TTL.key());
+        return text == null ? ClientRegistry.DEFAULT_TTL : MasterSettings.positive(io.mcctl.storage.config.DurationParser.parse(text));
+    }
+
+    /** The node registry and its owner-coupled replicas. */
+    public ClientRegistry clients() {
+        return clients;
+    }
 
     private MasterServer(Options options, StateLock owner, PageService pages, BucketFiles.InitResult init, Server server,
                          HTTPServer metricsServer, ScheduledExecutorService reaper, WriteAheadLog wal, Snapshotter snapshotter,
@@ -218,13 +231,24 @@ public final class MasterServer implements AutoCloseable {
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
-            return serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
-                    intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
-                            io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
-                                    .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
-                                    .setAddress(options.bindHost() + ":" + server.getPort()).setClusterId(init.layout().clusterId())
-                                    .setAppliedSequence(log == null ? 0 : log.lastDurable()).setLogSequence(log == null ? 0 : log.lastDurable())
-                                    .build()));
+            // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
+            ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
+            service.serveClients(clients);
+            MasterServer master;
+            try {
+                master = serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
+                        intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
+                                io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
+                                        .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
+                                        .setAddress(options.bindHost() + ":" + server.getPort()).setClusterId(init.layout().clusterId())
+                                        .setAppliedSequence(log == null ? 0 : log.lastDurable()).setLogSequence(log == null ? 0 : log.lastDurable())
+                                        .build()));
+            } catch (IOException | RuntimeException e) {
+                clients.close();
+                throw e;
+            }
+            master.clients = clients;
+            return master;
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
             closeQuietly(wal);
@@ -489,6 +513,9 @@ public final class MasterServer implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         reaper.shutdownNow();
+        if (clients != null) {
+            clients.close();
+        }
         metricsServer.stop();
         if (wal != null) {
             try {

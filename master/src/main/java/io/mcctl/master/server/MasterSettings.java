@@ -102,6 +102,13 @@ public final class MasterSettings {
             MasterSettings::optionalPath, s -> s, "a YAML file path (empty: no tokens)",
             "tenant tokens (SHA-256 hashes) and their tenants and roles; read at start and on SIGHUP");
 
+    // ---- nodes (mcctl node start) ----
+
+    public static final Setting<Duration> CLIENT_TTL = Setting.of("client_ttl", "MCCTL_CLIENT_TTL", "--client-ttl", "10s",
+            text -> positive(DurationParser.parse(text)), DurationParser::format, "a positive duration (" + DurationParser.ALLOWED + ")",
+            "a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed "
+                    + "(Mooncake's client_ttl)");
+
     static String optionalPath(String text) {
         return text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString();
     }
@@ -131,7 +138,7 @@ public final class MasterSettings {
 
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
             SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
-            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY);
+            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL);
 
     static double parseFraction(String text) {
         double value;

@@ -43,10 +43,11 @@ class AccessMatrixTest {
     /** What each RPC needs, written out here independently of MethodPermissions. */
     private static final Set<String> TENANT_WRITES = Set.of("AllocateDistributedPage", "BatchAllocateDistributedPage",
             "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove",
-            "RenewDistributedPageAllocation");
+            "RenewDistributedPageAllocation", "PutStart", "PutEnd", "PutRevoke");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
-    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus", "Session");
+    private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus", "Session", "RegisterClient", "Ping",
+            "ListClients");
     /** Each request kind the Session stream carries, with the unary twin whose rule it must follow. */
     private static final Map<String, String> SESSION_KINDS = Map.of("allocate", "BatchAllocateDistributedPage",
             "notify", "NotifyDistributedDiskSuccess", "lookup", "BatchGetDistributedPageMapping", "free", "BatchFreeDistributedPage",

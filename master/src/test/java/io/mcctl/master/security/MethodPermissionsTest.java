@@ -24,6 +24,17 @@ class MethodPermissionsTest {
     }
 
     @Test
+    void every_rpc_of_a_nodes_endpoint_is_declared() {
+        List<String> missing = new ArrayList<>();
+        for (MethodDescriptor<?, ?> method : io.mcctl.master.proto.v1.NodeServiceGrpc.getServiceDescriptor().getMethods()) {
+            if (!MethodPermissions.declared(method.getBareMethodName())) {
+                missing.add(method.getBareMethodName());
+            }
+        }
+        assertEquals(List.of(), missing, "NodeService RPCs without a rule in MethodPermissions");
+    }
+
+    @Test
     void an_undeclared_rpc_needs_admin() {
         assertEquals(Permission.ADMIN, MethodPermissions.ruleOf("SomeFutureRpc").permissionFor(null));
         assertEquals(List.of(), MethodPermissions.ruleOf("SomeFutureRpc").tenantsOf(null));

@@ -14,8 +14,9 @@ public final class StorageSettings {
 
     public static final Setting<Boolean> PAGE_MODE = Setting.of("page_mode", "MOONCAKE_DISTRIBUTED_PAGE_MODE", "--page-mode",
             "true", StorageSettings::parseBoolean, String::valueOf, "true or false",
-            "page mode: objects in pages of shared bucket files; only true is accepted for now "
-                    + "(false, the legacy per-key model, is not built: the master refuses it at start)");
+            "page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), "
+                    + "false one file per key under the node's --local-disk (LOCAL_DISK, owned by the node); a node's setting, "
+                    + "the master serves both");
 
     public static final Setting<Path> ROOT_DIR = Setting.of("root_dir", "MOONCAKE_DISTRIBUTED_ROOT_DIR", "--root",
             DEFAULT_ROOT, StorageSettings::parsePath, Path::toString, "a directory path",

@@ -1,0 +1,485 @@
+package io.mcctl.master.node;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.mcctl.master.client.ClientMetrics;
+import io.mcctl.master.client.ClientSecurity;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.client.TierNode;
+import io.mcctl.master.client.TierWriter;
+import io.mcctl.master.proto.v1.ClientStatus;
+import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.GetObjectRequest;
+import io.mcctl.master.proto.v1.LocalDiskDescriptor;
+import io.mcctl.master.proto.v1.NodeServiceGrpc;
+import io.mcctl.master.proto.v1.ObjectChunk;
+import io.mcctl.master.proto.v1.OffloadMode;
+import io.mcctl.master.proto.v1.ReadLocalObjectRequest;
+import io.mcctl.master.proto.v1.Replica;
+import io.mcctl.master.proto.v1.ReplicaStatus;
+import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.proto.v1.WriteObjectChunk;
+import io.mcctl.master.proto.v1.WriteObjectHeader;
+import io.mcctl.master.proto.v1.WriteObjectResponse;
+import io.mcctl.master.server.WireErrors;
+import io.mcctl.storage.perkey.PerKeyStore;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node ({@code mcctl node start}): registers with the master under a client id that is new at every start, pings it
+ * within every TTL (registering again when the master answers NEED_REGISTER: it restarted, or this node was declared
+ * dead), and serves {@link NodeServiceGrpc NodeService} on its transfer endpoint: reads of the LOCAL_DISK objects it
+ * owns (the owner's side of the RPC hop), offloads through it in either mode, and reads through it.
+ *
+ * <p>Offloads in page mode go to pages of the shared bucket files (DISTRIBUTED_DISK: no owner); offloads with
+ * page_mode false go to one file per key under the node's local disk, recorded with PutStart / PutEnd as a LOCAL_DISK
+ * replica this node owns, exactly the owner-coupled model page mode replaces.
+ */
+public final class NodeServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger("mcctl.node");
+    /** Largest object one offload through a node takes (it is gathered in memory before it is written). */
+    public static final long MAX_OBJECT_BYTES = 1L << 30;
+
+    /**
+     * What a node needs. {@code localDisk} null: no per-key offloads. {@code advertiseHost} null: the listen host, or
+     * this machine's host name when it listens on every address.
+     */
+    public record Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
+                          boolean pageMode, Duration callTimeout, ClientSecurity security) {
+    }
+
+    private final String clientId = UUID.randomUUID().toString();
+    private final Options options;
+    private final MasterClient master;
+    private final TierNode tier;
+    private final String tierProblem;
+    private final PerKeyStore localDisk;
+    private final TierWriter writer;
+    private final ReplicaReader reader;
+    private final ExecutorService handlers;
+    private final ScheduledExecutorService pinger;
+    private Server server;
+    private String endpoint;
+    private volatile long ttlMillis;
+
+    private NodeServer(Options options, MasterClient master, TierNode tier, String tierProblem, PerKeyStore localDisk) {
+        this.options = options;
+        this.master = master;
+        this.tier = tier;
+        this.tierProblem = tierProblem;
+        this.localDisk = localDisk;
+        this.writer = tier == null ? null : new TierWriter(tier);
+        this.reader = new ReplicaReader(master, tier, clientId, localDisk, options.callTimeout());
+        this.handlers = Executors.newFixedThreadPool(4, r -> {
+            Thread thread = new Thread(r, "mcctl-node-handler");
+            thread.setDaemon(true);
+            return thread;
+        });
+        this.pinger = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread thread = new Thread(r, "mcctl-node-ping");
+            thread.setDaemon(true);
+            return thread;
+        });
+    }
+
+    /**
+     * Opens the local disk, checks this node's mount of the shared root (a node without it serves per-key objects
+     * only), listens, registers with the master and starts pinging.
+     *
+     * @throws MasterException when the master cannot be reached or refuses the registration
+     */
+    public static NodeServer start(Options options) throws IOException {
+        PerKeyStore localDisk = options.localDisk() == null ? null : PerKeyStore.open(options.localDisk());
+        MasterClient master = new MasterClient(options.masterTarget(), options.callTimeout(), options.security());
+        TierNode tier = null;
+        String tierProblem = null;
+        try {
+            tier = TierNode.connect(master, true, new ClientMetrics());
+        } catch (MasterException e) {
+            master.close();
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            tierProblem = e.getMessage();
+            LOG.warn("no page mode on this node (offloads in page mode and direct DISTRIBUTED_DISK reads are off): {}", tierProblem);
+        }
+        if (tier == null && localDisk == null) {
+            master.close();
+            throw new IOException("nothing to serve: the shared root is not usable here (" + tierProblem + ") and no --local-disk was given");
+        }
+        NodeServer node = new NodeServer(options, master, tier, tierProblem, localDisk);
+        try {
+            node.listenAndRegister();
+        } catch (IOException | RuntimeException e) {
+            node.close();
+            throw e;
+        }
+        return node;
+    }
+
+    private void listenAndRegister() throws IOException {
+        server = NettyServerBuilder.forAddress(new InetSocketAddress(options.listenHost(), options.listenPort()))
+                .executor(handlers).addService(new Service()).build();
+        try {
+            server.start();
+        } catch (IOException e) {
+            throw new IOException("cannot listen on " + options.listenHost() + ":" + options.listenPort() + ": "
+                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+        }
+        String host = options.advertiseHost();
+        if (host == null) {
+            boolean wildcard = options.listenHost().equals("0.0.0.0") || options.listenHost().equals("::");
+            host = wildcard ? InetAddress.getLocalHost().getHostName() : options.listenHost();
+        }
+        endpoint = host + ":" + server.getPort();
+        ttlMillis = register();
+        // Mooncake pings every second under a 10 s TTL: ten tries before a busy node is declared dead.
+        long every = Math.max(50, Math.min(1000, ttlMillis / 10));
+        pinger.scheduleWithFixedDelay(this::ping, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    private long register() {
+        return master.registerClient(clientId, endpoint, localDisk == null ? "" : localDisk.root().toString(), options.pageMode());
+    }
+
+    private volatile String lastPingFailure;
+
+    private void ping() {
+        try {
+            if (master.ping(clientId).getClientStatus() == ClientStatus.NEED_REGISTER) {
+                LOG.warn("the master at {} does not know client {} (it restarted, or this node missed its TTL): registering again; "
+                        + "the LOCAL_DISK objects it recorded for this node before are gone from it", master.target(), clientId);
+                ttlMillis = register();
+            }
+            if (lastPingFailure != null) {
+                LOG.info("the master at {} answers pings again", master.target());
+                lastPingFailure = null;
+            }
+        } catch (RuntimeException e) {
+            if (!String.valueOf(e.getMessage()).equals(lastPingFailure)) {
+                lastPingFailure = String.valueOf(e.getMessage());
+                LOG.warn("ping failed: {} (will keep trying)", lastPingFailure);
+            }
+        }
+    }
+
+    public String clientId() {
+        return clientId;
+    }
+
+    /** host:port other nodes reach this one at. */
+    public String endpoint() {
+        return endpoint;
+    }
+
+    public int port() {
+        return server.getPort();
+    }
+
+    public long ttlMillis() {
+        return ttlMillis;
+    }
+
+    /** Why this node has no page mode, or null when it has. */
+    public String tierProblem() {
+        return tierProblem;
+    }
+
+    public PerKeyStore localDisk() {
+        return localDisk;
+    }
+
+    public void awaitTermination() throws InterruptedException {
+        server.awaitTermination();
+    }
+
+    @Override
+    public void close() {
+        pinger.shutdownNow();
+        if (server != null) {
+            server.shutdown();
+            try {
+                if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+                    server.shutdownNow();
+                }
+            } catch (InterruptedException e) {
+                server.shutdownNow();
+                Thread.currentThread().interrupt();
+            }
+        }
+        handlers.shutdownNow();
+        reader.close();
+        try {
+            if (tier != null) {
+                tier.close();
+            }
+        } catch (IOException e) {
+            LOG.warn("closing the bucket files failed: {}", e.getMessage());
+        }
+        master.close();
+    }
+
+    // ---- the offload paths ----
+
+    private Replica offload(WriteObjectHeader header, ByteBuffer data) throws IOException {
+        boolean pageMode = switch (header.getMode()) {
+            case PAGE_MODE -> true;
+            case PER_KEY -> false;
+            default -> options.pageMode();
+        };
+        if (pageMode) {
+            if (writer == null) {
+                throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "node " + clientId + " has no page mode (" + tierProblem
+                        + "): offload with page_mode false, or mount the shared root here");
+            }
+            TierWriter.Outcome outcome = writer.offload(header.getTenantId(), List.of(new TierWriter.ObjectSource(header.getKey(),
+                    List.of(data))), false).get(0);
+            if (!outcome.ok()) {
+                throw WireErrors.exception(outcome.code(), outcome.message());
+            }
+            return Replica.newBuilder().setType(ReplicaType.DISTRIBUTED_DISK).setStatus(ReplicaStatus.COMPLETE)
+                    .setDistributedDisk(outcome.descriptor()).build();
+        }
+        if (localDisk == null) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "node " + clientId
+                    + " has no local disk: start it with --local-disk DIR for offloads with page_mode false");
+        }
+        String tenant = header.getTenantId();
+        String key = header.getKey();
+        master.putStart(clientId, tenant, key, data.remaining(), ReplicaType.LOCAL_DISK);
+        int crc;
+        try {
+            crc = localDisk.write(tenant, key, List.of(data));
+        } catch (IOException | RuntimeException e) {
+            revokeQuietly(tenant, key);
+            throw e;
+        }
+        try {
+            master.putEnd(clientId, tenant, key, ReplicaType.LOCAL_DISK, crc);
+        } catch (MasterException e) {
+            // The master did not record it (this node was declared dead meanwhile, say): the file would be an orphan.
+            localDisk.delete(tenant, key);
+            throw e;
+        }
+        return Replica.newBuilder().setType(ReplicaType.LOCAL_DISK).setStatus(ReplicaStatus.COMPLETE)
+                .setLocalDisk(LocalDiskDescriptor.newBuilder().setClientId(clientId).setTransportEndpoint(endpoint)
+                        .setObjectSize(data.remaining()).setCrc32C(crc)).build();
+    }
+
+    private void revokeQuietly(String tenant, String key) {
+        try {
+            master.putRevoke(clientId, tenant, key, ReplicaType.LOCAL_DISK);
+        } catch (MasterException e) {
+            LOG.warn("PutRevoke of '{}' failed: {}", key, e.getMessage());
+        }
+    }
+
+    /** A failure as the status a NodeService caller gets. */
+    private static StatusRuntimeException toStatus(Throwable e) {
+        if (e instanceof StatusRuntimeException status) {
+            return status;
+        }
+        if (e instanceof MasterException master) {
+            return master.unreachable() ? Status.UNAVAILABLE.withDescription(master.getMessage()).asRuntimeException()
+                    : WireErrors.exception(master.code(), master.getMessage());
+        }
+        if (e instanceof NodeException node) {
+            return Status.fromCode(node.code()).withDescription(node.getMessage()).asRuntimeException();
+        }
+        return Status.INTERNAL.withDescription(e.getClass().getSimpleName() + ": " + e.getMessage()).asRuntimeException();
+    }
+
+    /** Where the bytes of an answer come from, chunk by chunk. */
+    private interface ChunkSource {
+        /** Fills {@code into} from {@code from}; returns how many bytes were put. */
+        int read(long from, ByteBuffer into) throws IOException;
+
+        default void close() {
+        }
+    }
+
+    /**
+     * Streams {@code size} bytes of {@code source} in chunks of {@link NodeClient#CHUNK_BYTES}, as fast as the caller
+     * takes them (gRPC's onReady flow control), so a large object never sits whole in the node's send buffers.
+     */
+    private static void stream(ServerCallStreamObserver<ObjectChunk> call, ObjectChunk header, long size, ChunkSource source) {
+        Object lock = new Object();
+        long[] sent = {0};
+        boolean[] finished = {false};
+        Runnable pump = () -> {
+            synchronized (lock) {
+                try {
+                    while (!finished[0] && call.isReady()) {
+                        int n = (int) Math.min(NodeClient.CHUNK_BYTES, size - sent[0]);
+                        ByteBuffer chunk = ByteBuffer.allocate(n);
+                        if (n > 0 && source.read(sent[0], chunk) != n) {
+                            throw new IOException("the object ended " + (sent[0] + chunk.position()) + " bytes in, before its " + size);
+                        }
+                        ObjectChunk.Builder message = sent[0] == 0 ? header.toBuilder() : ObjectChunk.newBuilder();
+                        call.onNext(message.setData(ByteString.copyFrom(chunk.flip())).build());
+                        sent[0] += n;
+                        if (sent[0] >= size) {
+                            finished[0] = true;
+                            source.close();
+                            call.onCompleted();
+                        }
+                    }
+                } catch (IOException | RuntimeException e) {
+                    finished[0] = true;
+                    source.close();
+                    call.onError(toStatus(e));
+                }
+            }
+        };
+        call.setOnCancelHandler(() -> {
+            synchronized (lock) {
+                finished[0] = true;
+                source.close();
+            }
+        });
+        call.setOnReadyHandler(pump);
+        pump.run();
+    }
+
+    private final class Service extends NodeServiceGrpc.NodeServiceImplBase {
+
+        @Override
+        public void readLocalObject(ReadLocalObjectRequest request, StreamObserver<ObjectChunk> observer) {
+            ServerCallStreamObserver<ObjectChunk> call = (ServerCallStreamObserver<ObjectChunk>) observer;
+            try {
+                PerKeyStore.Entry entry = localDisk == null ? null : localDisk.find(request.getTenantId(), request.getKey());
+                if (entry == null) {
+                    throw WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no LOCAL_DISK object for key '"
+                            + request.getKey() + "' of tenant " + request.getTenantId());
+                }
+                FileChannel in = FileChannel.open(entry.file(), StandardOpenOption.READ);
+                stream(call, ObjectChunk.newBuilder().setObjectSize(entry.size()).setCrc32C(entry.crc32c())
+                        .setReplicaType(ReplicaType.LOCAL_DISK).setSource(clientId).build(), entry.size(), new ChunkSource() {
+                            @Override
+                            public int read(long from, ByteBuffer into) throws IOException {
+                                return PerKeyStore.readChunk(in, entry, from, into);
+                            }
+
+                            @Override
+                            public void close() {
+                                try {
+                                    in.close();
+                                } catch (IOException e) {
+                                    LOG.debug("close failed", e);
+                                }
+                            }
+                        });
+            } catch (IOException | RuntimeException e) {
+                observer.onError(toStatus(e));
+            }
+        }
+
+        @Override
+        public void getObject(GetObjectRequest request, StreamObserver<ObjectChunk> observer) {
+            ServerCallStreamObserver<ObjectChunk> call = (ServerCallStreamObserver<ObjectChunk>) observer;
+            NodeClient.Read read;
+            try {
+                read = reader.read(request.getTenantId(), request.getKey());
+            } catch (RuntimeException e) {
+                observer.onError(toStatus(e));
+                return;
+            }
+            ByteBuffer data = read.data();
+            stream(call, ObjectChunk.newBuilder().setObjectSize(data.remaining()).setCrc32C(read.crc32c()).setReplicaType(read.type())
+                    .setSource(read.source()).addAllSkipped(read.skipped()).build(), data.remaining(), (from, into) -> {
+                        ByteBuffer view = data.duplicate().position((int) from);
+                        view.limit((int) Math.min(data.limit(), from + into.remaining()));
+                        int n = view.remaining();
+                        into.put(view);
+                        return n;
+                    });
+        }
+
+        @Override
+        public StreamObserver<WriteObjectChunk> writeObject(StreamObserver<WriteObjectResponse> observer) {
+            return new StreamObserver<>() {
+                private WriteObjectHeader header;
+                private ByteBuffer data;
+                private boolean failed;
+
+                @Override
+                public void onNext(WriteObjectChunk chunk) {
+                    if (failed) {
+                        return;
+                    }
+                    if (header == null) {
+                        if (!chunk.hasHeader()) {
+                            fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, "an offload starts with a header chunk"));
+                            return;
+                        }
+                        header = chunk.getHeader();
+                        if (header.getSize() < 1 || header.getSize() > MAX_OBJECT_BYTES) {
+                            fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, "size " + header.getSize() + " is outside 1.."
+                                    + MAX_OBJECT_BYTES + " bytes for an offload through a node"));
+                            return;
+                        }
+                        data = ByteBuffer.allocate((int) header.getSize());
+                        return;
+                    }
+                    if (!chunk.hasData() || chunk.getData().size() > data.remaining()) {
+                        fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, chunk.hasData() ? "more bytes than the header's size "
+                                + header.getSize() : "a second header in one offload"));
+                        return;
+                    }
+                    chunk.getData().copyTo(data);
+                }
+
+                private void fail(StatusRuntimeException e) {
+                    failed = true;
+                    data = null;
+                    observer.onError(e);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    data = null; // the caller went away: nothing was recorded
+                }
+
+                @Override
+                public void onCompleted() {
+                    if (failed) {
+                        return;
+                    }
+                    if (header == null || data.hasRemaining()) {
+                        fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, header == null ? "an offload with no header"
+                                : "offload of '" + header.getKey() + "' ended after " + data.position() + " of " + header.getSize() + " bytes"));
+                        return;
+                    }
+                    try {
+                        Replica replica = offload(header, data.flip());
+                        observer.onNext(WriteObjectResponse.newBuilder().setReplica(replica).build());
+                        observer.onCompleted();
+                    } catch (IOException | RuntimeException e) {
+                        observer.onError(toStatus(e));
+                    }
+                }
+            };
+        }
+    }
+}
