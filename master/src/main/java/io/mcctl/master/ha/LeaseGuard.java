@@ -30,8 +30,9 @@ final class LeaseGuard implements ServerInterceptor {
     @Override
     public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers, ServerCallHandler<Q, A> next) {
         AtomicBoolean refused = new AtomicBoolean();
+        AtomicBoolean delivered = new AtomicBoolean();
         if (!lease.valid()) {
-            refuse(call, refused);
+            refuse(call, refused, false);
             return new ServerCall.Listener<>() {
             };
         }
@@ -59,9 +60,10 @@ final class LeaseGuard implements ServerInterceptor {
                     return;
                 }
                 if (lease.valid()) {
+                    delivered.set(true);
                     super.onMessage(message);
                 } else {
-                    refuse(call, refused);
+                    refuse(call, refused, delivered.get());
                 }
             }
 
@@ -74,10 +76,19 @@ final class LeaseGuard implements ServerInterceptor {
         };
     }
 
-    private void refuse(ServerCall<?, ?> call, AtomicBoolean refused) {
+    /**
+     * Closes the call. When nothing of it reached the service, the refusal carries the leader trailer (empty: ask etcd),
+     * which tells a client the call was not acted on and may be sent to the leader whatever it is; a stream that had
+     * requests served before goes without it, since their outcomes are unknown.
+     */
+    private void refuse(ServerCall<?, ?> call, AtomicBoolean refused, boolean anythingDelivered) {
         if (refused.compareAndSet(false, true)) {
+            Metadata trailers = new Metadata();
+            if (!anythingDelivered) {
+                trailers.put(io.mcctl.master.etcd.LeaderRedirect.LEADER, "");
+            }
             call.close(Status.UNAVAILABLE.withDescription("this master lost its leader lease (epoch " + epoch + "): "
-                    + lease.lostReason() + "; ask the current leader"), new Metadata());
+                    + lease.lostReason() + "; ask the current leader"), trailers);
         }
     }
 }
