@@ -740,7 +740,7 @@ public final class PageService {
         long target = (long) (policy.lowWatermark() * total);
         long evicted = 0;
         while (inUse > target && evicted < maxEvictions) {
-            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null);
+            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null, 0);
             if (freed < 0) {
                 break; // nothing left to evict
             }
@@ -764,7 +764,7 @@ public final class PageService {
         long waiting = 0;
         for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages) && waiting < pages; i++) {
             long quarantinedBefore = quarantine.pages();
-            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null);
+            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null, pages);
             if (taken < 0) {
                 return;
             }
@@ -776,7 +776,7 @@ public final class PageService {
     private void evictWithinQuota(String tenant, PageState.TenantUsage usage, long size, long quota) {
         String prefix = KeyRules.scopedKey(tenant, "");
         for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota; i++) {
-            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix) < 0) {
+            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix, 0) < 0) {
                 return;
             }
         }
@@ -899,8 +899,13 @@ public final class PageService {
      * from a random start (each under its own lock, one at a time), after checking under its lock again that it has not
      * changed. Returns the pages it took out of use, 0 when the chosen one changed meanwhile, -1 when no shard holds a
      * committed mapping.
+     *
+     * <p>{@code roomPages} > 0: the eviction is for an allocation of that many pages that found no run, and a sampled
+     * object whose pages join the free pages beside it into a run that long goes before any that does not (then by
+     * age). With objects of mixed sizes the least recently used ones are rarely neighbours, so evicting by age alone
+     * can free many pages and still leave no run long enough; with one size every victim qualifies and this is LRU.
      */
-    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix) {
+    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages) {
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         int start = random.nextInt(KeyTable.SHARDS);
         String victimKey = null;
@@ -909,6 +914,7 @@ public final class PageService {
         long victimUsed = 0;
         boolean victimPinned = false;
         long bestAge = Long.MAX_VALUE;
+        boolean victimJoins = false;
         int sampled = 0;
         long now = state.now();
         for (int i = 0; i < KeyTable.SHARDS && sampled < EVICTION_SAMPLES; i++) {
@@ -938,7 +944,9 @@ public final class PageService {
                     // now when the room is wanted at once.
                     long age = entry.pinned ? Long.MAX_VALUE
                             : preferUnleased && entry.leaseUntilNanos - now > 0 ? Long.MAX_VALUE - 1 : entry.lastUsedNanos;
-                    if (victim == null || age < bestAge) {
+                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1 && makesRun(entry.committed(), roomPages);
+                    if (victim == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
+                        victimJoins = joins;
                         bestAge = age;
                         victimKey = shard.sampleKeys[k];
                         victimShard = shard;
@@ -972,6 +980,13 @@ public final class PageService {
         } finally {
             victimShard.lock.unlock();
         }
+    }
+
+    /** Whether freeing {@code placement} would leave a run of at least {@code pages} free pages in its bucket. */
+    private boolean makesRun(Placement placement, long pages) {
+        long own = layout().pagesFor(placement.size());
+        return own >= pages || own + space.allocators[placement.bucket()].freePagesBeside(placement.offset() / layout().pageSize(), own,
+                pages - own) >= pages;
     }
 
     private LongAdder evictedCount(Change.RemoveReason reason) {

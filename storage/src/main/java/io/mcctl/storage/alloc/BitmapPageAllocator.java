@@ -254,6 +254,23 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         return allocated;
     }
 
+    /**
+     * Free pages next to the allocated range {@code [firstPage, firstPage + count)}, before and after it, counting at
+     * most {@code enough} in all: freeing the range would leave a run of {@code count} plus this. Eviction asks it to
+     * find an object whose pages join free neighbours into a run long enough for an allocation that found none.
+     */
+    public synchronized long freePagesBeside(long firstPage, long count, long enough) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "look beside");
+        long found = 0;
+        for (long page = firstPage - 1; page >= 0 && found < enough && (words[(int) (page >>> 6)] & (1L << page)) == 0; page--) {
+            found++;
+        }
+        for (long page = firstPage + count; page < pageCount && found < enough && (words[(int) (page >>> 6)] & (1L << page)) == 0; page++) {
+            found++;
+        }
+        return found;
+    }
+
     /** Length of the longest run of free pages. */
     public synchronized long largestFreeRun() {
         ensureSummaries();
