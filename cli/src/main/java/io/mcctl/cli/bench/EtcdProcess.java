@@ -35,7 +35,7 @@ public final class EtcdProcess implements AutoCloseable {
     /** Fails in one line naming the Debian package when {@code binary} is not an executable file. */
     public static void checkInstalled(Path binary) {
         if (!Files.isRegularFile(binary) || !Files.isExecutable(binary)) {
-            throw new CliException(ExitCodes.USAGE, "etcd is not installed at " + binary
+            throw new CliException(ExitCodes.FAILED, "etcd is not installed at " + binary
                     + ": install Debian's package etcd-server (apt-get install etcd-server), or name the etcd binary with --etcd");
         }
     }
