@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench failover' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -392,7 +392,7 @@ complete -c mcctl -n '__mcctl_at layout' -s x -l stacktrace -d 'On error, print 
 complete -c mcctl -n '__mcctl_at layout grow' -f
 complete -c mcctl -n '__mcctl_at layout grow' -l bucket-size -x -d 'The new size of every bucket (e.g.'
 complete -c mcctl -n '__mcctl_at layout grow' -l preallocate -d 'Also reserve real space for the whole new size (fallocate), so that writes into it cannot fail for want of space.'
-complete -c mcctl -n '__mcctl_at layout grow' -l master -x -d 'Master address (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at layout grow' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
 complete -c mcctl -n '__mcctl_at layout grow' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
 complete -c mcctl -n '__mcctl_at layout grow' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
 complete -c mcctl -n '__mcctl_at layout grow' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
@@ -411,6 +411,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pr
 complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
 complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys drawn from a Zipf distribution over a key space three times the tier\'s capacity, a mapping lookup per request and an offload (BatchAllocate + Notify, no data) on each miss, against an evicting master; replay the same trace through an exact LRU cache of the same capacity in objects; report both hit ratios.'
+complete -c mcctl -n '__mcctl_at bench' -a 'failover' -d 'Starts etcd (one member on free loopback ports over a temporary directory) and two masters with --ha as processes of their own over one temporary root (256 x 4GiB sparse buckets, 64KiB pages), fills the state with --mappings mappings (offload cycles without data, 8 callers, batch 64) and takes a snapshot.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -491,6 +492,19 @@ complete -c mcctl -n '__mcctl_at bench cache' -l seed -x -d 'Seed of the traces 
 complete -c mcctl -n '__mcctl_at bench cache' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench cache' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench cache' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench failover
+complete -c mcctl -n '__mcctl_at bench failover' -f
+complete -c mcctl -n '__mcctl_at bench failover' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench failover' -l mappings -x -d 'Mappings in the state before the first kill, rounded down to a multiple of 512 (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench failover' -l rounds -x -d 'Kills of the leader (default: 10).'
+complete -c mcctl -n '__mcctl_at bench failover' -l lease-ttl -x -d 'The masters\' --ha-lease-ttl, whole seconds (default: 5s, the masters\' default).'
+complete -c mcctl -n '__mcctl_at bench failover' -l throughput-rounds -x -d 'Throughput rounds per mode (with --ha, without), interleaved; 0 skips the comparison (default: 5).'
+complete -c mcctl -n '__mcctl_at bench failover' -l throughput-keys -x -d 'Keys offloaded per throughput round, rounded down to a multiple of 512 (default: 100000).'
+complete -c mcctl -n '__mcctl_at bench failover' -l etcd -r -F -d 'The etcd binary (Debian\'s package etcd-server) (default: /usr/bin/etcd).'
+complete -c mcctl -n '__mcctl_at bench failover' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench failover' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench failover' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f
