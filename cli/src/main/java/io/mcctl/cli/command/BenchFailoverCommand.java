@@ -200,6 +200,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             report.put("summary", summary);
         } finally {
             for (MasterProcess master : live.values()) {
+                master.process().destroyForcibly(); // at once, even when this run was interrupted; the root is thrown away
                 master.close();
             }
             live.clear();
@@ -252,7 +253,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                             + " min of killing the leader " + oldAddress);
                 }
             }
-            poller.join(STEP_LIMIT.toMillis());
+            poller.join(10_000); // an offload succeeded, so a new leader holds the key already
             stopPolling.set(true);
             load.join(STEP_LIMIT.toMillis());
             if (keyChanges[0] < 0 || keyChanges[1] < 0) {
