@@ -202,6 +202,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench cache" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench crossnode" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench layout" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench failover" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -253,9 +254,11 @@ function _complete_mcctl() {
   local cmds45=(bench cache)
   local cmds46=(bench crossnode)
   local cmds47=(bench layout)
-  local cmds48=(config show)
+  local cmds48=(bench failover)
+  local cmds49=(config show)
 
-  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
   if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
   if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
   if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
@@ -1025,7 +1028,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode layout"
+  local commands="allocator master io restart fsck cache crossnode layout failover"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -2501,6 +2504,57 @@ function _picocli_mcctl_bench_layout() {
       ;;
     '--size')
       return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `failover` subcommand.
+function _picocli_mcctl_bench_failover() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--mappings' '--rounds' '--lease-ttl' '--throughput-rounds' '--throughput-keys' '--etcd'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--mappings')
+      return
+      ;;
+    '--rounds')
+      return
+      ;;
+    '--lease-ttl')
+      return
+      ;;
+    '--throughput-rounds')
+      return
+      ;;
+    '--throughput-keys')
+      return
+      ;;
+    '--etcd')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
   esac
 
