@@ -82,7 +82,16 @@ public final class MasterClient implements AutoCloseable {
 
     /** @throws IllegalArgumentException when a TLS file cannot be used (one line naming it) */
     public MasterClient(String target, Duration callTimeout, ClientSecurity security) {
-        this(target, callTimeout, security, Transport.STREAM);
+        this(target, callTimeout, security, defaultTransport(target));
+    }
+
+    /**
+     * The Session stream for one master; unary calls for masters found through etcd, since only a unary call is sent
+     * again to the new leader after a fail-over when that is safe (docs/ha.md), while a stream cut by the leader's
+     * death fails every request on it at once, even those it never sent.
+     */
+    static Transport defaultTransport(String target) {
+        return io.mcctl.master.etcd.EtcdTarget.names(target) ? Transport.UNARY : Transport.STREAM;
     }
 
     /** @throws IllegalArgumentException when a TLS file cannot be used (one line naming it) */
