@@ -36,18 +36,35 @@ final class MasterSession {
 
     /** Sends {@code request} (its id is set here); the future completes with its answer or fails with a StatusRuntimeException. */
     SettableFuture<SessionResponse> send(SessionRequest.Builder request) {
-        Stream stream;
-        long id;
-        synchronized (this) {
-            if (current == null || current.ended) {
-                current = new Stream();
-                current.open(stub);
+        // A stream can end between being picked and taking the request (a master that died, or a new stream whose
+        // connection was refused at once): the request was not sent on it, so it goes on a fresh one. After a few such
+        // streams the request fails with the last one's status, which says why (a refused connection: never sent).
+        StatusRuntimeException lastFailure = null;
+        for (int attempt = 0; attempt < STREAMS_PER_REQUEST; attempt++) {
+            Stream stream;
+            long id;
+            synchronized (this) {
+                if (current == null || current.ended) {
+                    current = new Stream();
+                    current.open(stub);
+                }
+                stream = current;
+                id = ++nextId;
             }
-            stream = current;
-            id = ++nextId;
+            SettableFuture<SessionResponse> answer = stream.send(request.setId(id).build());
+            if (answer != null) {
+                return answer;
+            }
+            lastFailure = stream.failure;
         }
-        return stream.send(request.setId(id).build());
+        SettableFuture<SessionResponse> failed = SettableFuture.create();
+        failed.setException(lastFailure != null ? lastFailure
+                : Status.UNAVAILABLE.withDescription("the stream to the master ended").asRuntimeException());
+        return failed;
     }
+
+    /** Fresh streams one request is tried on when each ends before taking it. */
+    private static final int STREAMS_PER_REQUEST = 3;
 
     /** Half-closes the open stream, if any, so the master ends it once its answers are out. */
     void close() {
@@ -80,6 +97,8 @@ final class MasterSession {
         private final Object sendLock = new Object();
         private ClientCallStreamObserver<SessionRequest> requests;
         private volatile boolean ended;
+        /** Why the stream ended; written before {@code ended}. */
+        private volatile StatusRuntimeException failure;
 
         void open(MasterServiceGrpc.MasterServiceStub stub) {
             stub.session(this);
@@ -90,15 +109,20 @@ final class MasterSession {
             this.requests = requestStream;
         }
 
+        /** The request's answer, or null when the stream had ended before it could be sent (so it was not). */
         SettableFuture<SessionResponse> send(SessionRequest request) {
             SettableFuture<SessionResponse> answer = SettableFuture.create();
-            // If the caller gives up (its deadline), nothing more is kept for it; a late answer is dropped.
-            answer.addListener(() -> waiting.remove(request.getId()), Runnable::run);
-            waiting.put(request.getId(), answer);
             synchronized (sendLock) {
                 if (ended) {
-                    answer.setException(Status.UNAVAILABLE.withDescription("the stream to the master ended").asRuntimeException());
-                    return answer;
+                    return null;
+                }
+                // If the caller gives up (its deadline), nothing more is kept for it; a late answer is dropped.
+                answer.addListener(() -> waiting.remove(request.getId()), Runnable::run);
+                waiting.put(request.getId(), answer);
+                if (ended) {
+                    // ended while being registered: end() may have missed it, and it was not sent
+                    waiting.remove(request.getId());
+                    return null;
                 }
                 try {
                     requests.onNext(request);
@@ -136,6 +160,7 @@ final class MasterSession {
         }
 
         private void end(StatusRuntimeException failure) {
+            this.failure = failure;
             ended = true;
             for (Long id : waiting.keySet()) {
                 SettableFuture<SessionResponse> answer = waiting.remove(id);
