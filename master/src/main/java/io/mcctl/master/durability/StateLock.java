@@ -104,24 +104,8 @@ public final class StateLock implements AutoCloseable {
         if (mine != null) {
             throw new StateInUseException(mine.holder());
         }
-        Path file = realDir.resolve(FILE_NAME);
-        FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        FileLock lock;
-        try {
-            lock = channel.tryLock();
-        } catch (IOException | RuntimeException e) {
-            channel.close();
-            throw e;
-        }
-        if (lock == null) {
-            Holder holder;
-            try {
-                holder = readHolder(realDir, channel);
-            } finally {
-                channel.close();
-            }
-            throw new StateInUseException(holder);
-        }
+        FileChannel channel = openLockFile(realDir);
+        FileLock lock = lockOrRefuse(realDir, channel, false);
         StateLock taken = new StateLock(stateDir, realDir, channel, lock);
         HELD.put(realDir, taken);
         try {
@@ -135,6 +119,32 @@ public final class StateLock implements AutoCloseable {
             throw e;
         }
         return taken;
+    }
+
+    private static FileChannel openLockFile(Path realDir) throws IOException {
+        return FileChannel.open(realDir.resolve(FILE_NAME), StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    }
+
+    /** The kernel lock on the open lock file, exclusive or {@code shared}; when another process holds it, the channel is
+     *  closed and the refusal names that holder. */
+    private static FileLock lockOrRefuse(Path realDir, FileChannel channel, boolean shared) throws IOException {
+        FileLock lock;
+        try {
+            lock = channel.tryLock(0, Long.MAX_VALUE, shared);
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+        if (lock == null) {
+            Holder holder;
+            try {
+                holder = readHolder(realDir, channel);
+            } finally {
+                channel.close();
+            }
+            throw new StateInUseException(holder);
+        }
+        return lock;
     }
 
     /**
@@ -158,24 +168,8 @@ public final class StateLock implements AutoCloseable {
                 held.holds++;
                 return held;
             }
-            Path file = realDir.resolve(FILE_NAME);
-            FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
-            FileLock lock;
-            try {
-                lock = channel.tryLock(0, Long.MAX_VALUE, true);
-            } catch (IOException | RuntimeException e) {
-                channel.close();
-                throw e;
-            }
-            if (lock == null) {
-                Holder holder;
-                try {
-                    holder = readHolder(realDir, channel);
-                } finally {
-                    channel.close();
-                }
-                throw new StateInUseException(holder);
-            }
+            FileChannel channel = openLockFile(realDir);
+            FileLock lock = lockOrRefuse(realDir, channel, true);
             StateLock taken = new StateLock(stateDir, realDir, channel, lock, true);
             SHARED.put(realDir, taken);
             return taken;

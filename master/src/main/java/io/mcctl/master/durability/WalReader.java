@@ -219,16 +219,7 @@ public final class WalReader {
                                     record = null;
                                     skippedSequence = peeked;
                                 } else {
-                                    try {
-                                        record = WalRecord.parseFrom(bytes);
-                                    } catch (InvalidProtocolBufferException e) {
-                                        throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
-                                    }
-                                    if (record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET) {
-                                        throw new UnreadableStateException(segment.path(), offset, "record " + record.getSequence()
-                                                + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
-                                    }
-                                    checkEpoch(record, epoch, segment.path(), offset);
+                                    record = decode(bytes, epoch, segment.path(), offset);
                                 }
                             }
                         }
@@ -402,17 +393,7 @@ public final class WalReader {
                     offset += FrameCodec.HEADER_BYTES + length; // before where the follower starts (placed by sequence)
                     continue;
                 }
-                WalRecord record;
-                try {
-                    record = WalRecord.parseFrom(bytes);
-                } catch (InvalidProtocolBufferException e) {
-                    throw new CorruptStateException(segment.path(), offset, "record does not decode: " + e.getMessage());
-                }
-                if (record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET) {
-                    throw new UnreadableStateException(segment.path(), offset, "record " + record.getSequence()
-                            + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
-                }
-                checkEpoch(record, plan.epochs()[s], segment.path(), offset);
+                WalRecord record = decode(bytes, plan.epochs()[s], segment.path(), offset);
                 if (record.getSequence() != last + 1) {
                     throw new CorruptStateException(segment.path(), offset, "sequence " + record.getSequence() + " where " + (last + 1) + " was due");
                 }
@@ -433,6 +414,22 @@ public final class WalReader {
     }
 
     /** A record must carry its segment's leader epoch: one of another epoch is refused, never applied. */
+    /** One framed record decoded and checked: a known change kind, of the epoch its segment was written in. */
+    private static WalRecord decode(byte[] bytes, long epoch, Path file, long offset) throws IOException {
+        WalRecord record;
+        try {
+            record = WalRecord.parseFrom(bytes);
+        } catch (InvalidProtocolBufferException e) {
+            throw new CorruptStateException(file, offset, "record does not decode: " + e.getMessage());
+        }
+        if (record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET) {
+            throw new UnreadableStateException(file, offset, "record " + record.getSequence()
+                    + " holds a change this mcctl does not know (written by a newer mcctl?); upgrade mcctl to read it");
+        }
+        checkEpoch(record, epoch, file, offset);
+        return record;
+    }
+
     private static void checkEpoch(WalRecord record, long segmentEpoch, Path file, long offset) throws IOException {
         if (record.getLeaderEpoch() != segmentEpoch) {
             throw new CorruptStateException(file, offset, "record " + record.getSequence() + " of leader epoch " + record.getLeaderEpoch()
