@@ -210,9 +210,10 @@ class HaFailoverProcessTest {
     @Test
     void losing_one_etcd_member_of_three_keeps_the_service_and_losing_all_stops_changes_with_the_reason() throws Exception {
         etcd = EtcdCluster.start(dir.resolve("etcd"), 3);
-        // A lease longer than etcd's own election (1 s timeout here): losing the member that leads etcd costs one.
-        startMaster("6s");
-        startMaster("6s");
+        // A lease well beyond etcd's own election (1 s timeout here), which losing the member that leads etcd costs, and
+        // beyond the keep-alive stalls of a loaded two-core machine while it happens.
+        startMaster("10s");
+        startMaster("10s");
         McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
         etcd.kill(0); // the first endpoint, the one every master asks first
         try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
