@@ -606,9 +606,9 @@ public final class PageService {
             KeyTable.Shard shard = keys.shard(s);
             shard.lock.lock();
             try {
-                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                    String scoped = e.getKey();
-                    if (e.getValue().hasCommitted() && scoped.startsWith(scopedPrefix)
+                for (KeyTable.Entry entry : shard.entries) {
+                    String scoped = entry.key;
+                    if (entry.hasCommitted() && scoped.startsWith(scopedPrefix)
                             && (after == null || ListingCursors.compareUtf8(scoped, after) > 0)) {
                         found.add(scoped);
                     }
@@ -1290,9 +1290,8 @@ public final class PageService {
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
             int i = 0;
-            for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                KeyTable.Entry entry = e.getValue();
-                scopedKeys[i] = e.getKey();
+            for (KeyTable.Entry entry : shard.entries) {
+                scopedKeys[i] = entry.key;
                 buckets[i] = entry.bucket;
                 offsets[i] = entry.offset;
                 sizes[i] = entry.size;
@@ -1301,7 +1300,7 @@ public final class PageService {
                 i++;
                 KeyTable.InFlight pending = entry.inFlight;
                 if (pending != null) {
-                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(e.getKey()), KeyRules.keyOf(e.getKey()), pending.placement,
+                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(entry.key), KeyRules.keyOf(entry.key), pending.placement,
                             state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
                 }
             }
@@ -1383,17 +1382,15 @@ public final class PageService {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 int adding = 0;
                 for (Batch batch : batches) {
-                    adding += batch.keys[i] == null ? 0 : batch.keys[i].size();
+                    adding += batch.entries[i] == null ? 0 : batch.entries[i].size();
                 }
                 KeyTable.Shard shard = keys.shard(i);
                 if (shard.entries.isEmpty()) {
-                    shard.entries = new HashMap<>((adding + 16) * 4 / 3); // sized once: no rehash while filling
+                    shard.entries = new KeyTable.Entries(adding); // sized once: no rehash while filling
                 }
                 for (Batch batch : batches) {
-                    if (batch.keys[i] != null) {
-                        for (int j = 0; j < batch.keys[i].size(); j++) {
-                            shard.entries.put(batch.keys[i].get(j), batch.entries[i].get(j));
-                        }
+                    if (batch.entries[i] != null) {
+                        batch.entries[i].forEach(shard.entries::put);
                     }
                 }
             });
@@ -1438,8 +1435,7 @@ public final class PageService {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 KeyTable.Shard shard = keys.shard(i);
                 List<KeyTable.InFlight> inFlight = new ArrayList<>();
-                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                    KeyTable.Entry entry = e.getValue();
+                for (KeyTable.Entry entry : shard.entries) {
                     if (entry.hasCommitted()) {
                         // Leases granted before a restart are not logged: every mapping counts as read just now, so a
                         // reader that looked it up before the crash still has its pages for one lease period. Use
@@ -1447,7 +1443,7 @@ public final class PageService {
                         entry.leaseUntilNanos = restoredLeaseUntil;
                         entry.lastUsedNanos = restoredLeaseUntil - readLeaseNanos;
                         committed[i]++;
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
                         usage.keys.increment();
                         usage.bytes.add(entry.size);
                         if (entry.pinned) {
@@ -1457,7 +1453,7 @@ public final class PageService {
                     }
                     if (entry.inFlight != null) {
                         inFlight.add(entry.inFlight);
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
                         usage.inFlight.increment();
                         usage.inFlightBytes.add(entry.inFlight.placement.size());
                     }
@@ -1584,8 +1580,7 @@ public final class PageService {
      * filled in parallel. Not thread-safe: one per decoding thread.
      */
     public final class Batch {
-        @SuppressWarnings("unchecked")
-        private final ArrayList<String>[] keys = new ArrayList[KeyTable.SHARDS];
+        /** Each entry holds its scoped key. */
         @SuppressWarnings("unchecked")
         private final ArrayList<KeyTable.Entry>[] entries = new ArrayList[KeyTable.SHARDS];
 
@@ -1594,17 +1589,15 @@ public final class PageService {
 
         public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
             int shard = KeyTable.shardIndex(scopedKey);
-            if (keys[shard] == null) {
-                keys[shard] = new ArrayList<>();
+            if (entries[shard] == null) {
                 entries[shard] = new ArrayList<>();
             }
-            KeyTable.Entry entry = new KeyTable.Entry();
+            KeyTable.Entry entry = new KeyTable.Entry(scopedKey);
             entry.bucket = bucket;
             entry.offset = offset;
             entry.size = size;
             entry.crc32c = crc32c;
             entry.pinned = pinned;
-            keys[shard].add(scopedKey);
             entries[shard].add(entry);
         }
     }
