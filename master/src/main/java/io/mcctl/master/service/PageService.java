@@ -190,9 +190,9 @@ public final class PageService {
     }
 
     /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
-    private Result<Placement> allocateLocked(Tenant tenantIds, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
+    private Result<Placement> allocateLocked(Tenant resolvedTenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
                                              boolean pin, boolean mayEvict) {
-        String tenant = tenantIds.id;
+        String tenant = resolvedTenant.id;
         long now = state.now();
         long pages = layout().pagesFor(size);
         KeyTable.Entry entry = shard.entries.get(scoped);
@@ -206,7 +206,7 @@ public final class PageService {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
                     + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
         }
-        PageState.TenantUsage usage = tenantIds.usage();
+        PageState.TenantUsage usage = resolvedTenant.usage();
         long quota = usage.quotaBytes;
         if (quota > 0 && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota) {
             if (size > quota) {
@@ -221,7 +221,7 @@ public final class PageService {
                 } finally {
                     shard.lock.lock();
                 }
-                return allocateLocked(tenantIds, key, scoped, shard, size, overwrite, pin, false);
+                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
             }
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
@@ -240,7 +240,7 @@ public final class PageService {
             } finally {
                 shard.lock.lock();
             }
-            return allocateLocked(tenantIds, key, scoped, shard, size, overwrite, pin, false);
+            return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
         }
         if (placement == null) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size), quarantineRetryAfterMillis());

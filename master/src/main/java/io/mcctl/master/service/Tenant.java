@@ -26,11 +26,6 @@ public final class Tenant {
         this.problem = KeyRules.checkTenant(id);
     }
 
-    /** The tenant id as the caller gave it. */
-    public String id() {
-        return id;
-    }
-
     /** Only for a valid id: an invalid one has no counters. */
     PageState.TenantUsage usage() {
         PageState.TenantUsage found = usage;
