@@ -58,6 +58,7 @@ import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.Result;
+import io.mcctl.master.service.Tenant;
 import io.mcctl.storage.layout.LayoutFile;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -237,14 +238,16 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     }
 
     // ---- the batch operations, one method each, shared by the unary calls and the Session stream ----
-    // Each checks the request as a whole (throwing the call's status before anything changes), then acts key by key.
+    // Each checks the request as a whole (throwing the call's status before anything changes), then acts key by key,
+    // with each distinct tenant of the batch checked and resolved once.
 
     BatchAllocateDistributedPageResponse batchAllocate(BatchAllocateDistributedPageRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "sizes", request.getSizesCount());
         BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
                 .setDeadlineMs(pages.allocationDeadlineMillis());
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Placement> result = pages.allocate(request.getTenantIds(i), request.getKeys(i), request.getSizes(i), request.getOverwrite(),
+            Result<Placement> result = pages.allocate(tenants.of(request.getTenantIds(i)), request.getKeys(i), request.getSizes(i), request.getOverwrite(),
                     request.getPin());
             AllocationResult.Builder item = AllocationResult.newBuilder();
             if (result.isOk()) {
@@ -261,9 +264,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         boolean withDescriptors = request.getDescriptorsCount() > 0;
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), withDescriptors ? "descriptors" : null, request.getDescriptorsCount());
         BatchFreeDistributedPageResponse.Builder response = BatchFreeDistributedPageResponse.newBuilder();
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
             Placement expected = withDescriptors ? fromWire(request.getDescriptors(i)) : null;
-            response.addResults(keyError(pages.free(request.getTenantIds(i), request.getKeys(i), expected)));
+            response.addResults(keyError(pages.free(tenants.of(request.getTenantIds(i)), request.getKeys(i), expected)));
         }
         return response.build();
     }
@@ -272,8 +276,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
                 .setLeaseMs(pages.readLeaseMillis());
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Placement> result = pages.getMapping(request.getTenantIds(i), request.getKeys(i));
+            Result<Placement> result = pages.getMapping(tenants.of(request.getTenantIds(i)), request.getKeys(i));
             MappingResult.Builder item = MappingResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value()));
@@ -288,8 +293,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            response.addResults(keyError(pages.notifySuccess(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
+            response.addResults(keyError(pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i),
+                    fromWire(request.getDescriptors(i)))));
         }
         return response.build();
     }
@@ -297,8 +304,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     BatchRemoveResponse batchRemove(BatchRemoveRequest request) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchRemoveResponse.Builder response = BatchRemoveResponse.newBuilder();
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            response.addResults(keyError(pages.remove(request.getTenantIds(i), request.getKeys(i))));
+            response.addResults(keyError(pages.remove(tenants.of(request.getTenantIds(i)), request.getKeys(i))));
         }
         return response.build();
     }
@@ -347,8 +355,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
         io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse.Builder response =
                 io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse.newBuilder().setDeadlineMs(pages.allocationDeadlineMillis());
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            response.addResults(keyError(pages.renew(request.getTenantIds(i), request.getKeys(i), fromWire(request.getDescriptors(i)))));
+            response.addResults(keyError(pages.renew(tenants.of(request.getTenantIds(i)), request.getKeys(i), fromWire(request.getDescriptors(i)))));
         }
         replyWhenDurable(observer, response.build());
     }
@@ -382,8 +391,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     public void batchExistKey(BatchExistKeyRequest request, StreamObserver<BatchExistKeyResponse> observer) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchExistKeyResponse.Builder response = BatchExistKeyResponse.newBuilder();
+        Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Boolean> result = pages.exists(request.getTenantIds(i), request.getKeys(i));
+            Result<Boolean> result = pages.exists(tenants.of(request.getTenantIds(i)), request.getKeys(i));
             response.addExists(result.isOk() && result.value());
             response.addResults(keyError(result));
         }

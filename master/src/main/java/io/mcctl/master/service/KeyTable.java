@@ -1,13 +1,14 @@
 package io.mcctl.master.service;
 
-import java.util.HashMap;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The mapping table and the in-flight allocations: every key that has a committed mapping, an allocation in
  * flight, or both, split into {@value #SHARDS} shards by the scoped key's hash.
  *
- * <p>Locks: each {@link Shard#lock} guards its shard's map, every {@link Entry} in it and its list of in-flight
+ * <p>Locks: each {@link Shard#lock} guards its shard's table of entries, every {@link Entry} in it and its list of in-flight
  * allocations. A caller holds at most one shard lock, except a page check confirming an overlap, which takes
  * several in index order.
  */
@@ -19,9 +20,15 @@ final class KeyTable {
     /**
      * One key's state, kept small because there is one per live mapping: the committed placement inline
      * ({@code bucket < 0} when there is none), its read lease, and the in-flight allocation, if any, as a separate
-     * object. Guarded by its shard's lock.
+     * object. It is also the link of its shard's hash chain ({@link Entries}). Guarded by its shard's lock.
      */
     static final class Entry {
+        /** Tenant, NUL, key: the string the entry was filed under. */
+        final String key;
+        /** {@link Entries#spread} of the key's hash, compared before the key itself. */
+        final int hash;
+        /** The next entry in its hash chain. */
+        Entry next;
         int bucket = -1;
         long offset;
         long size;
@@ -35,6 +42,11 @@ final class KeyTable {
         /** Soft pin: evicted only when nothing unpinned is left. Logged with the commit. */
         boolean pinned;
         InFlight inFlight;
+
+        Entry(String scopedKey) {
+            this.key = scopedKey;
+            this.hash = Entries.spread(scopedKey.hashCode());
+        }
 
         boolean hasCommitted() {
             return bucket >= 0;
@@ -105,7 +117,7 @@ final class KeyTable {
         }
 
         /** Replaced only while restoring, before serving. */
-        HashMap<String, Entry> entries = new HashMap<>();
+        Entries entries = new Entries(0);
         /** Oldest deadline first. */
         InFlight head;
         InFlight tail;
@@ -160,10 +172,10 @@ final class KeyTable {
             sampleKeys = new String[n];
             sampleEntries = new Entry[n];
             samples = 0;
-            for (var e : entries.entrySet()) {
-                if (e.getValue().hasCommitted()) {
-                    e.getValue().sampleIndex = -1;
-                    addSample(e.getKey(), e.getValue());
+            for (Entry e : entries) {
+                if (e.hasCommitted()) {
+                    e.sampleIndex = -1;
+                    addSample(e.key, e);
                 }
             }
         }
@@ -234,14 +246,13 @@ final class KeyTable {
 
     /** Every claim of a shard: committed mappings and in-flight allocations. Caller holds the shard's lock. */
     static void forEachClaim(Shard shard, ClaimVisitor visitor) {
-        for (var e : shard.entries.entrySet()) {
-            Entry entry = e.getValue();
+        for (Entry entry : shard.entries) {
             if (entry.hasCommitted()) {
-                visitor.claim(ClaimKind.MAPPING, e.getKey(), entry.bucket, entry.offset, entry.size);
+                visitor.claim(ClaimKind.MAPPING, entry.key, entry.bucket, entry.offset, entry.size);
             }
             if (entry.inFlight != null) {
                 Placement p = entry.inFlight.placement;
-                visitor.claim(ClaimKind.IN_FLIGHT, e.getKey(), p.bucket(), p.offset(), p.size());
+                visitor.claim(ClaimKind.IN_FLIGHT, entry.key, p.bucket(), p.offset(), p.size());
             }
         }
     }
@@ -255,5 +266,141 @@ final class KeyTable {
         Placement claim = new Placement(bucket, offset, size, 0);
         return kind == ClaimKind.MAPPING ? entry.committedSameRange(claim)
                 : entry.inFlight != null && entry.inFlight.placement.sameRange(claim);
+    }
+
+    /**
+     * A shard's entries by scoped key: a chained hash table whose chains are linked through the entries themselves.
+     * A lookup goes from the table's slot straight to the entry, where a map of entries would go through a node object
+     * first: one dependent cache miss fewer per lookup in a table of millions, and no node (32 bytes) per mapping.
+     * Guarded by its shard's lock; not thread-safe.
+     */
+    static final class Entries implements Iterable<Entry> {
+        private static final int MIN_CAPACITY = 16;
+
+        private Entry[] table;
+        private int size;
+
+        /** Sized for {@code expected} entries without a resize. */
+        Entries(int expected) {
+            int capacity = MIN_CAPACITY;
+            while (capacity * 3L / 4 < expected) {
+                capacity <<= 1;
+            }
+            table = new Entry[capacity];
+        }
+
+        /** The low bits index the table: fold the high bits of a string's hash into them, as HashMap does. */
+        static int spread(int hash) {
+            return hash ^ (hash >>> 16);
+        }
+
+        Entry get(String scopedKey) {
+            int hash = spread(scopedKey.hashCode());
+            for (Entry e = table[hash & (table.length - 1)]; e != null; e = e.next) {
+                if (e.hash == hash && (e.key == scopedKey || e.key.equals(scopedKey))) {
+                    return e;
+                }
+            }
+            return null;
+        }
+
+        /** The entry of {@code scopedKey}, added empty when there is none. */
+        Entry getOrAdd(String scopedKey) {
+            Entry found = get(scopedKey);
+            if (found == null) {
+                found = new Entry(scopedKey);
+                link(found);
+            }
+            return found;
+        }
+
+        /** Files {@code entry} under its key, in place of any entry the key had (restore only). */
+        void put(Entry entry) {
+            remove(entry.key);
+            link(entry);
+        }
+
+        void remove(String scopedKey) {
+            int hash = spread(scopedKey.hashCode());
+            int slot = hash & (table.length - 1);
+            Entry previous = null;
+            for (Entry e = table[slot]; e != null; previous = e, e = e.next) {
+                if (e.hash == hash && (e.key == scopedKey || e.key.equals(scopedKey))) {
+                    if (previous == null) {
+                        table[slot] = e.next;
+                    } else {
+                        previous.next = e.next;
+                    }
+                    e.next = null;
+                    size--;
+                    return;
+                }
+            }
+        }
+
+        int size() {
+            return size;
+        }
+
+        boolean isEmpty() {
+            return size == 0;
+        }
+
+        private void link(Entry entry) {
+            if (size >= table.length * 3L / 4) {
+                grow();
+            }
+            int slot = entry.hash & (table.length - 1);
+            entry.next = table[slot];
+            table[slot] = entry;
+            size++;
+        }
+
+        private void grow() {
+            Entry[] old = table;
+            Entry[] grown = new Entry[old.length << 1];
+            for (Entry head : old) {
+                for (Entry e = head; e != null; ) {
+                    Entry next = e.next;
+                    int slot = e.hash & (grown.length - 1);
+                    e.next = grown[slot];
+                    grown[slot] = e;
+                    e = next;
+                }
+            }
+            table = grown;
+        }
+
+        /** In no order. The table must not change while an iteration runs. */
+        @Override
+        public Iterator<Entry> iterator() {
+            return new Iterator<>() {
+                private int slot = -1;
+                private Entry next = advance(null);
+
+                private Entry advance(Entry from) {
+                    Entry e = from == null ? null : from.next;
+                    while (e == null && ++slot < table.length) {
+                        e = table[slot];
+                    }
+                    return e;
+                }
+
+                @Override
+                public boolean hasNext() {
+                    return next != null;
+                }
+
+                @Override
+                public Entry next() {
+                    if (next == null) {
+                        throw new NoSuchElementException();
+                    }
+                    Entry current = next;
+                    next = advance(current);
+                    return current;
+                }
+            };
+        }
     }
 }

@@ -146,7 +146,19 @@ public final class PageService {
         return readLeaseNanos / 1_000_000;
     }
 
+    /** Tenant id {@code id}, checked, for one call's keys. */
+    public Tenant tenant(String id) {
+        return new Tenant(state, id);
+    }
+
+    /** For one batch call: resolves each distinct tenant it names once (see {@link Tenant}). */
+    public Tenant.Batch batchTenants() {
+        return new Tenant.Batch(state);
+    }
+
     // ---- the page RPCs ----
+    // Each takes the tenant checked and resolved once per call (a batch passes the same one for all its keys); the
+    // overloads taking the id resolve it for the one key.
 
     /**
      * Allocates pages for {@code size} bytes under (tenant, key), in the key's home bucket or, when no run fits
@@ -158,12 +170,16 @@ public final class PageService {
 
     /** An allocation whose commit is soft-pinned when {@code pin}: evicted only when nothing unpinned is left. */
     public Result<Placement> allocate(String tenant, String key, long size, boolean overwrite, boolean pin) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), KeyRules.checkSize(size, layout().bucketSize()));
+        return allocate(tenant(tenant), key, size, overwrite, pin);
+    }
+
+    public Result<Placement> allocate(Tenant tenant, String key, long size, boolean overwrite, boolean pin) {
+        String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key), KeyRules.checkSize(size, layout().bucketSize()));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         checkAccepting();
-        String scoped = KeyRules.scopedKey(tenant, key);
+        String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
@@ -174,8 +190,9 @@ public final class PageService {
     }
 
     /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
-    private Result<Placement> allocateLocked(String tenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
+    private Result<Placement> allocateLocked(Tenant resolvedTenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
                                              boolean pin, boolean mayEvict) {
+        String tenant = resolvedTenant.id;
         long now = state.now();
         long pages = layout().pagesFor(size);
         KeyTable.Entry entry = shard.entries.get(scoped);
@@ -189,7 +206,7 @@ public final class PageService {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
                     + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
         }
-        PageState.TenantUsage usage = state.usage(tenant);
+        PageState.TenantUsage usage = resolvedTenant.usage();
         long quota = usage.quotaBytes;
         if (quota > 0 && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota) {
             if (size > quota) {
@@ -204,7 +221,7 @@ public final class PageService {
                 } finally {
                     shard.lock.lock();
                 }
-                return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, false);
+                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
             }
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
@@ -223,7 +240,7 @@ public final class PageService {
             } finally {
                 shard.lock.lock();
             }
-            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, false);
+            return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
         }
         if (placement == null) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size), quarantineRetryAfterMillis());
@@ -264,6 +281,10 @@ public final class PageService {
 
     /** Gives up the in-flight allocation of (tenant, key); when {@code expected} is given it must be that allocation. */
     public Result<Void> free(String tenant, String key, Placement expected) {
+        return free(tenant(tenant), key, expected);
+    }
+
+    public Result<Void> free(Tenant tenant, String key, Placement expected) {
         return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
             if (entry == null || entry.inFlight == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
@@ -271,20 +292,24 @@ public final class PageService {
             if (expected != null && !entry.inFlight.placement.sameRange(expected)) {
                 return mismatch(key, expected, entry.inFlight);
             }
-            logAndApply(new Change.AllocationDropped(tenant, key, entry.inFlight.placement, Change.DropReason.FREED, 0), scoped);
+            logAndApply(new Change.AllocationDropped(tenant.id, key, entry.inFlight.placement, Change.DropReason.FREED, 0), scoped);
             return Result.ok();
         });
     }
 
     /** Commits the in-flight allocation of (tenant, key) as its mapping; a committed mapping it overwrites goes to quarantine. */
     public Result<Void> notifySuccess(String tenant, String key, Placement written) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key),
+        return notifySuccess(tenant(tenant), key, written);
+    }
+
+    public Result<Void> notifySuccess(Tenant tenant, String key, Placement written) {
+        String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key),
                 written == null ? "no descriptor for key '" + key + "'" : null);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         checkAccepting();
-        String scoped = KeyRules.scopedKey(tenant, key);
+        String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
@@ -306,8 +331,8 @@ public final class PageService {
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
             logAndApply(entry.hasCommitted()
-                    ? new Change.Committed(tenant, key, committed, entry.committed(), releaseMillis(entry, now), pending.pin)
-                    : new Change.Committed(tenant, key, committed, null, 0, pending.pin), scoped);
+                    ? new Change.Committed(tenant.id, key, committed, entry.committed(), releaseMillis(entry, now), pending.pin)
+                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped);
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -319,6 +344,10 @@ public final class PageService {
      * allocation deadline from now; returns the new deadline in milliseconds from now.
      */
     public Result<Long> renew(String tenant, String key, Placement held) {
+        return renew(tenant(tenant), key, held);
+    }
+
+    public Result<Long> renew(Tenant tenant, String key, Placement held) {
         return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, entry, now) -> {
             // In the order notify checks: no allocation, another allocation, then one past its deadline.
             if (entry == null || entry.inFlight == null) {
@@ -330,7 +359,7 @@ public final class PageService {
             if (entry.inFlight.deadlineNanos - now <= 0) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the renewal; its pages are being reclaimed");
             }
-            logAndApply(new Change.Renewed(tenant, key, entry.inFlight.placement, state.wallMillis(now + allocationDeadlineNanos)));
+            logAndApply(new Change.Renewed(tenant.id, key, entry.inFlight.placement, state.wallMillis(now + allocationDeadlineNanos)), scoped);
             return Result.ok(allocationDeadlineMillis());
         });
     }
@@ -340,16 +369,17 @@ public final class PageService {
      * its pages wait until the allocation's deadline plus the grace period, since its writer may still be writing.
      * Returns the placement dropped and until when its pages are held.
      */
-    public Result<InFlightDrop> dropInFlight(String tenant, String key) {
+    public Result<InFlightDrop> dropInFlight(String tenantId, String key) {
+        Tenant tenant = tenant(tenantId);
         return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
             if (entry == null || entry.inFlight == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenant + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenantId + "'");
             }
             KeyTable.InFlight pending = entry.inFlight;
             // As at expiry: held until the deadline plus the grace, or freed at once when that has passed too.
             long holdUntil = pending.deadlineNanos + allocationGraceNanos;
             long releaseMs = holdUntil - now > 0 ? state.wallMillis(holdUntil) : 0;
-            logAndApply(new Change.AllocationDropped(tenant, key, pending.placement, Change.DropReason.DROPPED, releaseMs));
+            logAndApply(new Change.AllocationDropped(tenantId, key, pending.placement, Change.DropReason.DROPPED, releaseMs), scoped);
             return Result.ok(new InFlightDrop(pending.placement, releaseMs));
         });
     }
@@ -369,13 +399,13 @@ public final class PageService {
      * with the key's entry (or null) under its shard lock. The calls of every offload (allocate, notify) spell this
      * out instead, so the hot path makes no lambda.
      */
-    private <T> Result<T> underKeyLock(String tenant, String key, String problem, KeyChange<T> change) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key), problem);
+    private <T> Result<T> underKeyLock(Tenant tenant, String key, String problem, KeyChange<T> change) {
+        String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key), problem);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         checkAccepting();
-        String scoped = KeyRules.scopedKey(tenant, key);
+        String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
@@ -387,6 +417,10 @@ public final class PageService {
 
     /** The committed mapping of (tenant, key), granting a read lease on its pages. */
     public Result<Placement> getMapping(String tenant, String key) {
+        return getMapping(tenant(tenant), key);
+    }
+
+    public Result<Placement> getMapping(Tenant tenant, String key) {
         return lookup(tenant, key, true, COMMITTED);
     }
 
@@ -399,12 +433,16 @@ public final class PageService {
      * grants a read lease like {@link #getMapping}) and whether it is pinned.
      */
     public Result<KeyDetail> getMappingDetail(String tenant, String key) {
-        return lookup(tenant, key, true, (entry, previousUse) -> new KeyDetail(entry.committed(),
+        return lookup(tenant(tenant), key, true, (entry, previousUse) -> new KeyDetail(entry.committed(),
                 Math.max(0, (state.now() - previousUse) / 1_000_000), entry.pinned));
     }
 
     /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
     public Result<Placement> peek(String tenant, String key) {
+        return peek(tenant(tenant), key);
+    }
+
+    public Result<Placement> peek(Tenant tenant, String key) {
         return lookup(tenant, key, false, COMMITTED);
     }
 
@@ -416,29 +454,29 @@ public final class PageService {
 
     private static final EntryView<Placement> COMMITTED = (entry, previousUse) -> entry.committed();
 
-    private <T> Result<T> lookup(String tenant, String key, boolean lease, EntryView<T> view) {
-        String invalid = firstProblem(KeyRules.checkTenant(tenant), KeyRules.checkKey(key));
+    private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, EntryView<T> view) {
+        String invalid = tenant.problem != null ? tenant.problem : KeyRules.checkKey(key);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
-        String scoped = KeyRules.scopedKey(tenant, key);
+        String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
             KeyTable.Entry entry = shard.entries.get(scoped);
             if (entry == null || !entry.hasCommitted()) {
                 if (lease) {
-                    state.usage(tenant).misses.increment();
+                    tenant.usage().misses.increment();
                 }
                 if (entry != null && entry.inFlight != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
             }
             long previousUse = entry.lastUsedNanos;
             if (lease) {
                 grantLease(entry);
-                state.usage(tenant).hits.increment();
+                tenant.usage().hits.increment();
             }
             return Result.ok(view.of(entry, previousUse));
         } finally {
@@ -458,16 +496,24 @@ public final class PageService {
 
     /** Removes the committed mapping of (tenant, key); its pages wait in quarantine until its read leases run out. */
     public Result<Void> remove(String tenant, String key) {
+        return remove(tenant(tenant), key);
+    }
+
+    public Result<Void> remove(Tenant tenant, String key) {
         return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
             if (entry == null || !entry.hasCommitted()) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
             }
-            logAndApply(new Change.Removed(tenant, key, entry.committed(), releaseMillis(entry, now)), scoped);
+            logAndApply(new Change.Removed(tenant.id, key, entry.committed(), releaseMillis(entry, now)), scoped);
             return Result.ok();
         });
     }
 
     public Result<Boolean> exists(String tenant, String key) {
+        return exists(tenant(tenant), key);
+    }
+
+    public Result<Boolean> exists(Tenant tenant, String key) {
         Result<Placement> found = peek(tenant, key);
         if (found.isOk()) {
             return Result.ok(true);
@@ -560,9 +606,9 @@ public final class PageService {
             KeyTable.Shard shard = keys.shard(s);
             shard.lock.lock();
             try {
-                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                    String scoped = e.getKey();
-                    if (e.getValue().hasCommitted() && scoped.startsWith(scopedPrefix)
+                for (KeyTable.Entry entry : shard.entries) {
+                    String scoped = entry.key;
+                    if (entry.hasCommitted() && scoped.startsWith(scopedPrefix)
                             && (after == null || ListingCursors.compareUtf8(scoped, after) > 0)) {
                         found.add(scoped);
                     }
@@ -1259,9 +1305,8 @@ public final class PageService {
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
             int i = 0;
-            for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                KeyTable.Entry entry = e.getValue();
-                scopedKeys[i] = e.getKey();
+            for (KeyTable.Entry entry : shard.entries) {
+                scopedKeys[i] = entry.key;
                 buckets[i] = entry.bucket;
                 offsets[i] = entry.offset;
                 sizes[i] = entry.size;
@@ -1270,7 +1315,7 @@ public final class PageService {
                 i++;
                 KeyTable.InFlight pending = entry.inFlight;
                 if (pending != null) {
-                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(e.getKey()), KeyRules.keyOf(e.getKey()), pending.placement,
+                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(entry.key), KeyRules.keyOf(entry.key), pending.placement,
                             state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
                 }
             }
@@ -1352,17 +1397,15 @@ public final class PageService {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 int adding = 0;
                 for (Batch batch : batches) {
-                    adding += batch.keys[i] == null ? 0 : batch.keys[i].size();
+                    adding += batch.entries[i] == null ? 0 : batch.entries[i].size();
                 }
                 KeyTable.Shard shard = keys.shard(i);
                 if (shard.entries.isEmpty()) {
-                    shard.entries = new HashMap<>((adding + 16) * 4 / 3); // sized once: no rehash while filling
+                    shard.entries = new KeyTable.Entries(adding); // sized once: no rehash while filling
                 }
                 for (Batch batch : batches) {
-                    if (batch.keys[i] != null) {
-                        for (int j = 0; j < batch.keys[i].size(); j++) {
-                            shard.entries.put(batch.keys[i].get(j), batch.entries[i].get(j));
-                        }
+                    if (batch.entries[i] != null) {
+                        batch.entries[i].forEach(shard.entries::put);
                     }
                 }
             });
@@ -1407,8 +1450,7 @@ public final class PageService {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 KeyTable.Shard shard = keys.shard(i);
                 List<KeyTable.InFlight> inFlight = new ArrayList<>();
-                for (Map.Entry<String, KeyTable.Entry> e : shard.entries.entrySet()) {
-                    KeyTable.Entry entry = e.getValue();
+                for (KeyTable.Entry entry : shard.entries) {
                     if (entry.hasCommitted()) {
                         // Leases granted before a restart are not logged: every mapping counts as read just now, so a
                         // reader that looked it up before the crash still has its pages for one lease period. Use
@@ -1416,7 +1458,7 @@ public final class PageService {
                         entry.leaseUntilNanos = restoredLeaseUntil;
                         entry.lastUsedNanos = restoredLeaseUntil - readLeaseNanos;
                         committed[i]++;
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
                         usage.keys.increment();
                         usage.bytes.add(entry.size);
                         if (entry.pinned) {
@@ -1426,7 +1468,7 @@ public final class PageService {
                     }
                     if (entry.inFlight != null) {
                         inFlight.add(entry.inFlight);
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(e.getKey()));
+                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
                         usage.inFlight.increment();
                         usage.inFlightBytes.add(entry.inFlight.placement.size());
                     }
@@ -1553,8 +1595,7 @@ public final class PageService {
      * filled in parallel. Not thread-safe: one per decoding thread.
      */
     public final class Batch {
-        @SuppressWarnings("unchecked")
-        private final ArrayList<String>[] keys = new ArrayList[KeyTable.SHARDS];
+        /** Each entry holds its scoped key. */
         @SuppressWarnings("unchecked")
         private final ArrayList<KeyTable.Entry>[] entries = new ArrayList[KeyTable.SHARDS];
 
@@ -1563,17 +1604,15 @@ public final class PageService {
 
         public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
             int shard = KeyTable.shardIndex(scopedKey);
-            if (keys[shard] == null) {
-                keys[shard] = new ArrayList<>();
+            if (entries[shard] == null) {
                 entries[shard] = new ArrayList<>();
             }
-            KeyTable.Entry entry = new KeyTable.Entry();
+            KeyTable.Entry entry = new KeyTable.Entry(scopedKey);
             entry.bucket = bucket;
             entry.offset = offset;
             entry.size = size;
             entry.crc32c = crc32c;
             entry.pinned = pinned;
-            keys[shard].add(scopedKey);
             entries[shard].add(entry);
         }
     }
@@ -1590,12 +1629,8 @@ public final class PageService {
         return "key '" + KeyRules.keyOf(scoped) + "' of tenant '" + KeyRules.tenantOf(scoped) + "'";
     }
 
-    private static String firstProblem(String... problems) {
-        for (String problem : problems) {
-            if (problem != null) {
-                return problem;
-            }
-        }
-        return null;
+    /** The first of the problems found, or null; spelled out rather than varargs, so no array is made per key. */
+    private static String firstProblem(String first, String second, String third) {
+        return first != null ? first : second != null ? second : third;
     }
 }

@@ -125,7 +125,7 @@ final class PageState {
 
     private void allocated(Change.Allocated a, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
+        KeyTable.Entry entry = shard.entries.getOrAdd(scoped);
         if (entry.inFlight != null) {
             if (entry.inFlight.placement.sameRange(a.placement())) {
                 return; // a snapshot taken after this record already holds it
@@ -156,10 +156,10 @@ final class PageState {
 
     private void committed(Change.Committed c, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.computeIfAbsent(scoped, k -> new KeyTable.Entry());
+        KeyTable.Entry entry = shard.entries.getOrAdd(scoped);
         // The key string the table holds (the allocation's), so the eviction samples share it instead of keeping a
         // second copy of every key.
-        String tableKey = entry.inFlight != null ? entry.inFlight.scopedKey : scoped;
+        String tableKey = entry.key;
         // The allocation this commit ends is in flight no more, even when the snapshot already holds the commit: its
         // Allocated record, replayed just before, has put it back.
         if (entry.inFlight != null && entry.inFlight.placement.sameRange(c.placement())) {

@@ -105,4 +105,38 @@ class TenantIsolationTest {
         assertEquals(1, a.client().stats().getInFlightAllocations());
         assertEquals(ErrorCode.OK, a.client().notifySuccess(List.of("pending"), List.of("red"), List.of(pending)).getResults(0).getError());
     }
+
+    @Test
+    void a_batch_that_interleaves_tenants_keeps_each_key_in_its_own_tenant_and_counts_each_tenants_usage() {
+        // amber, teal, amber again, an id that is no tenant id, teal again: every switch between a batch's tenants.
+        List<String> tenants = List.of("amber", "teal", "amber", "no tenant!", "teal");
+        List<String> keys = List.of("x", "x", "y", "z", "y");
+        var allocated = a.client().batchAllocate(keys, tenants, List.of(4096L, 8192L, 1000L, 5L, 3000L), false).getResultsList();
+        assertEquals(ErrorCode.INVALID_PARAMS, allocated.get(3).getStatus().getError());
+        assertTrue(allocated.get(3).getStatus().getMessage().contains("no tenant!"), allocated.get(3).getStatus().getMessage());
+        List<DistributedDiskDescriptor> written = allocated.stream().map(r -> r.getDistributedDisk()).toList();
+        var notified = a.client().notifySuccess(keys, tenants, written).getResultsList();
+        for (int i : new int[] {0, 1, 2, 4}) {
+            assertEquals(ErrorCode.OK, allocated.get(i).getStatus().getError(), "allocation " + i);
+            assertEquals(ErrorCode.OK, notified.get(i).getError(), "notify " + i);
+        }
+
+        var found = b.client().batchGetMapping(List.of("x", "x", "y", "z", "y"), List.of("teal", "amber", "teal", "amber", "amber"))
+                .getResultsList();
+        assertEquals(written.get(1), found.get(0).getDistributedDisk(), "teal's x");
+        assertEquals(written.get(0), found.get(1).getDistributedDisk(), "amber's x");
+        assertEquals(written.get(4), found.get(2).getDistributedDisk(), "teal's y");
+        assertEquals(ErrorCode.OBJECT_NOT_FOUND, found.get(3).getStatus().getError(), "z was never amber's");
+        assertEquals(written.get(2), found.get(4).getDistributedDisk(), "amber's y");
+
+        assertEquals(ErrorCode.OK, a.client().batchRemove(List.of("x", "y"), List.of("amber", "teal")).getResults(1).getError());
+        var stats = a.client().stats();
+        assertEquals(4, stats.getTenants(), "red, blue, amber and teal; the bad id left no trace");
+        var amber = stats.getTenantStatsList().stream().filter(t -> t.getTenantId().equals("amber")).findFirst().orElseThrow();
+        var teal = stats.getTenantStatsList().stream().filter(t -> t.getTenantId().equals("teal")).findFirst().orElseThrow();
+        assertEquals(List.of(1L, 1000L, 2L, 1L), List.of(amber.getKeys(), amber.getBytes(), amber.getHits(), amber.getMisses()),
+                "amber: y left, of 1000 bytes; x and y found, z missed");
+        assertEquals(List.of(1L, 8192L, 2L, 0L), List.of(teal.getKeys(), teal.getBytes(), teal.getHits(), teal.getMisses()),
+                "teal: x left, of 8192 bytes; x and y found");
+    }
 }
