@@ -786,7 +786,7 @@ public final class PageService {
         long target = (long) (policy.lowWatermark() * total);
         long evicted = 0;
         while (inUse > target && evicted < maxEvictions) {
-            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null, 0);
+            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null, 0, true);
             if (freed < 0) {
                 break; // nothing left to evict
             }
@@ -803,14 +803,16 @@ public final class PageService {
     /**
      * Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at
      * once). A leased victim's pages only wait in quarantine, so once the victims sent there add up to the pages asked
-     * for, evicting more would empty the cache for room that none of it frees before the leases end (every mapping
-     * counts as read just after a restart): the allocation is refused with the time its room is due instead.
+     * for, only unleased ones are taken (a sample of leased ones evicts nothing): evicting more leased ones would empty
+     * the cache for room that none of it frees before the leases end (every mapping counts as read just after a
+     * restart). When no room comes of it the allocation is refused with the time its room is due.
      */
     private void evictForRoom(long pages) {
         long waiting = 0;
-        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages) && waiting < pages; i++) {
+        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages); i++) {
             long quarantinedBefore = quarantine.pages();
-            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null, pages);
+            // Once leased victims cover the room, only unleased ones are taken: a sample that finds none evicts nothing.
+            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null, pages, waiting < pages);
             if (taken < 0) {
                 return;
             }
@@ -822,7 +824,7 @@ public final class PageService {
     private void evictWithinQuota(String tenant, PageState.TenantUsage usage, long size, long quota) {
         String prefix = KeyRules.scopedKey(tenant, "");
         for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota; i++) {
-            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix, 0) < 0) {
+            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix, 0, true) < 0) {
                 return;
             }
         }
@@ -951,7 +953,7 @@ public final class PageService {
      * age). With objects of mixed sizes the least recently used ones are rarely neighbours, so evicting by age alone
      * can free many pages and still leave no run long enough; with one size every victim qualifies and this is LRU.
      */
-    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages) {
+    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages, boolean mayTakeLeased) {
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         int start = random.nextInt(KeyTable.SHARDS);
         String victimKey = null;
@@ -959,6 +961,7 @@ public final class PageService {
         Placement victim = null;
         long victimUsed = 0;
         boolean victimPinned = false;
+        boolean victimLeased = false;
         long bestAge = Long.MAX_VALUE;
         boolean victimJoins = false;
         int sampled = 0;
@@ -999,6 +1002,7 @@ public final class PageService {
                         victim = entry.committed();
                         victimUsed = entry.lastUsedNanos;
                         victimPinned = entry.pinned;
+                        victimLeased = entry.leaseUntilNanos - now > 0;
                     }
                     sampled++;
                 }
@@ -1008,6 +1012,9 @@ public final class PageService {
         }
         if (victim == null) {
             return -1;
+        }
+        if (victimLeased && !mayTakeLeased) {
+            return 0; // only leased ones sampled, and their pages would free nothing before the leases end
         }
         if (victimPinned && onlyPrefix == null && state.pinnedMappings.get() < state.mappings.get()) {
             return 0; // only pinned ones sampled while unpinned ones exist elsewhere: sample again
