@@ -47,7 +47,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -601,15 +600,7 @@ public final class HaMaster implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        server.shutdown();
-        try {
-            if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
-                server.shutdownNow();
-            }
-        } catch (InterruptedException e) {
-            server.shutdownNow();
-            Thread.currentThread().interrupt();
-        }
+        MasterServer.stop(server);
         Term leading = term;
         if (leading != null) {
             leading.housekeeping().shutdownNow();

@@ -218,15 +218,7 @@ public final class NodeServer implements AutoCloseable {
     public void close() {
         pinger.shutdownNow();
         if (server != null) {
-            server.shutdown();
-            try {
-                if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
-                    server.shutdownNow();
-                }
-            } catch (InterruptedException e) {
-                server.shutdownNow();
-                Thread.currentThread().interrupt();
-            }
+            io.mcctl.master.server.MasterServer.stop(server);
         }
         handlers.shutdownNow();
         reader.close();

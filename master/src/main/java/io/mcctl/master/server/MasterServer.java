@@ -500,8 +500,8 @@ public final class MasterServer implements AutoCloseable {
         server.awaitTermination();
     }
 
-    @Override
-    public void close() {
+    /** Stops a gRPC server: calls in progress get 5 s to finish, then the rest are cut (5 s more to let go). */
+    public static void stop(Server server) {
         server.shutdown();
         try {
             if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
@@ -512,6 +512,11 @@ public final class MasterServer implements AutoCloseable {
             server.shutdownNow();
             Thread.currentThread().interrupt();
         }
+    }
+
+    @Override
+    public void close() {
+        stop(server);
         reaper.shutdownNow();
         if (clients != null) {
             clients.close();
