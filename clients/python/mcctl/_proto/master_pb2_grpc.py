@@ -164,6 +164,31 @@ class MasterServiceStub(object):
                 request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.SerializeToString,
                 response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.FromString,
                 )
+        self.PromotionObjectHeartbeat = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/PromotionObjectHeartbeat',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatResponse.FromString,
+                )
+        self.NotifyPromotionSuccess = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/NotifyPromotionSuccess',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessResponse.FromString,
+                )
+        self.NotifyPromotionFailure = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/NotifyPromotionFailure',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureResponse.FromString,
+                )
+        self.ListPromotions = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/ListPromotions',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsResponse.FromString,
+                )
+        self.Promote = channel.unary_unary(
+                '/mooncake.master.v1.MasterService/Promote',
+                request_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromoteRequest.SerializeToString,
+                response_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromoteResponse.FromString,
+                )
 
 
 class MasterServiceServicer(object):
@@ -360,6 +385,37 @@ class MasterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PromotionObjectHeartbeat(self, request, context):
+        """---- the DRAM tier: promotion of DISTRIBUTED_DISK objects into nodes' segments ----
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyPromotionSuccess(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyPromotionFailure(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPromotions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Promote(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -512,6 +568,31 @@ def add_MasterServiceServicer_to_server(servicer, server):
                     servicer.ListClients,
                     request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.FromString,
                     response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.SerializeToString,
+            ),
+            'PromotionObjectHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.PromotionObjectHeartbeat,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatResponse.SerializeToString,
+            ),
+            'NotifyPromotionSuccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyPromotionSuccess,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessResponse.SerializeToString,
+            ),
+            'NotifyPromotionFailure': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyPromotionFailure,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureResponse.SerializeToString,
+            ),
+            'ListPromotions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPromotions,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsResponse.SerializeToString,
+            ),
+            'Promote': grpc.unary_unary_rpc_method_handler(
+                    servicer.Promote,
+                    request_deserializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromoteRequest.FromString,
+                    response_serializer=mooncake_dot_master_dot_v1_dot_master__pb2.PromoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1030,6 +1111,91 @@ class MasterService(object):
         return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/ListClients',
             mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsRequest.SerializeToString,
             mooncake_dot_master_dot_v1_dot_master__pb2.ListClientsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PromotionObjectHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/PromotionObjectHeartbeat',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PromotionObjectHeartbeatResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def NotifyPromotionSuccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/NotifyPromotionSuccess',
+            mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionSuccessResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def NotifyPromotionFailure(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/NotifyPromotionFailure',
+            mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.NotifyPromotionFailureResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListPromotions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/ListPromotions',
+            mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.ListPromotionsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Promote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mooncake.master.v1.MasterService/Promote',
+            mooncake_dot_master_dot_v1_dot_master__pb2.PromoteRequest.SerializeToString,
+            mooncake_dot_master_dot_v1_dot_master__pb2.PromoteResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -69,6 +69,21 @@ public final class ChangeCodec {
                 yield new Change.Renewed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getDeadlineMs());
             }
             case LAYOUT_GROWN -> new Change.LayoutGrown(record.getLayoutGrown().getPreviousBucketSize(), record.getLayoutGrown().getBucketSize());
+            case PROMOTION_QUEUED -> {
+                io.mcctl.master.proto.v1.PromotionQueued q = record.getPromotionQueued();
+                yield promotionTask(q);
+            }
+            case PROMOTION_ENDED -> {
+                io.mcctl.master.proto.v1.PromotionEnded e = record.getPromotionEnded();
+                Change.PromotionOutcome outcome = switch (e.getOutcome()) {
+                    case SUCCEEDED -> Change.PromotionOutcome.SUCCEEDED;
+                    case FAILED -> Change.PromotionOutcome.FAILED;
+                    case CANCELLED -> Change.PromotionOutcome.CANCELLED;
+                    case UNRECOGNIZED -> throw new IllegalArgumentException("a promotion that ended with outcome " + e.getOutcomeValue()
+                            + ", which this mcctl does not know");
+                };
+                yield new Change.PromotionEnded(e.getTenantId(), e.getKey(), placement(e.getPlacement()), outcome);
+            }
             case CHANGE_NOT_SET -> throw new IllegalArgumentException("a change of a kind this mcctl does not know (written by a newer one?)");
         };
     }
@@ -113,6 +128,16 @@ public final class ChangeCodec {
         } else if (change instanceof Change.LayoutGrown g) {
             record.setLayoutGrown(io.mcctl.master.proto.v1.LayoutGrown.newBuilder().setPreviousBucketSize(g.previousBucketSize())
                     .setBucketSize(g.bucketSize()));
+        } else if (change instanceof Change.PromotionQueued q) {
+            record.setPromotionQueued(promotionRecord(q));
+        } else if (change instanceof Change.PromotionEnded e) {
+            io.mcctl.master.proto.v1.PromotionEnded.Outcome outcome = switch (e.outcome()) {
+                case SUCCEEDED -> io.mcctl.master.proto.v1.PromotionEnded.Outcome.SUCCEEDED;
+                case FAILED -> io.mcctl.master.proto.v1.PromotionEnded.Outcome.FAILED;
+                case CANCELLED -> io.mcctl.master.proto.v1.PromotionEnded.Outcome.CANCELLED;
+            };
+            record.setPromotionEnded(io.mcctl.master.proto.v1.PromotionEnded.newBuilder().setTenantId(e.tenant()).setKey(e.key())
+                    .setPlacement(record(e.placement())).setOutcome(outcome));
         } else {
             throw new IllegalArgumentException("no record for change " + change);
         }
@@ -143,5 +168,15 @@ public final class ChangeCodec {
 
     public static PageService.QuarantinedRange quarantined(QuarantineRecord q) {
         return new PageService.QuarantinedRange(q.getBucket(), q.getFirstPage(), q.getPages(), q.getReleaseMs());
+    }
+
+    /** A promotion task, as the log and a snapshot's meta hold it. */
+    public static io.mcctl.master.proto.v1.PromotionQueued promotionRecord(Change.PromotionQueued q) {
+        return io.mcctl.master.proto.v1.PromotionQueued.newBuilder().setTenantId(q.tenant()).setKey(q.key())
+                .setPlacement(record(q.placement())).setQueuedMs(q.queuedMs()).build();
+    }
+
+    public static Change.PromotionQueued promotionTask(io.mcctl.master.proto.v1.PromotionQueued q) {
+        return new Change.PromotionQueued(q.getTenantId(), q.getKey(), placement(q.getPlacement()), q.getQueuedMs());
     }
 }

@@ -219,6 +219,7 @@ public final class Snapshotter {
                     .setQuarantinedRanges(quarantine.size())
                     .putAllSettings(settings)
                     .putAllTenantQuotas(pages.quotas())
+                    .addAllPromotionTasks(pages.promotions().export().stream().map(ChangeCodec::promotionRecord).toList())
                     .setLeaderEpoch(epoch)
                     .build());
             requireOwner("snapshot published");

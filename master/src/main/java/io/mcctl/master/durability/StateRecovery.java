@@ -263,6 +263,7 @@ public final class StateRecovery {
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> restorer.inFlight(ChangeCodec.inFlight(p)));
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> restorer.quarantined(ChangeCodec.quarantined(q)));
         meta.getTenantQuotasMap().forEach((tenant, bytes) -> restorer.apply(new Change.QuotaSet(tenant, bytes)));
+        meta.getPromotionTasksList().forEach(task -> restorer.apply(ChangeCodec.promotionTask(task)));
         state.snapshot = path;
         state.snapshotSequence = meta.getWalSequence();
     }

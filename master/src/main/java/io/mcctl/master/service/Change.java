@@ -10,7 +10,7 @@ package io.mcctl.master.service;
  * already holds changes nothing.
  */
 public sealed interface Change permits Change.Allocated, Change.Renewed, Change.Committed, Change.AllocationDropped, Change.Removed,
-        Change.QuotaSet, Change.Released, Change.LayoutGrown {
+        Change.QuotaSet, Change.Released, Change.LayoutGrown, Change.PromotionQueued, Change.PromotionEnded {
 
     /** Why an in-flight allocation ended without a commit. */
     enum DropReason {
@@ -85,5 +85,26 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
      * was logged). Applying it to a state whose buckets are already that large changes nothing.
      */
     record LayoutGrown(long previousBucketSize, long bucketSize) implements Change {
+    }
+
+    /**
+     * The committed mapping {@code placement} of a key was queued for promotion into the DRAM tier at {@code queuedMs}.
+     * Until the task ends the mapping is pinned; a remove or overwrite of that mapping ends the task with it.
+     */
+    record PromotionQueued(String tenant, String key, Placement placement, long queuedMs) implements Change {
+    }
+
+    /** How a promotion task ended. */
+    enum PromotionOutcome {
+        /** The taker copied the object into its segment: the MEMORY replica is complete. */
+        SUCCEEDED,
+        /** The taker notified a failure, died, or held the task too long. */
+        FAILED,
+        /** Nothing to do any more: the object is in DRAM already, or no node with a segment is left. */
+        CANCELLED
+    }
+
+    /** The promotion task of the mapping {@code placement} ended; its pin goes. */
+    record PromotionEnded(String tenant, String key, Placement placement, PromotionOutcome outcome) implements Change {
     }
 }

@@ -54,6 +54,9 @@ public final class PageService {
     private volatile String refusal;
 
     private final LongAdder expiredAllocations = new LongAdder();
+    private final Promotions promotions;
+    /** Counts reads for promotion; null while promotion is off (no node has a DRAM segment). */
+    private volatile PromotionAdmission admission;
 
     /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
     public static final Duration DEFAULT_ALLOCATION_GRACE = Duration.ofSeconds(10);
@@ -79,6 +82,17 @@ public final class PageService {
         this.allocationDeadlineNanos = allocationDeadline.toNanos();
         this.allocationGraceNanos = allocationGrace.toNanos();
         this.readLeaseNanos = readLease.toNanos();
+        this.promotions = new Promotions(this, state, keys);
+    }
+
+    /** Promotion tasks into the DRAM tier. */
+    public Promotions promotions() {
+        return promotions;
+    }
+
+    /** Starts counting reads for promotion with {@code admission}, or stops with null. */
+    public void setAdmission(PromotionAdmission admission) {
+        this.admission = admission;
     }
 
     /** With the default allocation grace. */
@@ -390,7 +404,7 @@ public final class PageService {
 
     /** A change of one key, made under its shard lock once the request is valid and changes are taken. */
     @FunctionalInterface
-    private interface KeyChange<T> {
+    interface KeyChange<T> {
         Result<T> apply(String scopedKey, KeyTable.Entry entry, long now);
     }
 
@@ -399,7 +413,7 @@ public final class PageService {
      * with the key's entry (or null) under its shard lock. The calls of every offload (allocate, notify) spell this
      * out instead, so the hot path makes no lambda.
      */
-    private <T> Result<T> underKeyLock(Tenant tenant, String key, String problem, KeyChange<T> change) {
+    <T> Result<T> underKeyLock(Tenant tenant, String key, String problem, KeyChange<T> change) {
         String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key), problem);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
@@ -477,6 +491,10 @@ public final class PageService {
             if (lease) {
                 grantLease(entry);
                 tenant.usage().hits.increment();
+                PromotionAdmission counting = admission;
+                if (counting != null) {
+                    counting.read(scoped);
+                }
             }
             return Result.ok(view.of(entry, previousUse));
         } finally {
@@ -485,7 +503,7 @@ public final class PageService {
     }
 
     /** Caller holds the entry's shard lock. */
-    private void grantLease(KeyTable.Entry entry) {
+    void grantLease(KeyTable.Entry entry) {
         long now = state.now();
         long until = now + readLeaseNanos;
         if (until - entry.leaseUntilNanos > 0) {
@@ -698,7 +716,7 @@ public final class PageService {
     }
 
     /** @param scopedKey the change's key as tenant, NUL, key when the caller has it, so the transition need not build it again */
-    private void logAndApply(Change change, String scopedKey) {
+    void logAndApply(Change change, String scopedKey) {
         changeLog.append(change);
         state.apply(change, scopedKey);
     }
@@ -991,8 +1009,10 @@ public final class PageService {
                     KeyTable.Entry entry = shard.sampleEntries[k];
                     // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
                     // now when the room is wanted at once.
+                    // An object being promoted counts as used just now: its task pins it while anything else can go.
                     long age = entry.pinned ? Long.MAX_VALUE
-                            : preferUnleased && entry.leaseUntilNanos - now > 0 ? Long.MAX_VALUE - 1 : entry.lastUsedNanos;
+                            : preferUnleased && entry.leaseUntilNanos - now > 0 || promotions.pinned(shard.sampleKeys[k]) ? Long.MAX_VALUE - 1
+                            : entry.lastUsedNanos;
                     boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1 && makesRun(entry.committed(), roomPages);
                     if (victim == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
                         victimJoins = joins;
@@ -1491,6 +1511,7 @@ public final class PageService {
                     shard.append(pending);
                 }
             });
+            promotions.dropOrphans();
             state.mappings.set(java.util.Arrays.stream(committed).sum());
             state.pinnedMappings.set(java.util.Arrays.stream(pinned).sum());
             long inFlightCount = 0;

@@ -52,6 +52,30 @@ final class PageState {
     final AtomicLong pinnedMappings = new AtomicLong();
     final LongAdder pinnedBytes = new LongAdder();
     final ConcurrentHashMap<String, TenantUsage> tenants = new ConcurrentHashMap<>();
+    /**
+     * Promotion tasks by scoped key, at most one per key, each about the key's committed mapping of that moment. Filled
+     * and emptied only by {@link #apply} (a task's holder excepted, which is not logged); changed under the key's shard
+     * lock, read without it for listings.
+     */
+    final ConcurrentHashMap<String, PromotionTask> promotions = new ConcurrentHashMap<>();
+
+    /**
+     * A promotion task: what is logged ({@link Change.PromotionQueued}) and who holds it, which is not (a restart puts
+     * every task back in the queue, for any node to take).
+     */
+    static final class PromotionTask {
+        final String scopedKey;
+        final Change.PromotionQueued queued;
+        /** The node that took it, null while queued. Guarded by the key's shard lock. */
+        String holder;
+        /** When it was taken (service clock). Guarded by the key's shard lock. */
+        long takenNanos;
+
+        PromotionTask(String scopedKey, Change.PromotionQueued queued) {
+            this.scopedKey = scopedKey;
+            this.queued = queued;
+        }
+    }
 
     private final LongSupplier nanoClock;
     private final long wallOriginMillis;
@@ -118,6 +142,14 @@ final class PageState {
             usage(q.tenant()).quotaBytes = q.maxBytes();
         } else if (change instanceof Change.LayoutGrown g) {
             layoutGrown(g);
+        } else if (change instanceof Change.PromotionQueued q) {
+            String scoped = scopedKey != null ? scopedKey : KeyRules.scopedKey(q.tenant(), q.key());
+            PromotionTask current = promotions.get(scoped);
+            if (current == null || !current.queued.placement().sameRange(q.placement())) {
+                promotions.put(scoped, new PromotionTask(scoped, q));
+            }
+        } else if (change instanceof Change.PromotionEnded e) {
+            endPromotion(scopedKey != null ? scopedKey : KeyRules.scopedKey(e.tenant(), e.key()), e.placement());
         } else {
             throw new IllegalArgumentException("unknown change " + change);
         }
@@ -170,6 +202,10 @@ final class PageState {
         }
         TenantUsage usage = usage(c.tenant());
         if (entry.hasCommitted()) {
+            PromotionTask promoting = promotions.get(scoped);
+            if (promoting != null && !promoting.queued.placement().sameRange(c.placement())) {
+                promotions.remove(scoped, promoting); // it copied the mapping this commit replaces
+            }
             if (entry.committedSameRange(c.replaced())) {
                 release(c.replaced(), c.replacedReleaseMs());
             }
@@ -223,6 +259,7 @@ final class PageState {
             pinnedMappings.decrementAndGet();
             pinnedBytes.add(-entry.size);
         }
+        endPromotion(scoped, r.placement()); // its source is gone
         entry.clearCommitted();
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs());
@@ -241,6 +278,14 @@ final class PageState {
         BucketLayout grown = new BucketLayout(current.root(), current.bucketCount(), current.pageSize(), g.bucketSize());
         space.grow(grown, keys);
         layout = grown;
+    }
+
+    /** Ends the promotion task of {@code scoped} when it is about {@code placement}. */
+    private void endPromotion(String scoped, Placement placement) {
+        PromotionTask task = promotions.get(scoped);
+        if (task != null && task.queued.placement().sameRange(placement)) {
+            promotions.remove(scoped, task);
+        }
     }
 
     private void released(Change.Released r) {
