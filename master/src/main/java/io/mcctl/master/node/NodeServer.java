@@ -56,7 +56,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Offloads in page mode go to pages of the shared bucket files (DISTRIBUTED_DISK: no owner); offloads with
  * page_mode false go to one file per key under the node's local disk, recorded with PutStart / PutEnd as a LOCAL_DISK
- * replica this node owns, exactly the owner-coupled model page mode replaces.
+ * replica this node owns, exactly the owner-coupled model page mode replaces. With a {@link DramSegment} the node
+ * also takes offloads into it (PutStart / PutEnd MEMORY), serves reads of the MEMORY objects it holds, and with the
+ * shared root mounted runs a {@link Promoter} that copies promotion tasks from the bucket files into the segment.
  */
 public final class NodeServer implements AutoCloseable {
 
