@@ -491,6 +491,11 @@ public final class MasterClient implements AutoCloseable {
         return mutate(() -> stub().ping(io.mcctl.master.proto.v1.PingRequest.newBuilder().setClientId(clientId).build()));
     }
 
+    /** The deadline of each call. */
+    public Duration callTimeout() {
+        return callTimeout;
+    }
+
     /** With a DRAM segment of {@code memoryBytes} (0: none). */
     public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
         return mutate(() -> stub().registerClient(io.mcctl.master.proto.v1.RegisterClientRequest.newBuilder().setClientId(clientId)
