@@ -2013,7 +2013,7 @@ function _picocli_mcctl_node_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--config' '--page-mode'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -2061,6 +2061,9 @@ function _picocli_mcctl_node_start() {
       return $?
       ;;
     '--memory')
+      return
+      ;;
+    '--promotion-interval')
       return
       ;;
     '--config')
@@ -2151,7 +2154,7 @@ function _picocli_mcctl_node_offload() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--page-mode'"
+  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--mode' '--page-mode'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2170,6 +2173,9 @@ function _picocli_mcctl_node_offload() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
       return $?
+      ;;
+    '--mode')
+      return
       ;;
     '--page-mode')
       return
