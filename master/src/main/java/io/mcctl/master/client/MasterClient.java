@@ -483,19 +483,23 @@ public final class MasterClient implements AutoCloseable {
 
     /** RegisterClient; returns the master's TTL in milliseconds. Never retried (a second try would meet the first). */
     public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode) {
+        return registerClient(clientId, endpoint, localDiskDir, pageMode, 0);
+    }
+
+    /** RegisterClient of a node with a DRAM segment of {@code memoryBytes} (0: none); returns the TTL in milliseconds. */
+    public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
         return mutate(() -> stub().registerClient(io.mcctl.master.proto.v1.RegisterClientRequest.newBuilder().setClientId(clientId)
-                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).build())).getTtlMs();
+                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).setMemoryBytes(memoryBytes)
+                .build())).getTtlMs();
     }
 
     public io.mcctl.master.proto.v1.PingResponse ping(String clientId) {
         return mutate(() -> stub().ping(io.mcctl.master.proto.v1.PingRequest.newBuilder().setClientId(clientId).build()));
     }
 
-    /** With a DRAM segment of {@code memoryBytes} (0: none). */
-    public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
-        return mutate(() -> stub().registerClient(io.mcctl.master.proto.v1.RegisterClientRequest.newBuilder().setClientId(clientId)
-                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).setMemoryBytes(memoryBytes).build()))
-                .getTtlMs();
+    /** The deadline of each call. */
+    public Duration callTimeout() {
+        return callTimeout;
     }
 
     /** The PROCESSING replica started; for MEMORY, where in the client's segment to write. */
