@@ -25,6 +25,7 @@ from ._proto import master_pb2_grpc as pb_grpc
 
 PASS_OVER_S = 5.0  # how long a node that failed for want of the node is not asked
 MAX_IN_FLIGHT = 32  # node reads a batch has started and not yet consumed
+MAX_IN_FLIGHT_BYTES = 64 << 20  # and their bytes (one larger object still goes alone), so buffered streams stay bounded
 
 # Failures that say nothing about the node being reachable: it answered, it just does not hold these bytes.
 _NODE_ANSWERED = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION})
@@ -90,20 +91,25 @@ class MemoryReader:
         """Reads each (index, key, replicas, size, crc, regions) from the first of its replicas that serves it, into
         ``regions`` (exactly ``size`` bytes, held in place by the caller); the indices served.
 
-        Up to MAX_IN_FLIGHT first attempts are started before the first is consumed, so the round trips of a batch
-        overlap; a key whose first replica fails tries its next ones one after another.
+        Up to MAX_IN_FLIGHT first attempts (of at most MAX_IN_FLIGHT_BYTES together) are started before the first is
+        consumed, so the round trips of a batch overlap; a key whose first replica fails tries its next ones one after
+        another.
         """
         served: List[int] = []
         started: List[Tuple[int, Any]] = []  # (position in wanted, the call of its first usable replica, or None)
         tried: List[int] = []  # per position: how many of its replicas have been looked at
         position = 0
+        in_flight_bytes = 0
         while position < len(wanted) or started:
-            while position < len(wanted) and len(started) < MAX_IN_FLIGHT:
+            while position < len(wanted) and len(started) < MAX_IN_FLIGHT and (
+                    not started or in_flight_bytes + wanted[position][3] <= MAX_IN_FLIGHT_BYTES):
                 tried.append(0)
                 started.append((position, self._start(tenant, wanted[position], tried, position, counts)))
+                in_flight_bytes += wanted[position][3]
                 position += 1
             at, call = started.pop(0)
             index, key, replicas, size, crc, regions = wanted[at]
+            in_flight_bytes -= size
             while call is not None:
                 endpoint, stream = call
                 if self._consume(endpoint, stream, size, crc, regions, counts):
