@@ -169,6 +169,8 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} promote" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} promotions" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} demo" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} shell" ];    then _picocli_mcctl; return $?; fi
@@ -221,77 +223,81 @@ function _complete_mcctl() {
   local cmds12=(quota)
   local cmds13=(layout)
   local cmds14=(node)
-  local cmds15=(demo)
-  local cmds16=(bench)
-  local cmds17=(shell)
-  local cmds18=(config)
-  local cmds19=(completion)
-  local cmds20=(master start)
-  local cmds21=(master status)
-  local cmds22=(snapshot create)
-  local cmds23=(snapshot list)
-  local cmds24=(snapshot inspect)
-  local cmds25=(snapshot verify)
-  local cmds26=(snapshot diff)
-  local cmds27=(snapshot export)
-  local cmds28=(snapshot recover)
-  local cmds29=(snapshot wal)
-  local cmds30=(snapshot wal dump)
-  local cmds31=(bitmap inspect)
-  local cmds32=(mount validate)
-  local cmds33=(quota set)
-  local cmds34=(layout grow)
-  local cmds35=(node start)
-  local cmds36=(node status)
-  local cmds37=(node offload)
-  local cmds38=(node get)
-  local cmds39=(demo owner-death)
-  local cmds40=(bench allocator)
-  local cmds41=(bench master)
-  local cmds42=(bench io)
-  local cmds43=(bench restart)
-  local cmds44=(bench fsck)
-  local cmds45=(bench cache)
-  local cmds46=(bench crossnode)
-  local cmds47=(bench layout)
-  local cmds48=(bench failover)
-  local cmds49=(config show)
+  local cmds15=(promote)
+  local cmds16=(promotions)
+  local cmds17=(demo)
+  local cmds18=(bench)
+  local cmds19=(shell)
+  local cmds20=(config)
+  local cmds21=(completion)
+  local cmds22=(master start)
+  local cmds23=(master status)
+  local cmds24=(snapshot create)
+  local cmds25=(snapshot list)
+  local cmds26=(snapshot inspect)
+  local cmds27=(snapshot verify)
+  local cmds28=(snapshot diff)
+  local cmds29=(snapshot export)
+  local cmds30=(snapshot recover)
+  local cmds31=(snapshot wal)
+  local cmds32=(snapshot wal dump)
+  local cmds33=(bitmap inspect)
+  local cmds34=(mount validate)
+  local cmds35=(quota set)
+  local cmds36=(layout grow)
+  local cmds37=(node start)
+  local cmds38=(node status)
+  local cmds39=(node offload)
+  local cmds40=(node get)
+  local cmds41=(demo owner-death)
+  local cmds42=(bench allocator)
+  local cmds43=(bench master)
+  local cmds44=(bench io)
+  local cmds45=(bench restart)
+  local cmds46=(bench fsck)
+  local cmds47=(bench cache)
+  local cmds48=(bench crossnode)
+  local cmds49=(bench layout)
+  local cmds50=(bench failover)
+  local cmds51=(config show)
 
-  if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
-  if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
-  if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
-  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
-  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds40[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_demo_ownerdeath; return $?; fi
-  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_node_get; return $?; fi
-  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_node_offload; return $?; fi
-  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_node_status; return $?; fi
-  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_node_start; return $?; fi
-  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_master_status; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_bench; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_demo; return $?; fi
+  if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds50[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
+  if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
+  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
+  if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_demo_ownerdeath; return $?; fi
+  if CompWordsContainsArray "${cmds40[@]}"; then _picocli_mcctl_node_get; return $?; fi
+  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_node_offload; return $?; fi
+  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_node_status; return $?; fi
+  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_node_start; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_master_status; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_demo; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_promotions; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_promote; return $?; fi
   if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_node; return $?; fi
   if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_layout; return $?; fi
   if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_quota; return $?; fi
@@ -317,7 +323,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout node demo bench shell config completion"
+  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout node promote promotions demo bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -1005,6 +1011,123 @@ function _picocli_mcctl_node() {
   fi
 }
 
+# Generates completions for the options and subcommands of the `promote` subcommand.
+function _picocli_mcctl_promote() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant'"
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tenant')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `promotions` subcommand.
+function _picocli_mcctl_promotions() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--master')
+      return
+      ;;
+    '--timeout')
+      return
+      ;;
+    '--tls-ca')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-cert')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--tls-key')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--token-file')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
 # Generates completions for the options and subcommands of the `demo` subcommand.
 function _picocli_mcctl_demo() {
   # Get completion data
@@ -1109,7 +1232,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1208,6 +1331,12 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--client-ttl')
+      return
+      ;;
+    '--promotion-reads')
+      return
+      ;;
+    '--promotion-max-tasks')
       return
       ;;
   esac
@@ -1884,7 +2013,7 @@ function _picocli_mcctl_node_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--config' '--page-mode'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1932,6 +2061,9 @@ function _picocli_mcctl_node_start() {
       return $?
       ;;
     '--memory')
+      return
+      ;;
+    '--promotion-interval')
       return
       ;;
     '--config')
@@ -2022,7 +2154,7 @@ function _picocli_mcctl_node_offload() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--page-mode'"
+  local arg_opts="'--node' '--tenant' '--timeout' '-o' '--output' '--mode' '--page-mode'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2041,6 +2173,9 @@ function _picocli_mcctl_node_offload() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
       return $?
+      ;;
+    '--mode')
+      return
       ;;
     '--page-mode')
       return
@@ -2575,7 +2710,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2680,6 +2815,12 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--client-ttl')
+      return
+      ;;
+    '--promotion-reads')
+      return
+      ;;
+    '--promotion-max-tasks')
       return
       ;;
   esac

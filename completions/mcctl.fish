@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -37,6 +37,8 @@ complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the sh
 complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'layout' -d 'The root\'s bucket layout (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'node' -d 'Nodes: the per-host process that registers with the master, and offloads and reads through one.'
+complete -c mcctl -n '__mcctl_at' -a 'promote' -d 'Queue objects for promotion into the DRAM tier now, whatever their reads (the master also queues an object read promotion_reads times within its admission window).'
+complete -c mcctl -n '__mcctl_at' -a 'promotions' -d 'List the promotion tasks, oldest first: queued ones (any node may take them) and ones a node is copying, with the DRAM tier\'s totals.'
 complete -c mcctl -n '__mcctl_at' -a 'demo' -d 'Demonstrations an operator can run on one machine, with real processes on a temporary root.'
 complete -c mcctl -n '__mcctl_at' -a 'bench' -d 'Benchmarks; figures belong in docs/benchmarks.md.'
 complete -c mcctl -n '__mcctl_at' -a 'shell' -d 'Interactive shell: run mcctl commands one per line in one JVM, without the leading \'mcctl\'.'
@@ -90,6 +92,8 @@ complete -c mcctl -n '__mcctl_at master start' -l ha -x -d 'run for leadership o
 complete -c mcctl -n '__mcctl_at master start' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
 complete -c mcctl -n '__mcctl_at master start' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
 complete -c mcctl -n '__mcctl_at master start' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
+complete -c mcctl -n '__mcctl_at master start' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
+complete -c mcctl -n '__mcctl_at master start' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
 
 # mcctl master status
 complete -c mcctl -n '__mcctl_at master status' -f
@@ -409,8 +413,8 @@ complete -c mcctl -n '__mcctl_at layout grow' -s x -l stacktrace -d 'On error, p
 # mcctl node
 complete -c mcctl -n '__mcctl_at node' -f
 complete -c mcctl -n '__mcctl_at node' -a 'start' -d 'Run a node in the foreground: it registers with the master under a new client id (a UUID), pings it within every TTL and serves reads of what it holds on its transfer endpoint (--listen).'
-complete -c mcctl -n '__mcctl_at node' -a 'status' -d 'List the nodes the master knows: client id, endpoint, alive or dead, the time since their last ping, and the LOCAL_DISK objects each owns.'
-complete -c mcctl -n '__mcctl_at node' -a 'offload' -d 'Write FILE under KEY through a node, in page mode or the per-key model.'
+complete -c mcctl -n '__mcctl_at node' -a 'status' -d 'List the nodes the master knows: client id, endpoint, alive or dead, the time since their last ping, the LOCAL_DISK objects each owns, and its DRAM segment: size, bytes used by MEMORY replicas (complete or staged), MEMORY objects, and the promotion tasks it has taken and not finished.'
+complete -c mcctl -n '__mcctl_at node' -a 'offload' -d 'Write FILE under KEY through a node: in page mode, the per-key model, or the node\'s DRAM segment.'
 complete -c mcctl -n '__mcctl_at node' -a 'get' -d 'Read KEY through a node, which takes the best replica it can reach and falls back to the next.'
 complete -c mcctl -n '__mcctl_at node' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at node' -s V -l version -d 'Print version information and exit.'
@@ -427,7 +431,8 @@ complete -c mcctl -n '__mcctl_at node start' -l token-file -r -F -d 'File whose 
 complete -c mcctl -n '__mcctl_at node start' -l listen -x -d 'Address the node\'s endpoint listens on; port 0 picks a free one (default: 0.0.0.0:50061).'
 complete -c mcctl -n '__mcctl_at node start' -l advertise -x -d 'Host other nodes reach this one at (default: the --listen host, or this machine\'s name when it is 0.0.0.0).'
 complete -c mcctl -n '__mcctl_at node start' -l local-disk -r -F -d 'Directory for per-key files (page_mode false): 256 hashed directories, one file per object.'
-complete -c mcctl -n '__mcctl_at node start' -l memory -x -d 'A DRAM segment for MEMORY replicas: not built yet, refused.'
+complete -c mcctl -n '__mcctl_at node start' -l memory -x -d 'Size of this node\'s DRAM segment for MEMORY replicas, off-heap: 1MiB up to what the JVM may allocate off-heap (-XX:MaxDirectMemorySize, set through MCCTL_JAVA_OPTS).'
+complete -c mcctl -n '__mcctl_at node start' -l promotion-interval -x -d 'How often a node with --memory and the shared root asks the master for promotion tasks, 10ms to 1h (default: 200ms).'
 complete -c mcctl -n '__mcctl_at node start' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at node start' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at node start' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -452,7 +457,8 @@ complete -c mcctl -n '__mcctl_at node offload' -l node -x -d 'The node\'s endpoi
 complete -c mcctl -n '__mcctl_at node offload' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
 complete -c mcctl -n '__mcctl_at node offload' -l timeout -x -d 'Deadline of the call to the node (default: 30s).'
 complete -c mcctl -n '__mcctl_at node offload' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
-complete -c mcctl -n '__mcctl_at node offload' -l page-mode -x -d 'true: pages of the shared bucket files (DISTRIBUTED_DISK); false: a per-key file on the node (LOCAL_DISK).'
+complete -c mcctl -n '__mcctl_at node offload' -l mode -x -d 'page: pages of the shared bucket files (DISTRIBUTED_DISK); per-key: a file on the node (LOCAL_DISK); memory: the node\'s DRAM segment (MEMORY).'
+complete -c mcctl -n '__mcctl_at node offload' -l page-mode -x -d 'true: as --mode page; false: as --mode per-key.'
 complete -c mcctl -n '__mcctl_at node offload' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at node offload' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at node offload' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -467,6 +473,32 @@ complete -c mcctl -n '__mcctl_at node get' -l out -r -F -d 'File to write; defau
 complete -c mcctl -n '__mcctl_at node get' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at node get' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at node get' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl promote
+complete -c mcctl -n '__mcctl_at promote' -f
+complete -c mcctl -n '__mcctl_at promote' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at promote' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at promote' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at promote' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at promote' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at promote' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at promote' -l tenant -x -d 'Tenant whose keys to use: letters, digits, \'.\', \'_\' and \'-\', at most 64 (default: default).'
+complete -c mcctl -n '__mcctl_at promote' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at promote' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at promote' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl promotions
+complete -c mcctl -n '__mcctl_at promotions' -f
+complete -c mcctl -n '__mcctl_at promotions' -l master -x -d 'Master address, or etcd://h1:2379,h2:2379[/prefix] to follow the leader of masters started with --ha (default: $MCCTL_MASTER, else localhost:50051).'
+complete -c mcctl -n '__mcctl_at promotions' -l timeout -x -d 'Deadline of each call to the master (default: 10s).'
+complete -c mcctl -n '__mcctl_at promotions' -l tls-ca -r -F -d 'Connect over TLS, trusting only the CA certificates in this PEM file (default: $MCCTL_TLS_CA, else plaintext).'
+complete -c mcctl -n '__mcctl_at promotions' -l tls-cert -r -F -d 'Client certificate (PEM) for a master that wants one; needs --tls-key and --tls-ca (default: $MCCTL_TLS_CERT).'
+complete -c mcctl -n '__mcctl_at promotions' -l tls-key -r -F -d 'Private key (PEM, PKCS#8) of --tls-cert (default: $MCCTL_TLS_KEY).'
+complete -c mcctl -n '__mcctl_at promotions' -l token-file -r -F -d 'File whose first line is the bearer token to present (default: the token in $MCCTL_TOKEN, else none).'
+complete -c mcctl -n '__mcctl_at promotions' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at promotions' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at promotions' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at promotions' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl demo
 complete -c mcctl -n '__mcctl_at demo' -f
@@ -662,6 +694,8 @@ complete -c mcctl -n '__mcctl_at config show' -l ha -x -d 'run for leadership on
 complete -c mcctl -n '__mcctl_at config show' -l ha-lease-ttl -x -d 'the leader\'s etcd lease: a standby takes over about this long after the leader dies; the leader stops answering changes a quarter of it before the lease can expire [env MCCTL_HA_LEASE_TTL; default 5s]'
 complete -c mcctl -n '__mcctl_at config show' -l ha-start-empty -x -d 'with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty (every cached object is lost to the cache; docs/ha.md) [env MCCTL_HA_START_EMPTY; default false]'
 complete -c mcctl -n '__mcctl_at config show' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
+complete -c mcctl -n '__mcctl_at config show' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
+complete -c mcctl -n '__mcctl_at config show' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
 
 # mcctl completion
 complete -c mcctl -n '__mcctl_at completion' -f

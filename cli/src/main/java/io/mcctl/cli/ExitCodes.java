@@ -33,6 +33,26 @@ public final class ExitCodes {
             + "  70  INTERNAL     a bug in mcctl (run again with -x and report it)%n"
             + "  fsck uses fsck(8) codes: 0 clean, 1 corrected, 4 left uncorrected, 8 operational error";
 
+    /** The exit code of one key's failure answered with {@code error}: not found, bad input, or failed. */
+    public static int ofKeyError(io.mcctl.master.proto.v1.ErrorCode error) {
+        return switch (error) {
+            case OK -> OK;
+            case OBJECT_NOT_FOUND -> NOT_FOUND;
+            case INVALID_PARAMS -> USAGE;
+            default -> FAILED;
+        };
+    }
+
+    /** Checks every key before anything is sent: one bad key refuses the whole command, which then changes nothing. */
+    public static void checkKeys(java.util.List<String> keys) {
+        for (String key : keys) {
+            String problem = io.mcctl.master.service.KeyRules.checkKey(key);
+            if (problem != null) {
+                throw new CliException(USAGE, "invalid key: " + problem);
+            }
+        }
+    }
+
     private ExitCodes() {
     }
 }

@@ -1,6 +1,8 @@
 package io.mcctl.cli;
 
 import io.mcctl.cli.command.BenchCommand;
+import io.mcctl.cli.command.PromoteCommand;
+import io.mcctl.cli.command.PromotionsCommand;
 import io.mcctl.cli.command.BitmapCommand;
 import io.mcctl.cli.command.CompletionCommand;
 import io.mcctl.cli.command.ConfigCommand;
@@ -43,7 +45,7 @@ public final class McctlCommand extends GroupCommand {
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
             LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-            QuotaCommand.class, LayoutCommand.class, NodeCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+            QuotaCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
 
     /**
      * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all

@@ -185,12 +185,18 @@ class NodeProcessTest {
         assertEquals(a.clientId(), client.replicaList("default", "taken").getReplicas(0).getLocalDisk().getClientId());
         assertEquals(null, PerKeyStore.open(dir.resolve("disk-b")).find("default", "taken"));
 
-        McctlProcess.Done memory = McctlProcess.run(dir, Map.of(), "node", "start", "--master", master.address(), "--memory", "1GiB");
-        assertEquals(ExitCodes.USAGE, memory.exitCode(), memory.err());
-        assertEquals(1, memory.err().lines().count(), memory.err());
-        assertTrue(memory.err().contains("the DRAM tier (MEMORY replicas in a node's segment) is not built yet"), memory.err());
         long registered = client.listClients().getClientsCount();
-        assertFalse(memory.out().contains("serving"));
+        Map<String, String> refusals = Map.of("0", "invalid --memory '0': 0 is too small for a DRAM segment: allowed is at least 1MiB",
+                "bogus", "invalid --memory 'bogus' (not a size): allowed is a whole number of bytes",
+                "64GiB", "is more than this JVM may allocate off-heap");
+        for (Map.Entry<String, String> refusal : refusals.entrySet()) {
+            McctlProcess.Done memory = McctlProcess.run(dir, Map.of(), "node", "start", "--master", master.address(), "--memory",
+                    refusal.getKey());
+            assertEquals(ExitCodes.USAGE, memory.exitCode(), memory.err());
+            assertEquals(1, memory.err().lines().count(), memory.err());
+            assertTrue(memory.err().contains(refusal.getValue()), memory.err());
+            assertFalse(memory.out().contains("serving"));
+        }
         assertEquals(registered, client.listClients().getClientsCount());
     }
 

@@ -81,19 +81,7 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         if (rounds < 1 || rounds > 100) {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 100");
         }
-        List<Long> objectSizes = new ArrayList<>();
-        for (String size : sizes) {
-            long bytes;
-            try {
-                bytes = SizeParser.parse(size);
-            } catch (IllegalArgumentException e) {
-                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is " + SizeParser.ALLOWED);
-            }
-            if (bytes < 1 || bytes > (64L << 20)) {
-                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is 1 byte to 64MiB");
-            }
-            objectSizes.add(bytes);
-        }
+        List<Long> objectSizes = parseSizes(sizes, 64L << 20);
         long largest = objectSizes.stream().mapToLong(Long::longValue).max().orElse(1);
         // Room for every object of every size in one bucket file of 8, whatever the hash spreads.
         long bucketBytes = Math.max(64L << 20, Long.highestOneBit(Math.max(1, objects * (largest + 65_536) * objectSizes.size())) * 2);
@@ -145,6 +133,24 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         }
         report(cases);
         return ExitCodes.OK;
+    }
+
+    /** The --sizes of a benchmark, each from 1 byte to {@code largest}; one bad size refuses the run. */
+    static List<Long> parseSizes(List<String> sizes, long largest) {
+        List<Long> objectSizes = new ArrayList<>();
+        for (String size : sizes) {
+            long bytes;
+            try {
+                bytes = SizeParser.parse(size);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is " + SizeParser.ALLOWED);
+            }
+            if (bytes < 1 || bytes > largest) {
+                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is 1 byte to " + SizeParser.format(largest));
+            }
+            objectSizes.add(bytes);
+        }
+        return objectSizes;
     }
 
     /** Reads every key once, one at a time; checks each came from the expected kind of replica. Returns the pass's nanoseconds. */

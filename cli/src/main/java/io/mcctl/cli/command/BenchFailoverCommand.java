@@ -9,6 +9,7 @@ import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.ProcessCpu;
+import io.mcctl.master.client.ClientSecurity;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.etcd.EtcdClient;
@@ -77,6 +78,12 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             description = "Throughput rounds per mode (with --ha, without), interleaved; 0 skips the comparison (default: ${DEFAULT-VALUE}).")
     int throughputRounds;
 
+    @Option(names = "--throughput-transport", paramLabel = "stream|unary", defaultValue = "stream",
+            description = "How both clients of the throughput comparison send their batches: the Session stream or unary calls "
+                    + "(default: ${DEFAULT-VALUE}). The same for both, so the comparison is of --ha alone; a client given etcd:// "
+                    + "uses unary calls unless told otherwise (docs/ha.md).")
+    String throughputTransport;
+
     @Option(names = "--throughput-keys", paramLabel = "N", defaultValue = "100000",
             description = "Keys offloaded per throughput round, rounded down to a multiple of 512 (default: ${DEFAULT-VALUE}).")
     int throughputKeys;
@@ -106,6 +113,9 @@ public final class BenchFailoverCommand implements Callable<Integer> {
         }
         if (rounds < 1 || rounds > 1000) {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 1000");
+        }
+        if (!throughputTransport.equals("stream") && !throughputTransport.equals("unary")) {
+            throw new CliException(ExitCodes.USAGE, "invalid --throughput-transport '" + throughputTransport + "': allowed are stream and unary");
         }
         if (throughputRounds < 0 || throughputRounds > 100) {
             throw new CliException(ExitCodes.USAGE, "invalid --throughput-rounds " + throughputRounds + ": allowed is 0 to 100");
@@ -445,8 +455,9 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             record Mode(String name, MasterProcess master, String target) {
             }
             List<Mode> modes = List.of(new Mode("without --ha", plain, plain.address()), new Mode("with --ha", ha, etcd.url(prefix)));
-            try (MasterClient plainClient = new MasterClient(modes.get(0).target(), Duration.ofSeconds(30));
-                 MasterClient haClient = new MasterClient(modes.get(1).target(), Duration.ofSeconds(30))) {
+            MasterClient.Transport transport = throughputTransport.equals("stream") ? MasterClient.Transport.STREAM : MasterClient.Transport.UNARY;
+            try (MasterClient plainClient = new MasterClient(modes.get(0).target(), Duration.ofSeconds(30), ClientSecurity.NONE, transport);
+                 MasterClient haClient = new MasterClient(modes.get(1).target(), Duration.ofSeconds(30), ClientSecurity.NONE, transport)) {
                 List<MasterClient> clients = List.of(plainClient, haClient);
                 long perCaller = throughputKeys / (CALLERS * BATCH) * BATCH;
                 for (int m = 0; m < 2; m++) { // unmeasured: the JIT of both masters and of this side
@@ -482,6 +493,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                     pairRatios.add(rate[1] / rate[0]);
                 }
                 Map<String, Object> comparison = new LinkedHashMap<>();
+                comparison.put("transport", throughputTransport);
                 comparison.put("callers", CALLERS);
                 comparison.put("batch", BATCH);
                 comparison.put("keys_per_round", perCaller * CALLERS);

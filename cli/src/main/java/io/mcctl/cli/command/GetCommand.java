@@ -167,34 +167,52 @@ public final class GetCommand implements Callable<Integer> {
                         Table.escape(key + ": " + result.getStatus().getMessage())); // the master's message names the key too
             }
             DistributedDiskDescriptor place = result.getDistributedDisk();
-            ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, Math.max(1, place.getObjectSize())));
-            if (target == null) {
-                streamToStdout(node, place, chunk);
-            } else if (Files.exists(target) && !Files.isRegularFile(target)) {
-                streamToDevice(node, place, chunk, target); // a FIFO or a device (/dev/stdout) cannot be renamed onto
+            // A copy in a node's DRAM (a promotion's) is read from that node when it answers; else the bucket file.
+            ByteBuffer inDram = result.getMemoryCount() == 0 || node.dram() == null ? null : node.dram().read(tenant, key, result.getMemoryList(), null);
+            Copy copy;
+            if (inDram != null) {
+                copy = sink -> {
+                    while (inDram.hasRemaining()) {
+                        sink.write(inDram);
+                    }
+                };
             } else {
-                streamToFile(node, place, chunk, target);
+                ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, Math.max(1, place.getObjectSize())));
+                copy = sink -> node.ioFor(place.getOffset(), place.getObjectSize()).copyTo(Path.of(place.getFilePath()), place.getOffset(),
+                        place.getObjectSize(), place.getCrc32C(), sink, chunk);
+            }
+            if (target == null) {
+                streamToStdout(place, copy);
+            } else if (Files.exists(target) && !Files.isRegularFile(target)) {
+                streamToDevice(place, copy, target); // a FIFO or a device (/dev/stdout) cannot be renamed onto
+            } else {
+                streamToFile(copy, target);
             }
         }
         return ExitCodes.OK;
     }
 
-    private void streamToStdout(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk) throws IOException {
-        // Raw bytes to file descriptor 1: objects are binary, and the CLI's writers are for text.
-        streamAsRead(node, place, chunk, new FileOutputStream(FileDescriptor.out).getChannel(), "stdout");
+    /** The object's bytes, copied to a sink: from the bucket file (checked as they stream) or from a node's DRAM (checked). */
+    @FunctionalInterface
+    private interface Copy {
+        void to(FileChannel sink) throws IOException;
     }
 
-    private void streamToDevice(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, Path device) throws IOException {
+    private void streamToStdout(DistributedDiskDescriptor place, Copy copy) throws IOException {
+        // Raw bytes to file descriptor 1: objects are binary, and the CLI's writers are for text.
+        streamAsRead(place, copy, new FileOutputStream(FileDescriptor.out).getChannel(), "stdout");
+    }
+
+    private void streamToDevice(DistributedDiskDescriptor place, Copy copy, Path device) throws IOException {
         try (FileChannel channel = FileChannel.open(device, StandardOpenOption.WRITE)) {
-            streamAsRead(node, place, chunk, channel, device.toString());
+            streamAsRead(place, copy, channel, device.toString());
         }
     }
 
     /** Streams to a sink that cannot be replaced afterwards: a mismatch can only say that what was written is bad. */
-    private void streamAsRead(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, FileChannel sink, String name)
-            throws IOException {
+    private void streamAsRead(DistributedDiskDescriptor place, Copy copy, FileChannel sink, String name) throws IOException {
         try {
-            node.ioFor(place.getOffset(), place.getObjectSize()).copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), sink, chunk);
+            copy.to(sink);
         } catch (ChecksumMismatchException e) {
             throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": the " + place.getObjectSize()
                     + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
@@ -203,13 +221,13 @@ public final class GetCommand implements Callable<Integer> {
         }
     }
 
-    private void streamToFile(TierNode node, DistributedDiskDescriptor place, ByteBuffer chunk, Path target) throws IOException {
+    private void streamToFile(Copy copy, Path target) throws IOException {
         Path partial = target.resolveSibling("." + target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong())
                 + ".mcctl-partial");
         boolean renamed = false;
         try {
             try (FileChannel file = FileChannel.open(partial, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                node.ioFor(place.getOffset(), place.getObjectSize()).copyTo(Path.of(place.getFilePath()), place.getOffset(), place.getObjectSize(), place.getCrc32C(), file, chunk);
+                copy.to(file);
             } catch (ChecksumMismatchException e) {
                 throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": " + e.getMessage() + "; " + out + " was not written", e);
             } catch (BucketFileMissingException e) {

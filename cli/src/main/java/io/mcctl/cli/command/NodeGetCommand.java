@@ -25,8 +25,9 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code mcctl node get}: read an object through a node. */
 @Command(name = "get", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Read KEY through a node, which takes the best replica it can reach and falls back to the next.",
-                "Best first: DISTRIBUTED_DISK (a direct pread of the shared bucket file on that node), then LOCAL_DISK (its own "
-                        + "file, or an RPC to the owning node, which reads its file and streams the bytes). With --out FILE the "
+                "Best first: MEMORY (its own DRAM segment, or an RPC to the holding node, which copies the range out of its "
+                        + "segment), then DISTRIBUTED_DISK (a direct pread of the shared bucket file on that node), then LOCAL_DISK "
+                        + "(its own file, or an RPC to the owning node, which reads its file and streams the bytes). With --out FILE the "
                         + "bytes go to FILE (renamed into place once whole) and a report of the replica read goes to stdout; "
                         + "without it the bytes go to stdout. Exit 3 when the master knows no replica; 4 when none could be read."})
 public final class NodeGetCommand implements Callable<Integer> {

@@ -27,10 +27,12 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code mcctl node offload}: write a file into the tier through a node. */
 @Command(name = "offload", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Write FILE under KEY through a node, in page mode or the per-key model.",
-                "With page_mode true the node writes pages of the shared bucket files (a DISTRIBUTED_DISK replica, no owner); "
-                        + "with false it writes one file under its --local-disk and the master records a LOCAL_DISK replica "
-                        + "owned by that node (PutStart, PutEnd). Without --page-mode the node's own page_mode decides. "
+        description = {"Write FILE under KEY through a node: in page mode, the per-key model, or the node's DRAM segment.",
+                "--mode page (or --page-mode true): the node writes pages of the shared bucket files (a DISTRIBUTED_DISK "
+                        + "replica, no owner); --mode per-key (or --page-mode false): one file under its --local-disk, and the "
+                        + "master records a LOCAL_DISK replica owned by that node (PutStart, PutEnd); --mode memory: a range of "
+                        + "its DRAM segment (mcctl node start --memory) the master picks, a MEMORY replica held by that node. "
+                        + "Without either option the node's own page_mode decides. "
                         + "Exit 0 when stored; 2 on bad input; 3 when FILE does not exist; 4 when the node cannot be reached."})
 public final class NodeOffloadCommand implements Callable<Integer> {
 
@@ -43,8 +45,13 @@ public final class NodeOffloadCommand implements Callable<Integer> {
     @Mixin
     OutputMixin output;
 
+    @Option(names = "--mode", paramLabel = "page|per-key|memory",
+            description = "page: pages of the shared bucket files (DISTRIBUTED_DISK); per-key: a file on the node (LOCAL_DISK); "
+                    + "memory: the node's DRAM segment (MEMORY). Default: the node's page_mode.")
+    String mode;
+
     @Option(names = "--page-mode", paramLabel = "true|false",
-            description = "true: pages of the shared bucket files (DISTRIBUTED_DISK); false: a per-key file on the node (LOCAL_DISK).")
+            description = "true: as --mode page; false: as --mode per-key.")
     String pageMode;
 
     @Parameters(index = "0", paramLabel = "KEY", description = "Key to write under.")
@@ -56,6 +63,17 @@ public final class NodeOffloadCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         OffloadMode mode = OffloadMode.OFFLOAD_MODE_NODE_DEFAULT;
+        if (this.mode != null && pageMode != null) {
+            throw new CliException(ExitCodes.USAGE, "--mode " + this.mode + " and --page-mode " + pageMode + ": give one of them");
+        }
+        if (this.mode != null) {
+            mode = switch (this.mode) {
+                case "page" -> OffloadMode.PAGE_MODE;
+                case "per-key" -> OffloadMode.PER_KEY;
+                case "memory" -> OffloadMode.MEMORY_SEGMENT;
+                default -> throw new CliException(ExitCodes.USAGE, "invalid --mode '" + this.mode + "': allowed is page, per-key or memory");
+            };
+        }
         if (pageMode != null) {
             try {
                 mode = StorageSettings.parseBoolean(pageMode) ? OffloadMode.PAGE_MODE : OffloadMode.PER_KEY;
@@ -87,9 +105,12 @@ public final class NodeOffloadCommand implements Callable<Integer> {
             throw NodeTargetOptions.failure(e);
         }
         PrintWriter out = spec.commandLine().getOut();
-        String where = replica.getType() == ReplicaType.LOCAL_DISK
-                ? "owned by client " + replica.getLocalDisk().getClientId() + " at " + replica.getLocalDisk().getTransportEndpoint()
-                : "in " + replica.getDistributedDisk().getFilePath() + " at offset " + replica.getDistributedDisk().getOffset();
+        String where = switch (replica.getType()) {
+            case LOCAL_DISK -> "owned by client " + replica.getLocalDisk().getClientId() + " at " + replica.getLocalDisk().getTransportEndpoint();
+            case MEMORY -> "held by client " + replica.getMemory().getClientId() + " at " + replica.getMemory().getTransportEndpoint()
+                    + ", segment offset " + replica.getMemory().getBufferAddress();
+            default -> "in " + replica.getDistributedDisk().getFilePath() + " at offset " + replica.getDistributedDisk().getOffset();
+        };
         if (output.json()) {
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("key", key);

@@ -4,12 +4,16 @@ import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.SettingsOptions;
+import io.mcctl.master.node.DramSegment;
 import io.mcctl.master.node.NodeServer;
+import io.mcctl.storage.config.DurationParser;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
+import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.config.StorageSettings;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.slf4j.Logger;
@@ -28,6 +32,10 @@ import picocli.CommandLine.Spec;
                         + "or with page_mode false to one file per key under --local-disk (LOCAL_DISK, owned by this node: "
                         + "when it dies the master forgets them). A node that misses its TTL is dead; after a master restart "
                         + "it registers again.",
+                "With --memory SIZE the node holds a DRAM segment of SIZE off-heap: offloads with --mode memory go into it "
+                        + "(MEMORY replicas, read first), and every --promotion-interval it asks the master for promotion tasks "
+                        + "(objects read often enough, or mcctl promote), copies each from the shared bucket file into its "
+                        + "segment, checks the CRC32C and tells the master. A re-registration starts with the whole segment free.",
                 "The node's endpoint serves plaintext with no access control: run it on a trusted network."})
 public final class NodeStartCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
@@ -52,8 +60,14 @@ public final class NodeStartCommand implements Callable<Integer>, SettingsOption
     Path localDisk;
 
     @Option(names = "--memory", paramLabel = "SIZE",
-            description = "A DRAM segment for MEMORY replicas: not built yet, refused.")
+            description = "Size of this node's DRAM segment for MEMORY replicas, off-heap: 1MiB up to what the JVM may allocate "
+                    + "off-heap (-XX:MaxDirectMemorySize, set through MCCTL_JAVA_OPTS). Default: none.")
     String memory;
+
+    @Option(names = "--promotion-interval", paramLabel = "DURATION", defaultValue = "200ms",
+            description = "How often a node with --memory and the shared root asks the master for promotion tasks, 10ms to 1h "
+                    + "(default: ${DEFAULT-VALUE}).")
+    String promotionInterval;
 
     @Override
     public List<Setting<?>> settings() {
@@ -77,23 +91,49 @@ public final class NodeStartCommand implements Callable<Integer>, SettingsOption
 
     @Override
     public Integer call() throws Exception {
+        long memoryBytes = 0;
         if (memory != null) {
-            throw new CliException(ExitCodes.USAGE, "--memory " + memory
-                    + ": the DRAM tier (MEMORY replicas in a node's segment) is not built yet; start the node without --memory");
+            try {
+                memoryBytes = SizeParser.parse(memory);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCodes.USAGE, "invalid --memory '" + memory + "' (" + e.getMessage() + "): allowed is "
+                        + SizeParser.ALLOWED + ", at least " + SizeParser.format(DramSegment.MIN_BYTES));
+            }
+            String problem = DramSegment.problemWith(memoryBytes);
+            if (problem != null) {
+                throw new CliException(ExitCodes.USAGE, "invalid --memory '" + memory + "': " + problem);
+            }
+        }
+        Duration interval;
+        try {
+            interval = DurationParser.parse(promotionInterval);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, "invalid --promotion-interval '" + promotionInterval + "': allowed is "
+                    + DurationParser.ALLOWED);
+        }
+        if (interval.toMillis() < 10 || interval.compareTo(Duration.ofHours(1)) > 0) {
+            throw new CliException(ExitCodes.USAGE, "invalid --promotion-interval '" + promotionInterval + "': allowed is 10ms to 1h");
         }
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
         String[] address = hostAndPort(listen, "--listen");
         boolean pageMode = config.get(StorageSettings.PAGE_MODE);
-        NodeServer node = NodeServer.start(new NodeServer.Options(master.target(spec), address[0], Integer.parseInt(address[1]), advertise,
-                localDisk, pageMode, master.callTimeout(), master.security(spec)));
+        NodeServer node;
+        try {
+            node = NodeServer.start(new NodeServer.Options(master.target(spec), address[0], Integer.parseInt(address[1]), advertise,
+                    localDisk, pageMode, master.callTimeout(), master.security(spec), memoryBytes, interval));
+        } catch (DramSegment.AllocationException e) {
+            throw new CliException(ExitCodes.USAGE, "invalid --memory '" + memory + "': " + e.getMessage());
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("stopping");
             node.close();
         }, "mcctl-node-shutdown"));
         PrintWriter out = spec.commandLine().getOut();
-        out.printf("mcctl node %s serving on %s (master %s, ttl %d ms, page mode %s%s, local disk %s)%n", node.clientId(), node.endpoint(),
-                master.target(spec), node.ttlMillis(), pageMode, node.tierProblem() == null ? "" : " but no shared root here",
-                localDisk == null ? "none" : node.localDisk().root());
+        out.printf("mcctl node %s serving on %s (master %s, ttl %d ms, page mode %s%s, local disk %s, memory %s)%n", node.clientId(),
+                node.endpoint(), master.target(spec), node.ttlMillis(), pageMode, node.tierProblem() == null ? "" : " but no shared root here",
+                localDisk == null ? "none" : node.localDisk().root(), memoryBytes == 0 ? "none"
+                        : SizeParser.format(memoryBytes) + (node.tierProblem() == null ? ", promotion every " + DurationParser.format(interval)
+                        : ", no promotion without the shared root"));
         out.flush();
         node.awaitTermination();
         return ExitCodes.OK;

@@ -41,12 +41,7 @@ public final class RmCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         int worst = ExitCodes.OK;
-        for (String key : keys) {
-            String problem = io.mcctl.master.service.KeyRules.checkKey(key);
-            if (problem != null) {
-                throw new io.mcctl.cli.CliException(ExitCodes.USAGE, "invalid key: " + problem);
-            }
-        }
+        ExitCodes.checkKeys(keys);
         if (inFlight) {
             return dropInFlight(tenant, out, err);
         }
@@ -65,8 +60,7 @@ public final class RmCommand implements Callable<Integer> {
                     worst = Math.max(worst, ExitCodes.FAILED);
                 } else {
                     err.println("mcctl: error: " + keys.get(i) + ": " + result.getMessage());
-                    worst = Math.max(worst, result.getError() == ErrorCode.OBJECT_NOT_FOUND ? ExitCodes.NOT_FOUND
-                            : result.getError() == ErrorCode.INVALID_PARAMS ? ExitCodes.USAGE : ExitCodes.FAILED);
+                    worst = Math.max(worst, ExitCodes.ofKeyError(result.getError()));
                 }
             }
         }
@@ -117,8 +111,7 @@ public final class RmCommand implements Callable<Integer> {
                         throw e;
                     }
                     err.println("mcctl: error: " + key + ": " + e.getMessage());
-                    worst = Math.max(worst, e.code() == ErrorCode.OBJECT_NOT_FOUND ? ExitCodes.NOT_FOUND
-                            : e.code() == ErrorCode.INVALID_PARAMS ? ExitCodes.USAGE : ExitCodes.FAILED);
+                    worst = Math.max(worst, ExitCodes.ofKeyError(e.code()));
                 }
             }
         }

@@ -13,6 +13,8 @@ public final class ClientMetrics {
     final Counter pagesWritten;
     final Counter leaksPrevented;
     final Counter checksumFailures;
+    final Counter memoryReads;
+    final Counter memoryFallbacks;
 
     public ClientMetrics(PrometheusRegistry registry) {
         this.registry = registry;
@@ -27,6 +29,10 @@ public final class ClientMetrics {
                 .help("Allocations freed at once because their write failed").register(registry);
         checksumFailures = Counter.builder().name("mcctl_client_checksum_failures_total")
                 .help("Objects whose bytes failed their CRC32C on read").register(registry);
+        memoryReads = Counter.builder().name("mcctl_client_memory_reads_total")
+                .help("Objects read from a MEMORY replica in a node's DRAM segment").withoutExemplars().register(registry);
+        memoryFallbacks = Counter.builder().name("mcctl_client_memory_fallbacks_total")
+                .help("Objects with MEMORY replicas none of whose nodes could serve them: read by pread instead").register(registry);
     }
 
     public ClientMetrics() {
@@ -44,4 +50,8 @@ public final class ClientMetrics {
     public long leaksPreventedTotal() { return (long) leaksPrevented.get(); }
 
     public long checksumFailuresTotal() { return (long) checksumFailures.get(); }
+
+    public long memoryReadsTotal() { return (long) memoryReads.get(); }
+
+    public long memoryFallbacksTotal() { return (long) memoryFallbacks.get(); }
 }

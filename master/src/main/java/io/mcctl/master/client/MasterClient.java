@@ -483,17 +483,56 @@ public final class MasterClient implements AutoCloseable {
 
     /** RegisterClient; returns the master's TTL in milliseconds. Never retried (a second try would meet the first). */
     public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode) {
+        return registerClient(clientId, endpoint, localDiskDir, pageMode, 0);
+    }
+
+    /** RegisterClient of a node with a DRAM segment of {@code memoryBytes} (0: none); returns the TTL in milliseconds. */
+    public long registerClient(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
         return mutate(() -> stub().registerClient(io.mcctl.master.proto.v1.RegisterClientRequest.newBuilder().setClientId(clientId)
-                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).build())).getTtlMs();
+                .setTransportEndpoint(endpoint).setLocalDiskDir(localDiskDir).setPageMode(pageMode).setMemoryBytes(memoryBytes)
+                .build())).getTtlMs();
     }
 
     public io.mcctl.master.proto.v1.PingResponse ping(String clientId) {
         return mutate(() -> stub().ping(io.mcctl.master.proto.v1.PingRequest.newBuilder().setClientId(clientId).build()));
     }
 
-    public void putStart(String clientId, String tenant, String key, long size, io.mcctl.master.proto.v1.ReplicaType type) {
-        mutate(() -> stub().putStart(io.mcctl.master.proto.v1.PutStartRequest.newBuilder().setClientId(clientId).setTenantId(tenant)
-                .setKey(key).setSize(size).setReplicaType(type).build()));
+    /** The deadline of each call. */
+    public Duration callTimeout() {
+        return callTimeout;
+    }
+
+    /** The PROCESSING replica started; for MEMORY, where in the client's segment to write. */
+    public io.mcctl.master.proto.v1.Replica putStart(String clientId, String tenant, String key, long size, io.mcctl.master.proto.v1.ReplicaType type) {
+        return mutate(() -> stub().putStart(io.mcctl.master.proto.v1.PutStartRequest.newBuilder().setClientId(clientId).setTenantId(tenant)
+                .setKey(key).setSize(size).setReplicaType(type).build())).getReplica();
+    }
+
+    /** Promotion tasks handed to this node now (0: the master's default number). */
+    public List<io.mcctl.master.proto.v1.PromotionTask> promotionHeartbeat(String clientId, int maxTasks) {
+        return mutate(() -> stub().promotionObjectHeartbeat(io.mcctl.master.proto.v1.PromotionObjectHeartbeatRequest.newBuilder()
+                .setClientId(clientId).setMaxTasks(maxTasks).build())).getTasksList();
+    }
+
+    /** The staged copy holds the source's bytes: answers the COMPLETE MEMORY replica. */
+    public io.mcctl.master.proto.v1.Replica notifyPromotionSuccess(String clientId, String tenant, String key, int crc32c) {
+        return mutate(() -> stub().notifyPromotionSuccess(io.mcctl.master.proto.v1.NotifyPromotionSuccessRequest.newBuilder()
+                .setClientId(clientId).setTenantId(tenant).setKey(key).setCrc32C(crc32c).build())).getReplica();
+    }
+
+    public void notifyPromotionFailure(String clientId, String tenant, String key, String reason) {
+        mutate(() -> stub().notifyPromotionFailure(io.mcctl.master.proto.v1.NotifyPromotionFailureRequest.newBuilder()
+                .setClientId(clientId).setTenantId(tenant).setKey(key).setReason(reason).build()));
+    }
+
+    public io.mcctl.master.proto.v1.ListPromotionsResponse listPromotions() {
+        return read(() -> stub().listPromotions(io.mcctl.master.proto.v1.ListPromotionsRequest.getDefaultInstance()));
+    }
+
+    /** Queues the object for promotion now: the task queued, or the one already queued for it. */
+    public io.mcctl.master.proto.v1.PromotionTask promote(String tenant, String key) {
+        return mutate(() -> stub().promote(io.mcctl.master.proto.v1.PromoteRequest.newBuilder().setTenantId(tenant).setKey(key).build()))
+                .getTask();
     }
 
     public void putEnd(String clientId, String tenant, String key, io.mcctl.master.proto.v1.ReplicaType type, int crc32c) {

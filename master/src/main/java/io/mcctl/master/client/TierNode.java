@@ -106,6 +106,37 @@ public final class TierNode implements AutoCloseable {
         }
     }
 
+    /** Reads of MEMORY replicas from the nodes that hold them; made on first use. */
+    private volatile DramReader dram;
+
+    /**
+     * The reader of MEMORY replicas, or null when this node reads only the shared files (see {@link #readOnlySharedFiles}).
+     * Its deadline is a tenth of the master's call timeout (at least 200 ms): the pread is always there to fall back on.
+     */
+    public DramReader dram() {
+        if (sharedFilesOnly) {
+            return null;
+        }
+        DramReader reader = dram;
+        if (reader == null) {
+            synchronized (this) {
+                if (dram == null) {
+                    dram = new DramReader(java.time.Duration.ofMillis(Math.max(200, master.callTimeout().toMillis() / 10)), metrics);
+                }
+                reader = dram;
+            }
+        }
+        return reader;
+    }
+
+    private volatile boolean sharedFilesOnly;
+
+    /** Reads only the bucket files, never a node's DRAM (for a benchmark of the pread, or a node that cannot reach the others). */
+    public TierNode readOnlySharedFiles() {
+        this.sharedFilesOnly = true;
+        return this;
+    }
+
     public ClientMetrics metrics() {
         return metrics;
     }
@@ -125,6 +156,10 @@ public final class TierNode implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        DramReader reader = dram;
+        if (reader != null) {
+            reader.close();
+        }
         pool.close();
     }
 }

@@ -186,7 +186,11 @@ public final class TierReader {
                 outcomes.add(new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null));
                 continue;
             }
-            outcomes.add(read(key, result.getDistributedDisk(), destinations == null ? null : destinations.get(i)));
+            ByteBuffer destination = destinations == null ? null : destinations.get(i);
+            DramReader dram = result.getMemoryCount() == 0 ? null : node.dram();
+            ByteBuffer inDram = dram == null ? null : dram.read(tenant, key, result.getMemoryList(), destination);
+            outcomes.add(inDram != null ? new Outcome(key, Status.OK, "", inDram, result.getDistributedDisk())
+                    : read(key, result.getDistributedDisk(), destination));
         }
         return outcomes;
     }

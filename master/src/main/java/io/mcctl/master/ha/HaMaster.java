@@ -353,7 +353,7 @@ public final class HaMaster implements AutoCloseable {
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
         // Nodes register with the leader of the term, as they do with a restarted master: the registry lives in memory.
         ClientRegistry clients = new ClientRegistry(MasterServer.clientTtl(options.master()), System::nanoTime);
-        service.serveClients(clients);
+        service.serveClients(clients, MasterServer.promotionSettings(options.master()));
         ServerServiceDefinition served = io.grpc.ServerInterceptors.intercept(MasterServer.intercepted(service, security, metrics),
                 new LeaseGuard(held, epoch));
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();

@@ -59,8 +59,13 @@ public final class NodeClient implements AutoCloseable {
 
     /** The owner's side of the LOCAL_DISK hop: the bytes of an object this node owns. */
     public Read readLocal(String tenant, String key) {
-        return collect(() -> stub.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-                .readLocalObject(ReadLocalObjectRequest.newBuilder().setTenantId(tenant).setKey(key).build()), "read of '" + key + "'");
+        return readLocal(tenant, key, ReplicaType.LOCAL_DISK);
+    }
+
+    /** The holder's side of a read of its LOCAL_DISK file or, with {@code type} MEMORY, of its DRAM segment. */
+    public Read readLocal(String tenant, String key, ReplicaType type) {
+        return collect(() -> stub.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS).readLocalObject(ReadLocalObjectRequest
+                .newBuilder().setTenantId(tenant).setKey(key).setReplicaType(type).build()), "read of '" + key + "'");
     }
 
     /** Reads through this node: it takes the best replica it can reach. */

@@ -17,6 +17,7 @@ import io.mcctl.master.proto.v1.ClientStatus;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.GetObjectRequest;
 import io.mcctl.master.proto.v1.LocalDiskDescriptor;
+import io.mcctl.master.proto.v1.MemoryDescriptor;
 import io.mcctl.master.proto.v1.NodeServiceGrpc;
 import io.mcctl.master.proto.v1.ObjectChunk;
 import io.mcctl.master.proto.v1.OffloadMode;
@@ -28,6 +29,7 @@ import io.mcctl.master.proto.v1.WriteObjectChunk;
 import io.mcctl.master.proto.v1.WriteObjectHeader;
 import io.mcctl.master.proto.v1.WriteObjectResponse;
 import io.mcctl.master.server.WireErrors;
+import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.perkey.PerKeyStore;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -54,7 +56,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Offloads in page mode go to pages of the shared bucket files (DISTRIBUTED_DISK: no owner); offloads with
  * page_mode false go to one file per key under the node's local disk, recorded with PutStart / PutEnd as a LOCAL_DISK
- * replica this node owns, exactly the owner-coupled model page mode replaces.
+ * replica this node owns, exactly the owner-coupled model page mode replaces. With a {@link DramSegment} the node
+ * also takes offloads into it (PutStart / PutEnd MEMORY), serves reads of the MEMORY objects it holds, and with the
+ * shared root mounted runs a {@link Promoter} that copies promotion tasks from the bucket files into the segment.
  */
 public final class NodeServer implements AutoCloseable {
 
@@ -67,8 +71,21 @@ public final class NodeServer implements AutoCloseable {
      * this machine's host name when it listens on every address.
      */
     public record Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
-                          boolean pageMode, Duration callTimeout, ClientSecurity security) {
+                          boolean pageMode, Duration callTimeout, ClientSecurity security, long memoryBytes,
+                          Duration promotionInterval) {
+
+        /** A node without a DRAM segment. */
+        public Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
+                       boolean pageMode, Duration callTimeout, ClientSecurity security) {
+            this(masterTarget, listenHost, listenPort, advertiseHost, localDisk, pageMode, callTimeout, security, 0,
+                    DEFAULT_PROMOTION_INTERVAL);
+        }
     }
+
+    /** How often a node with a segment and the shared root asks the master for promotion tasks. */
+    public static final Duration DEFAULT_PROMOTION_INTERVAL = Duration.ofMillis(200);
+    /** Tasks one promotion heartbeat asks for. */
+    public static final int PROMOTION_TASKS_PER_HEARTBEAT = 8;
 
     private final String clientId = UUID.randomUUID().toString();
     private final Options options;
@@ -76,6 +93,8 @@ public final class NodeServer implements AutoCloseable {
     private final TierNode tier;
     private final String tierProblem;
     private final PerKeyStore localDisk;
+    private final DramSegment segment;
+    private final Promoter promoter;
     private final TierWriter writer;
     private final ReplicaReader reader;
     private final ExecutorService handlers;
@@ -84,14 +103,17 @@ public final class NodeServer implements AutoCloseable {
     private String endpoint;
     private volatile long ttlMillis;
 
-    private NodeServer(Options options, MasterClient master, TierNode tier, String tierProblem, PerKeyStore localDisk) {
+    private NodeServer(Options options, MasterClient master, TierNode tier, String tierProblem, PerKeyStore localDisk,
+                       DramSegment segment) {
         this.options = options;
         this.master = master;
         this.tier = tier;
         this.tierProblem = tierProblem;
         this.localDisk = localDisk;
+        this.segment = segment;
         this.writer = tier == null ? null : new TierWriter(tier);
-        this.reader = new ReplicaReader(master, tier, clientId, localDisk, options.callTimeout());
+        this.reader = new ReplicaReader(master, tier, clientId, localDisk, segment, options.callTimeout());
+        this.promoter = segment == null || tier == null ? null : new Promoter(master, tier, segment, clientId);
         this.handlers = Executors.newFixedThreadPool(4, r -> {
             Thread thread = new Thread(r, "mcctl-node-handler");
             thread.setDaemon(true);
@@ -106,11 +128,14 @@ public final class NodeServer implements AutoCloseable {
 
     /**
      * Opens the local disk, checks this node's mount of the shared root (a node without it serves per-key objects
-     * only), listens, registers with the master and starts pinging.
+     * only), allocates the DRAM segment, listens, registers with the master and starts pinging, and with a segment and
+     * the shared root, taking promotion tasks.
      *
-     * @throws MasterException when the master cannot be reached or refuses the registration
+     * @throws MasterException          when the master cannot be reached or refuses the registration
+     * @throws DramSegment.AllocationException when the segment cannot be allocated (one line saying why)
      */
     public static NodeServer start(Options options) throws IOException {
+        DramSegment segment = options.memoryBytes() == 0 ? null : DramSegment.allocate(options.memoryBytes());
         PerKeyStore localDisk = options.localDisk() == null ? null : PerKeyStore.open(options.localDisk());
         MasterClient master = new MasterClient(options.masterTarget(), options.callTimeout(), options.security());
         TierNode tier = null;
@@ -124,11 +149,15 @@ public final class NodeServer implements AutoCloseable {
             tierProblem = e.getMessage();
             LOG.warn("no page mode on this node (offloads in page mode and direct DISTRIBUTED_DISK reads are off): {}", tierProblem);
         }
-        if (tier == null && localDisk == null) {
+        if (tier == null && localDisk == null && segment == null) {
             master.close();
-            throw new IOException("nothing to serve: the shared root is not usable here (" + tierProblem + ") and no --local-disk was given");
+            throw new IOException("nothing to serve: the shared root is not usable here (" + tierProblem
+                    + ") and neither --local-disk nor --memory was given");
         }
-        NodeServer node = new NodeServer(options, master, tier, tierProblem, localDisk);
+        if (segment != null && tier == null) {
+            LOG.warn("this node takes no promotion tasks: they copy from the shared root, which is not usable here");
+        }
+        NodeServer node = new NodeServer(options, master, tier, tierProblem, localDisk, segment);
         try {
             node.listenAndRegister();
         } catch (IOException | RuntimeException e) {
@@ -157,10 +186,14 @@ public final class NodeServer implements AutoCloseable {
         // Mooncake pings every second under a 10 s TTL: ten tries before a busy node is declared dead.
         long every = Math.max(50, Math.min(1000, ttlMillis / 10));
         pinger.scheduleWithFixedDelay(this::ping, every, every, TimeUnit.MILLISECONDS);
+        if (promoter != null) {
+            promoter.start(options.promotionInterval());
+        }
     }
 
     private long register() {
-        return master.registerClient(clientId, endpoint, localDisk == null ? "" : localDisk.root().toString(), options.pageMode());
+        return master.registerClient(clientId, endpoint, localDisk == null ? "" : localDisk.root().toString(), options.pageMode(),
+                segment == null ? 0 : segment.size());
     }
 
     private volatile String lastPingFailure;
@@ -169,7 +202,10 @@ public final class NodeServer implements AutoCloseable {
         try {
             if (master.ping(clientId).getClientStatus() == ClientStatus.NEED_REGISTER) {
                 LOG.warn("the master at {} does not know client {} (it restarted, or this node missed its TTL): registering again; "
-                        + "the LOCAL_DISK objects it recorded for this node before are gone from it", master.target(), clientId);
+                        + "the LOCAL_DISK and MEMORY objects it recorded for this node before are gone from it", master.target(), clientId);
+                if (segment != null) {
+                    segment.reset(); // the new registration starts with the whole segment free
+                }
                 ttlMillis = register();
             }
             if (lastPingFailure != null) {
@@ -210,6 +246,11 @@ public final class NodeServer implements AutoCloseable {
         return localDisk;
     }
 
+    /** The DRAM segment, or null when this node has none. */
+    public DramSegment segment() {
+        return segment;
+    }
+
     public void awaitTermination() throws InterruptedException {
         server.awaitTermination();
     }
@@ -217,6 +258,9 @@ public final class NodeServer implements AutoCloseable {
     @Override
     public void close() {
         pinger.shutdownNow();
+        if (promoter != null) {
+            promoter.close();
+        }
         if (server != null) {
             io.mcctl.master.server.MasterServer.stop(server);
         }
@@ -235,6 +279,9 @@ public final class NodeServer implements AutoCloseable {
     // ---- the offload paths ----
 
     private Replica offload(WriteObjectHeader header, ByteBuffer data) throws IOException {
+        if (header.getMode() == OffloadMode.MEMORY_SEGMENT) {
+            return offloadToMemory(header.getTenantId(), header.getKey(), data);
+        }
         boolean pageMode = switch (header.getMode()) {
             case PAGE_MODE -> true;
             case PER_KEY -> false;
@@ -264,7 +311,7 @@ public final class NodeServer implements AutoCloseable {
         try {
             crc = localDisk.write(tenant, key, List.of(data));
         } catch (IOException | RuntimeException e) {
-            revokeQuietly(tenant, key);
+            revokeQuietly(tenant, key, ReplicaType.LOCAL_DISK);
             throw e;
         }
         try {
@@ -279,9 +326,46 @@ public final class NodeServer implements AutoCloseable {
                         .setObjectSize(data.remaining()).setCrc32C(crc)).build();
     }
 
-    private void revokeQuietly(String tenant, String key) {
+    /**
+     * PutStart(MEMORY), the bytes copied into the range of this node's segment the master gave, PutEnd with their
+     * CRC32C; PutRevoke when the copy cannot be made or this node registered again meanwhile.
+     */
+    private Replica offloadToMemory(String tenant, String key, ByteBuffer data) {
+        if (segment == null) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "node " + clientId
+                    + " has no DRAM segment: start it with --memory SIZE for offloads to MEMORY");
+        }
+        long size = data.remaining();
+        long epoch = segment.epoch();
+        MemoryDescriptor where = master.putStart(clientId, tenant, key, size, ReplicaType.MEMORY).getMemory();
+        String problem = where.getSize() != size ? "the master staged " + where.getSize() + " bytes for an object of " + size
+                : !where.getClientId().equals(clientId) ? "the master staged it on client " + where.getClientId() + ", not this node"
+                : segment.checkRange(where.getBufferAddress(), size);
+        if (problem != null) {
+            revokeQuietly(tenant, key, ReplicaType.MEMORY);
+            throw WireErrors.exception(ErrorCode.INTERNAL_ERROR, "offload of '" + key + "' to MEMORY: " + problem);
+        }
+        segment.claim(tenant, key, where.getBufferAddress(), size);
+        segment.copyIn(where.getBufferAddress(), data);
+        int crc = BucketFileIo.crc32c(data.duplicate());
+        if (!segment.index(epoch, tenant, key, where.getBufferAddress(), size, crc)) {
+            revokeQuietly(tenant, key, ReplicaType.MEMORY);
+            throw new NodeException(Status.Code.UNAVAILABLE, "node " + clientId + " registered with the master again while it wrote '"
+                    + key + "': offload it again");
+        }
         try {
-            master.putRevoke(clientId, tenant, key, ReplicaType.LOCAL_DISK);
+            master.putEnd(clientId, tenant, key, ReplicaType.MEMORY, crc);
+        } catch (MasterException e) {
+            segment.forget(tenant, key, where.getBufferAddress());
+            throw e;
+        }
+        return Replica.newBuilder().setType(ReplicaType.MEMORY).setStatus(ReplicaStatus.COMPLETE)
+                .setMemory(where.toBuilder().setCrc32C(crc)).build();
+    }
+
+    private void revokeQuietly(String tenant, String key, ReplicaType type) {
+        try {
+            master.putRevoke(clientId, tenant, key, type);
         } catch (MasterException e) {
             LOG.warn("PutRevoke of '{}' failed: {}", key, e.getMessage());
         }
@@ -300,6 +384,17 @@ public final class NodeServer implements AutoCloseable {
             return Status.fromCode(node.code()).withDescription(node.getMessage()).asRuntimeException();
         }
         return Status.INTERNAL.withDescription(e.getClass().getSimpleName() + ": " + e.getMessage()).asRuntimeException();
+    }
+
+    /** Streams an answer whose bytes are all in {@code data}. */
+    private static void streamBuffer(ServerCallStreamObserver<ObjectChunk> call, ObjectChunk header, ByteBuffer data) {
+        stream(call, header, data.remaining(), (from, into) -> {
+            ByteBuffer view = data.duplicate().position((int) from);
+            view.limit((int) Math.min(data.limit(), from + into.remaining()));
+            int n = view.remaining();
+            into.put(view);
+            return n;
+        });
     }
 
     /** Where the bytes of an answer come from, chunk by chunk. */
@@ -359,6 +454,10 @@ public final class NodeServer implements AutoCloseable {
         @Override
         public void readLocalObject(ReadLocalObjectRequest request, StreamObserver<ObjectChunk> observer) {
             ServerCallStreamObserver<ObjectChunk> call = (ServerCallStreamObserver<ObjectChunk>) observer;
+            if (request.getReplicaType() == ReplicaType.MEMORY) {
+                readMemory(request, call);
+                return;
+            }
             try {
                 PerKeyStore.Entry entry = localDisk == null ? null : localDisk.find(request.getTenantId(), request.getKey());
                 if (entry == null) {
@@ -387,6 +486,19 @@ public final class NodeServer implements AutoCloseable {
             }
         }
 
+        /** The bytes of a MEMORY object this node's segment holds, copied out and checked (see {@link DramSegment#read}). */
+        private void readMemory(ReadLocalObjectRequest request, ServerCallStreamObserver<ObjectChunk> call) {
+            DramSegment.Read read = segment == null ? null : segment.read(request.getTenantId(), request.getKey());
+            if (read == null || read.miss() != null) {
+                call.onError(WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no MEMORY object for key '"
+                        + request.getKey() + "' of tenant " + request.getTenantId() + (read == null ? ": it has no DRAM segment"
+                        : ": " + read.miss())));
+                return;
+            }
+            streamBuffer(call, ObjectChunk.newBuilder().setObjectSize(read.entry().size()).setCrc32C(read.entry().crc32c())
+                    .setReplicaType(ReplicaType.MEMORY).setSource(clientId).build(), read.data());
+        }
+
         @Override
         public void getObject(GetObjectRequest request, StreamObserver<ObjectChunk> observer) {
             ServerCallStreamObserver<ObjectChunk> call = (ServerCallStreamObserver<ObjectChunk>) observer;
@@ -397,15 +509,8 @@ public final class NodeServer implements AutoCloseable {
                 observer.onError(toStatus(e));
                 return;
             }
-            ByteBuffer data = read.data();
-            stream(call, ObjectChunk.newBuilder().setObjectSize(data.remaining()).setCrc32C(read.crc32c()).setReplicaType(read.type())
-                    .setSource(read.source()).addAllSkipped(read.skipped()).build(), data.remaining(), (from, into) -> {
-                        ByteBuffer view = data.duplicate().position((int) from);
-                        view.limit((int) Math.min(data.limit(), from + into.remaining()));
-                        int n = view.remaining();
-                        into.put(view);
-                        return n;
-                    });
+            streamBuffer(call, ObjectChunk.newBuilder().setObjectSize(read.data().remaining()).setCrc32C(read.crc32c())
+                    .setReplicaType(read.type()).setSource(read.source()).addAllSkipped(read.skipped()).build(), read.data());
         }
 
         @Override

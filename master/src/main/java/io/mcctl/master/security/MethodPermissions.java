@@ -85,6 +85,13 @@ public final class MethodPermissions {
             tenants("WriteObject", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.WriteObjectChunk.class,
                     r -> r.hasHeader() ? List.of(r.getHeader().getTenantId()) : List.of()),
             tenants("GetObject", Permission.TENANT_READ, io.mcctl.master.proto.v1.GetObjectRequest.class, r -> List.of(r.getTenantId())),
+            // Promotion: a task names any tenant's object and where its pages are, so taking and finishing tasks is for nodes
+            // trusted with every tenant (an admin token); listing them shows every tenant's keys. A tenant may queue its own.
+            Map.entry("PromotionObjectHeartbeat", fixed(Permission.ADMIN)),
+            Map.entry("NotifyPromotionSuccess", fixed(Permission.ADMIN)),
+            Map.entry("NotifyPromotionFailure", fixed(Permission.ADMIN)),
+            Map.entry("ListPromotions", fixed(Permission.MONITOR)),
+            tenants("Promote", Permission.TENANT_WRITE, io.mcctl.master.proto.v1.PromoteRequest.class, r -> List.of(r.getTenantId())),
             Map.entry("GetLayout", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetStats", fixed(Permission.CLUSTER_READ)),
             Map.entry("GetMasterStatus", fixed(Permission.CLUSTER_READ)),

@@ -33,11 +33,15 @@ import org.slf4j.LoggerFactory;
  * <p>All of this is in memory, as in Mooncake's master: after a master restart nodes register again (Ping answers
  * NEED_REGISTER) and the LOCAL_DISK replicas recorded before are gone.
  *
+ * <p>MEMORY replicas, in the DRAM segments nodes register, are kept by {@link MemoryTier}; a dead client's go with its
+ * LOCAL_DISK ones.
+ *
  * <p>Thread-safe without a global lock. {@link #clients} and {@link #replicas} are concurrent maps; each
  * {@link ClientState}'s monitor guards its {@code alive} flag, and a PutStart checks that flag and inserts its
  * replica under that monitor, so a replica is never added for a client after it was marked dead. Lock order: a
- * client's monitor, then a map's bin lock (never the other way). Replicas point at the {@link ClientState} that made
- * them, not its id, so the cleanup of a dead client never removes replicas of its re-registration.
+ * client's monitor, then its segment's monitor or a map's bin lock (never the other way). Replicas point at the
+ * {@link ClientState} that made them, not its id, so the cleanup of a dead client never removes replicas of its
+ * re-registration.
  */
 public final class ClientRegistry implements AutoCloseable {
 
@@ -56,6 +60,8 @@ public final class ClientRegistry implements AutoCloseable {
         final String endpoint;
         final String localDiskDir;
         final boolean pageMode;
+        /** Its DRAM segment, or null when it has none. */
+        final MemoryTier.Segment segment;
         final long registeredNanos;
         volatile long lastPingNanos;
         /** Guarded by this object's monitor for writes; read without it for status. */
@@ -63,11 +69,12 @@ public final class ClientRegistry implements AutoCloseable {
         volatile long diedNanos;
         volatile long cleaned;
 
-        ClientState(String id, String endpoint, String localDiskDir, boolean pageMode, long now) {
+        ClientState(String id, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes, long now) {
             this.id = id;
             this.endpoint = endpoint;
             this.localDiskDir = localDiskDir;
             this.pageMode = pageMode;
+            this.segment = memoryBytes == 0 ? null : new MemoryTier.Segment(this, memoryBytes / MemoryTier.PAGE_BYTES * MemoryTier.PAGE_BYTES);
             this.registeredNanos = now;
             this.lastPingNanos = now;
         }
@@ -87,6 +94,9 @@ public final class ClientRegistry implements AutoCloseable {
     /** LOCAL_DISK replicas by scoped key (tenant and key); one per key, as a per-key file has one owner. */
     private final ConcurrentHashMap<String, OwnedReplica> replicas = new ConcurrentHashMap<>();
     private final ScheduledExecutorService sweeper;
+    private final MemoryTier memory;
+    /** Told the id of every client that died, after its replicas went (the promoter puts its tasks back in the queue). */
+    private volatile java.util.function.Consumer<String> onDeath = id -> { };
 
     /** A registry whose sweeper checks every client's last ping four times per TTL (at least every 500 ms). */
     public ClientRegistry(Duration ttl, LongSupplier nanoClock) {
@@ -95,6 +105,7 @@ public final class ClientRegistry implements AutoCloseable {
         }
         this.ttl = ttl;
         this.nanoClock = nanoClock;
+        this.memory = new MemoryTier(nanoClock);
         this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread thread = new Thread(r, "mcctl-master-client-monitor");
             thread.setDaemon(true);
@@ -114,19 +125,52 @@ public final class ClientRegistry implements AutoCloseable {
         return ttl;
     }
 
+    /** The DRAM tier: the nodes' segments and the MEMORY replicas in them. */
+    MemoryTier memory() {
+        return memory;
+    }
+
+    void onDeath(java.util.function.Consumer<String> listener) {
+        this.onDeath = listener;
+    }
+
+    /** The client registered under {@code clientId} when it is alive, else null. */
+    ClientState live(String clientId) {
+        ClientState client = clients.get(clientId);
+        return client != null && client.alive ? client : null;
+    }
+
+    /** Whether a live client has a DRAM segment: promotion is worth counting reads for only then. */
+    boolean anyLiveSegment() {
+        for (ClientState client : clients.values()) {
+            if (client.alive && client.segment != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     // ---- clients ----
 
     /** RegisterClient: a new id, or the id of a client that died (it lost its TTL and comes back); a live id is refused. */
     public Result<Void> register(String clientId, String endpoint, String localDiskDir, boolean pageMode) {
+        return register(clientId, endpoint, localDiskDir, pageMode, 0);
+    }
+
+    /** RegisterClient with a DRAM segment of {@code memoryBytes} (0: none), all of it free. */
+    public Result<Void> register(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
         String bad = checkClientId(clientId);
         if (bad == null) {
             bad = checkEndpoint(endpoint);
+        }
+        if (bad == null) {
+            bad = MemoryTier.checkSegment(memoryBytes);
         }
         if (bad != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, bad);
         }
         long now = nanoClock.getAsLong();
-        ClientState fresh = new ClientState(clientId, endpoint, localDiskDir, pageMode, now);
+        ClientState fresh = new ClientState(clientId, endpoint, localDiskDir, pageMode, memoryBytes, now);
         ClientState[] refusedBy = {null};
         clients.compute(clientId, (id, existing) -> {
             if (existing != null && existing.alive) {
@@ -139,7 +183,8 @@ public final class ClientRegistry implements AutoCloseable {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "client " + clientId + " is already registered and alive (endpoint "
                     + refusedBy[0].endpoint + "): a node takes a new client id at every start; stop the other one first");
         }
-        LOG.info("client {} registered: endpoint {}{}", clientId, endpoint, localDiskDir.isEmpty() ? "" : ", local disk " + localDiskDir);
+        LOG.info("client {} registered: endpoint {}{}{}", clientId, endpoint, localDiskDir.isEmpty() ? "" : ", local disk " + localDiskDir,
+                memoryBytes == 0 ? "" : ", DRAM segment of " + memoryBytes + " bytes");
         trimDead();
         return Result.ok();
     }
@@ -178,8 +223,12 @@ public final class ClientRegistry implements AutoCloseable {
                     removed++;
                 }
             }
+            if (client.segment != null) {
+                removed += memory.dropSegment(client.segment);
+            }
             client.cleaned = removed;
             died++;
+            onDeath.accept(client.id);
             LOG.warn("client {} ({}) missed its TTL of {} ms: dead; CleanupStaleHandles removed {} of its replicas", client.id,
                     client.endpoint, ttl.toMillis(), removed);
         }
@@ -225,15 +274,29 @@ public final class ClientRegistry implements AutoCloseable {
                     .setLastPingAgeMs(TimeUnit.NANOSECONDS.toMillis(now - c.lastPingNanos))
                     .setRegisteredAgeMs(TimeUnit.NANOSECONDS.toMillis(now - c.registeredNanos))
                     .setLocalDiskDir(c.localDiskDir).setPageMode(c.pageMode)
-                    .setLocalDiskObjects(counts[0]).setLocalDiskBytes(counts[1]).setCleanedReplicas(c.cleaned).build());
+                    .setLocalDiskObjects(counts[0]).setLocalDiskBytes(counts[1]).setCleanedReplicas(c.cleaned)
+                    .setMemoryBytes(c.segment == null ? 0 : c.segment.bytes)
+                    .setMemoryUsedBytes(c.segment == null || !c.alive ? 0 : c.segment.usedBytes())
+                    .setMemoryObjects(c.segment == null || !c.alive ? 0 : c.segment.completeObjects())
+                    .setPromotionsHeld(promotionsHeld.applyAsLong(c.id)).build());
         }
         return infos;
     }
 
+    /** How many promotion tasks a client holds (set by the promoter). */
+    private volatile java.util.function.ToLongFunction<String> promotionsHeld = id -> 0;
+
+    void promotionsHeld(java.util.function.ToLongFunction<String> counter) {
+        this.promotionsHeld = counter;
+    }
+
     // ---- owner-coupled replicas ----
 
-    /** PutStart: a PROCESSING replica of (tenant, key) owned by a live client. */
-    public Result<Void> putStart(String clientId, String tenant, String key, long size, ReplicaType type) {
+    /**
+     * PutStart: a PROCESSING replica of (tenant, key) owned by a live client: LOCAL_DISK (a file of its own), or MEMORY
+     * (a range of its DRAM segment, answered as where to write).
+     */
+    public Result<Replica> putStart(String clientId, String tenant, String key, long size, ReplicaType type) {
         String bad = checkReplica(tenant, key, type);
         if (bad == null && (size < 1 || size > MAX_OBJECT_BYTES)) {
             bad = "size " + size + " is outside 1.." + MAX_OBJECT_BYTES + " bytes";
@@ -246,6 +309,18 @@ public final class ClientRegistry implements AutoCloseable {
             return notRegistered(clientId);
         }
         String scoped = KeyRules.scopedKey(tenant, key);
+        if (type == ReplicaType.MEMORY) {
+            if (client.segment == null) {
+                return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId + " registered no DRAM segment (mcctl node start --memory SIZE)");
+            }
+            synchronized (client) {
+                if (!client.alive) {
+                    return notRegistered(clientId);
+                }
+                Result<MemoryTier.MemoryReplica> staged = memory.stage(client.segment, scoped, size, null);
+                return staged.isOk() ? Result.ok(staged.value().toWire()) : Result.error(staged.error(), staged.message());
+            }
+        }
         OwnedReplica[] existing = {null};
         synchronized (client) {
             if (!client.alive) {
@@ -264,17 +339,23 @@ public final class ClientRegistry implements AutoCloseable {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' of tenant " + tenant + " already has a "
                     + other.status() + " " + other.type() + " replica owned by client " + other.owner().id);
         }
-        return Result.ok();
+        return Result.ok(replicas.get(scoped).toWire());
     }
 
     /** PutEnd: the PROCESSING replica this client started becomes COMPLETE. */
     public Result<Void> putEnd(String clientId, String tenant, String key, ReplicaType type, int crc32c) {
+        if (type == ReplicaType.MEMORY) {
+            return finishMemory(clientId, tenant, key, "PutEnd", replica -> memory.complete(replica, crc32c));
+        }
         return finish(clientId, tenant, key, type, current -> new OwnedReplica(current.owner(), current.type(), current.size(),
                 ReplicaStatus.COMPLETE, crc32c), "PutEnd");
     }
 
     /** PutRevoke: the PROCESSING replica this client started goes. */
     public Result<Void> putRevoke(String clientId, String tenant, String key, ReplicaType type) {
+        if (type == ReplicaType.MEMORY) {
+            return finishMemory(clientId, tenant, key, "PutRevoke", memory::drop);
+        }
         return finish(clientId, tenant, key, type, current -> null, "PutRevoke");
     }
 
@@ -300,13 +381,29 @@ public final class ClientRegistry implements AutoCloseable {
         return Result.ok();
     }
 
+    /** PutEnd or PutRevoke of a MEMORY replica this client put into its own segment (not a promotion's staged copy). */
+    private Result<Void> finishMemory(String clientId, String tenant, String key, String call,
+                                      java.util.function.Predicate<MemoryTier.MemoryReplica> change) {
+        String bad = checkReplica(tenant, key, ReplicaType.MEMORY);
+        if (bad != null) {
+            return Result.error(ErrorCode.INVALID_PARAMS, bad);
+        }
+        MemoryTier.MemoryReplica replica = memory.get(KeyRules.scopedKey(tenant, key));
+        if (replica == null || !replica.segment.owner.id.equals(clientId) || !replica.segment.owner.alive
+                || replica.status != ReplicaStatus.PROCESSING || replica.source != null || !change.test(replica)) {
+            return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key '" + key + "' (tenant " + tenant + ") by client " + clientId
+                    + ": that client has no MEMORY PutStart of it in progress");
+        }
+        return Result.ok();
+    }
+
     /** The COMPLETE owner-coupled replicas of (tenant, key), for GetReplicaList. */
     public List<Replica> replicasOf(String tenant, String key) {
         OwnedReplica replica = replicas.get(KeyRules.scopedKey(tenant, key));
         return replica == null || replica.status() != ReplicaStatus.COMPLETE ? List.of() : List.of(replica.toWire());
     }
 
-    private static Result<Void> notRegistered(String clientId) {
+    private static <T> Result<T> notRegistered(String clientId) {
         return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId
                 + " is not registered with this master, or missed its TTL and is dead: register it (mcctl node start) first");
     }
@@ -316,8 +413,9 @@ public final class ClientRegistry implements AutoCloseable {
         if (bad == null) {
             bad = KeyRules.checkKey(key);
         }
-        if (bad == null && type != ReplicaType.LOCAL_DISK) {
-            bad = "replica_type " + type + " is not taken here: only LOCAL_DISK (MEMORY replicas need the DRAM tier, not built yet)";
+        if (bad == null && type != ReplicaType.LOCAL_DISK && type != ReplicaType.MEMORY) {
+            bad = "replica_type " + type + " is not taken here: only LOCAL_DISK or MEMORY (DISTRIBUTED_DISK objects are written with "
+                    + "BatchAllocateDistributedPage)";
         }
         return bad;
     }
@@ -348,8 +446,23 @@ public final class ClientRegistry implements AutoCloseable {
         return "transport_endpoint '" + endpoint + "' is not host:port with a port from 1 to 65535";
     }
 
+    /** Closed with this registry: what serves on it (the promoter). */
+    private volatile AutoCloseable closedWith;
+
+    void closeWith(AutoCloseable dependent) {
+        this.closedWith = dependent;
+    }
+
     @Override
     public void close() {
         sweeper.shutdownNow();
+        AutoCloseable dependent = closedWith;
+        if (dependent != null) {
+            try {
+                dependent.close();
+            } catch (Exception e) {
+                LOG.warn("could not stop {}", dependent, e);
+            }
+        }
     }
 }

@@ -58,6 +58,7 @@ import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.Result;
+import io.mcctl.master.service.KeyRules;
 import io.mcctl.master.service.Tenant;
 import io.mcctl.storage.layout.LayoutFile;
 import java.util.List;
@@ -105,8 +106,19 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     /** Nodes and their owner-coupled replicas; null until {@link #serveClients} (then node RPCs are answered). */
     private volatile ClientRegistry clients;
 
-    /** Serves the node RPCs (RegisterClient, Ping, PutStart, PutEnd, PutRevoke, ListClients) from {@code registry}. */
-    public void serveClients(ClientRegistry registry) {
+    /** Promotion into the DRAM tier; null until {@link #serveClients}. */
+    private volatile Promoter promoter;
+
+    /**
+     * Serves the node RPCs (RegisterClient, Ping, PutStart, PutEnd, PutRevoke, ListClients) from {@code registry}, and
+     * promotion into its nodes' DRAM segments; the promoter stops when the registry closes.
+     *
+     * @param promotion the admission reads (0: only Promote queues) and the most tasks at once
+     */
+    public void serveClients(ClientRegistry registry, int[] promotion) {
+        Promoter promoting = new Promoter(pages, registry, promotion[0], promotion[1], Promoter.DEFAULT_HOLD_LIMIT, this::toWire);
+        registry.closeWith(promoting);
+        this.promoter = promoting;
         this.clients = registry;
     }
 
@@ -282,6 +294,14 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             MappingResult.Builder item = MappingResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value()));
+                ClientRegistry registry = clients;
+                if (registry != null && !registry.memory().isEmpty()) {
+                    Replica inDram = registry.memory().readable(KeyRules.scopedKey(request.getTenantIds(i), request.getKeys(i)),
+                            result.value());
+                    if (inDram != null) {
+                        item.addMemory(inDram);
+                    }
+                }
             } else {
                 item.setStatus(keyError(result));
             }
@@ -405,11 +425,18 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         // A descriptor handed out: leased like any mapping lookup, so the pages cannot be reused under its reader.
         Result<PageService.KeyDetail> mapped = pages.getMappingDetail(request.getTenantId(), request.getKey());
         List<Replica> owned = clients == null ? List.of() : clients.replicasOf(request.getTenantId(), request.getKey());
-        if (!mapped.isOk() && (owned.isEmpty() || mapped.error() != ErrorCode.OBJECT_NOT_FOUND)) {
+        if (!mapped.isOk() && mapped.error() != ErrorCode.OBJECT_NOT_FOUND) {
             orThrow(mapped);
         }
         // Listed best first: MEMORY > NOF > DISTRIBUTED_DISK > LOCAL_DISK > DISK (see ReplicaPriority).
         List<Replica> replicas = new java.util.ArrayList<>(owned);
+        Replica inDram = clients == null ? null : clients.memory().readable(KeyRules.scopedKey(request.getTenantId(), request.getKey()),
+                mapped.isOk() ? mapped.value().placement() : null);
+        if (inDram != null) {
+            replicas.add(inDram);
+        } else if (!mapped.isOk() && owned.isEmpty()) {
+            orThrow(mapped);
+        }
         GetReplicaListResponse.Builder response = GetReplicaListResponse.newBuilder();
         if (mapped.isOk()) {
             PageService.KeyDetail detail = mapped.value();
@@ -599,7 +626,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void registerClient(io.mcctl.master.proto.v1.RegisterClientRequest request,
                                StreamObserver<io.mcctl.master.proto.v1.RegisterClientResponse> observer) {
-        orThrow(clients().register(request.getClientId(), request.getTransportEndpoint(), request.getLocalDiskDir(), request.getPageMode()));
+        orThrow(clients().register(request.getClientId(), request.getTransportEndpoint(), request.getLocalDiskDir(), request.getPageMode(),
+                request.getMemoryBytes()));
         reply(observer, io.mcctl.master.proto.v1.RegisterClientResponse.newBuilder().setTtlMs(clients().ttl().toMillis()).build());
     }
 
@@ -613,8 +641,13 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void putStart(io.mcctl.master.proto.v1.PutStartRequest request, StreamObserver<io.mcctl.master.proto.v1.PutStartResponse> observer) {
-        orThrow(clients().putStart(request.getClientId(), request.getTenantId(), request.getKey(), request.getSize(), request.getReplicaType()));
-        reply(observer, io.mcctl.master.proto.v1.PutStartResponse.getDefaultInstance());
+        if (request.getReplicaType() == ReplicaType.MEMORY && pages.peek(request.getTenantId(), request.getKey()).isOk()) {
+            throw WireErrors.exception(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + request.getKey() + "' of tenant " + request.getTenantId()
+                    + " has a DISTRIBUTED_DISK object: a MEMORY copy of it comes by promotion (mcctl promote), not by PutStart");
+        }
+        Replica started = orThrow(clients().putStart(request.getClientId(), request.getTenantId(), request.getKey(), request.getSize(),
+                request.getReplicaType()));
+        reply(observer, io.mcctl.master.proto.v1.PutStartResponse.newBuilder().setReplica(started).build());
     }
 
     @Override
@@ -634,5 +667,53 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                             StreamObserver<io.mcctl.master.proto.v1.ListClientsResponse> observer) {
         reply(observer, io.mcctl.master.proto.v1.ListClientsResponse.newBuilder().addAllClients(clients().list())
                 .setTtlMs(clients().ttl().toMillis()).build());
+    }
+
+    // ---- the DRAM tier: promotion (Promoter) ----
+
+    private Promoter promoter() {
+        Promoter promoting = promoter;
+        if (promoting == null) {
+            throw WireErrors.exception(ErrorCode.INTERNAL_ERROR, "this master serves no DRAM tier");
+        }
+        return promoting;
+    }
+
+    @Override
+    public void promotionObjectHeartbeat(io.mcctl.master.proto.v1.PromotionObjectHeartbeatRequest request,
+                                         StreamObserver<io.mcctl.master.proto.v1.PromotionObjectHeartbeatResponse> observer) {
+        List<io.mcctl.master.proto.v1.PromotionTask> taken = orThrow(promoter().heartbeat(request.getClientId(), request.getMaxTasks()));
+        reply(observer, io.mcctl.master.proto.v1.PromotionObjectHeartbeatResponse.newBuilder().addAllTasks(taken).build());
+    }
+
+    @Override
+    public void notifyPromotionSuccess(io.mcctl.master.proto.v1.NotifyPromotionSuccessRequest request,
+                                       StreamObserver<io.mcctl.master.proto.v1.NotifyPromotionSuccessResponse> observer) {
+        Replica complete = orThrow(promoter().succeeded(request.getClientId(), request.getTenantId(), request.getKey(), request.getCrc32C()));
+        replyWhenDurable(observer, io.mcctl.master.proto.v1.NotifyPromotionSuccessResponse.newBuilder().setReplica(complete).build());
+    }
+
+    @Override
+    public void notifyPromotionFailure(io.mcctl.master.proto.v1.NotifyPromotionFailureRequest request,
+                                       StreamObserver<io.mcctl.master.proto.v1.NotifyPromotionFailureResponse> observer) {
+        orThrow(promoter().failed(request.getClientId(), request.getTenantId(), request.getKey(), request.getReason()));
+        replyWhenDurable(observer, io.mcctl.master.proto.v1.NotifyPromotionFailureResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void listPromotions(io.mcctl.master.proto.v1.ListPromotionsRequest request,
+                               StreamObserver<io.mcctl.master.proto.v1.ListPromotionsResponse> observer) {
+        Promoter promoting = promoter();
+        long[] inDram = promoting.memoryTotals();
+        reply(observer, io.mcctl.master.proto.v1.ListPromotionsResponse.newBuilder().addAllTasks(promoting.list())
+                .setAdmissionReads(promoting.admissionReads()).setQueuedTotal(pages.promotions().queuedTotal())
+                .setSucceededTotal(pages.promotions().succeededTotal()).setFailedTotal(pages.promotions().failedTotal())
+                .setMemoryObjects(inDram[0]).setMemoryBytes(inDram[1]).setMemoryEvictedTotal(promoting.memoryEvictedTotal()).build());
+    }
+
+    @Override
+    public void promote(io.mcctl.master.proto.v1.PromoteRequest request, StreamObserver<io.mcctl.master.proto.v1.PromoteResponse> observer) {
+        io.mcctl.master.proto.v1.PromotionTask task = orThrow(promoter().promote(request.getTenantId(), request.getKey()));
+        replyWhenDurable(observer, io.mcctl.master.proto.v1.PromoteResponse.newBuilder().setTask(task).build());
     }
 }

@@ -59,6 +59,14 @@ public final class MasterMetrics {
         CounterWithCallback.builder().name("mcctl_master_allocations_expired_total")
                 .help("In-flight allocations reclaimed at their deadline").callback(cb -> cb.call(pages.expiredAllocationsTotal()))
                 .register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_promotion_tasks").help("Promotion tasks into the DRAM tier, queued or being copied")
+                .callback(cb -> cb.call(pages.promotions().count())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_promotions_total").help("Promotion tasks since start, by what became of them")
+                .labelNames("outcome").callback(cb -> {
+                    cb.call(pages.promotions().queuedTotal(), "queued");
+                    cb.call(pages.promotions().succeededTotal(), "succeeded");
+                    cb.call(pages.promotions().failedTotal(), "failed");
+                }).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_mappings").help("Committed mappings")
                 .callback(cb -> cb.call(pages.mappingCount())).register(registry);
         GaugeWithCallback.builder().name("mcctl_master_in_flight_allocations").help("Allocations waiting for their notify")

@@ -117,6 +117,14 @@ public final class MasterServer implements AutoCloseable {
         return text == null ? ClientRegistry.DEFAULT_TTL : MasterSettings.positive(io.mcctl.storage.config.DurationParser.parse(text));
     }
 
+    /** The promotion settings in force ({@link MasterSettings#PROMOTION_READS}, {@link MasterSettings#PROMOTION_MAX_TASKS}). */
+    public static int[] promotionSettings(Options options) {
+        String reads = options.settings().get(MasterSettings.PROMOTION_READS.key());
+        String max = options.settings().get(MasterSettings.PROMOTION_MAX_TASKS.key());
+        return new int[] {reads == null ? Promoter.DEFAULT_ADMISSION_READS : Integer.parseInt(reads.trim()),
+                max == null ? io.mcctl.master.service.Promotions.DEFAULT_MAX_TASKS : Integer.parseInt(max.trim())};
+    }
+
     /** The node registry and its owner-coupled replicas. */
     public ClientRegistry clients() {
         return clients;
@@ -233,7 +241,7 @@ public final class MasterServer implements AutoCloseable {
                     log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
             // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
             ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
-            service.serveClients(clients);
+            service.serveClients(clients, promotionSettings(options));
             MasterServer master;
             try {
                 master = serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,

@@ -109,6 +109,28 @@ public final class MasterSettings {
             "a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed "
                     + "(Mooncake's client_ttl)");
 
+    public static final Setting<Integer> PROMOTION_READS = Setting.of("promotion_reads", "MCCTL_PROMOTION_READS", "--promotion-reads", "3",
+            text -> wholeNumber(text, 0, 1_000_000), String::valueOf, "a whole number from 0 to 1000000",
+            "reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for "
+                    + "promotion into a node's DRAM segment; 0: only mcctl promote queues objects");
+
+    public static final Setting<Integer> PROMOTION_MAX_TASKS = Setting.of("promotion_max_tasks", "MCCTL_PROMOTION_MAX_TASKS",
+            "--promotion-max-tasks", "1024", text -> wholeNumber(text, 1, 1_000_000), String::valueOf, "a whole number from 1 to 1000000",
+            "most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission");
+
+    static int wholeNumber(String text, int min, int max) {
+        int n;
+        try {
+            n = Integer.parseInt(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("");
+        }
+        if (n < min || n > max) {
+            throw new IllegalArgumentException("");
+        }
+        return n;
+    }
+
     static String optionalPath(String text) {
         return text.isEmpty() ? "" : java.nio.file.Path.of(text).toAbsolutePath().normalize().toString();
     }
@@ -138,7 +160,7 @@ public final class MasterSettings {
 
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
             SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
-            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL);
+            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
 
     static double parseFraction(String text) {
         double value;

@@ -53,7 +53,7 @@ class CrashRecoveryPropertiesTest {
     static final String[] TENANTS = {"t1", "t2"};
 
     enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
-        CRASH_UNACKNOWLEDGED, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED }
+        CRASH_UNACKNOWLEDGED, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED, PROMOTE, PROMOTION_TAKE, PROMOTION_END }
 
     /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
     static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
@@ -72,7 +72,8 @@ class CrashRecoveryPropertiesTest {
                 Tuple.of(3, Kind.FREE), Tuple.of(5, Kind.REMOVE), Tuple.of(5, Kind.LOOKUP), Tuple.of(2, Kind.RENEW), Tuple.of(2, Kind.DROP),
                 Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
                 Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.EVICT), Tuple.of(1, Kind.QUOTA),
-                Tuple.of(1, Kind.GROW), Tuple.of(1, Kind.GROW_THEN_CRASH_UNACKNOWLEDGED));
+                Tuple.of(1, Kind.GROW), Tuple.of(1, Kind.GROW_THEN_CRASH_UNACKNOWLEDGED),
+                Tuple.of(3, Kind.PROMOTE), Tuple.of(2, Kind.PROMOTION_TAKE), Tuple.of(2, Kind.PROMOTION_END));
         Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
                 Arbitraries.integers().between(0, KEYS.length - 1), Arbitraries.integers().between(1, 40)).as(Step::new);
         return step.list().ofMinSize(20).ofMaxSize(120);
@@ -84,6 +85,9 @@ class CrashRecoveryPropertiesTest {
         Placement inFlight;
         /** On the run's clock. */
         long deadline;
+        /** The mapping its promotion task copies, or null; and the node holding the task (null: queued). */
+        Placement promoting;
+        String holder;
 
         /** Whether the in-flight allocation is past its deadline at {@code now} (the service's own test: deadline - now <= 0). */
         boolean expired(long now) {
@@ -182,6 +186,8 @@ class CrashRecoveryPropertiesTest {
                             assertTrue(r.isOk(), where + ": " + r);
                             km.committed = written;
                             km.inFlight = null;
+                            km.promoting = null; // an overwrite ends the task of the mapping it replaced
+                            km.holder = null;
                         } else if (!r.isOk()) {
                             assertTrue(r.error() == ErrorCode.OBJECT_NOT_FOUND || r.error() == ErrorCode.INVALID_PARAMS, where + ": " + r);
                         } else {
@@ -203,6 +209,8 @@ class CrashRecoveryPropertiesTest {
                         Result<Void> r = live.pages.remove(tenant, key);
                         assertEquals(km.committed != null, r.isOk(), where + ": " + r);
                         km.committed = null;
+                        km.promoting = null; // the remove ends the task of its source
+                        km.holder = null;
                     }
                     case LOOKUP -> {
                         Result<Placement> r = live.pages.getMapping(tenant, key);
@@ -223,6 +231,38 @@ class CrashRecoveryPropertiesTest {
                         Result<PageService.InFlightDrop> r = live.pages.dropInFlight(tenant, key);
                         assertEquals(km.inFlight != null, r.isOk(), where + ": " + r);
                         km.inFlight = null;
+                    }
+                    case PROMOTE -> {
+                        Result<io.mcctl.master.service.Promotions.Task> r = live.pages.promotions().queue(tenant, key);
+                        assertEquals(km.committed != null, r.isOk(), where + ": " + r);
+                        if (r.isOk() && km.promoting == null) {
+                            km.promoting = km.committed;
+                        }
+                        if (r.isOk()) {
+                            assertEquals(km.promoting, r.value().placement(), where + ": one task per object");
+                        }
+                    }
+                    case PROMOTION_TAKE -> {
+                        if (km.promoting != null) {
+                            boolean taken = live.pages.promotions().take(tenant, key, km.promoting, "node-" + step.pages() % 2);
+                            assertEquals(km.holder == null, taken, where + ": a task is taken once");
+                            if (taken) {
+                                km.holder = "node-" + step.pages() % 2;
+                            }
+                        }
+                    }
+                    case PROMOTION_END -> {
+                        String node = "node-" + step.pages() % 2;
+                        Result<Placement> r = live.pages.promotions().end(tenant, key, node,
+                                step.pages() % 3 == 0 ? io.mcctl.master.service.Change.PromotionOutcome.FAILED
+                                        : io.mcctl.master.service.Change.PromotionOutcome.SUCCEEDED);
+                        boolean holds = km.promoting != null && node.equals(km.holder);
+                        assertEquals(holds, r.isOk(), where + ": only the holder ends a task: " + r);
+                        if (holds) {
+                            assertEquals(km.promoting, r.value(), where);
+                            km.promoting = null;
+                            km.holder = null;
+                        }
                     }
                     case ADVANCE -> clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(step.pages() * 1_500L));
                     case EXPIRE_ALL -> {
@@ -257,6 +297,7 @@ class CrashRecoveryPropertiesTest {
                         assertTrue(sameState(with, got) || sameState(without, got), where
                                 + ": recovered neither with nor without the unacknowledged grow:\n" + String.join("\n", got));
                         live = recovered;
+                        model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
                     }
                     case SNAPSHOT -> {
                         live.durable();
@@ -268,6 +309,7 @@ class CrashRecoveryPropertiesTest {
                         Live recovered = crash(live, stateDir, root, crashes++);
                         assertSameState(before, StateFixtures.dump(recovered.pages), where);
                         live = recovered;
+                        model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
                     }
                     case CRASH_UNACKNOWLEDGED -> {
                         // A change appended and not waited for: the crash may keep or lose it, and nothing else. Only where
@@ -293,6 +335,7 @@ class CrashRecoveryPropertiesTest {
                             assertSameState(without, got, where);
                         }
                         live = recovered;
+                        model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
                     }
                 }
                 live.durable();
@@ -349,6 +392,8 @@ class CrashRecoveryPropertiesTest {
             if (km.committed != null && !pages.peek(parts[0], parts[1]).isOk()) {
                 gone++;
                 km.committed = null;
+                km.promoting = null;
+                km.holder = null;
             }
         }
         assertEquals(evicted, gone, where + ": committed objects gone against evictions counted");
@@ -382,6 +427,15 @@ class CrashRecoveryPropertiesTest {
         }
         assertEquals(committed, pages.mappingCount(), where);
         assertEquals(inFlight, pages.inFlightCount(), where);
+        java.util.Set<String> wantTasks = new java.util.TreeSet<>();
+        model.forEach((k, km) -> {
+            if (km.promoting != null) {
+                wantTasks.add(k.replace('\0', '/') + " " + km.promoting + " held by " + km.holder);
+            }
+        });
+        java.util.Set<String> gotTasks = new java.util.TreeSet<>();
+        pages.promotions().list().forEach(t -> gotTasks.add(t.tenant() + "/" + t.key() + " " + t.placement() + " held by " + t.holder()));
+        assertEquals(wantTasks, gotTasks, where + ": promotion tasks");
     }
 
     private static boolean sameState(List<String> a, List<String> b) {

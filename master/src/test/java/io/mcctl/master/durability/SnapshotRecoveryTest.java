@@ -364,6 +364,16 @@ class SnapshotRecoveryTest {
             } else if (r < 0.5022) {
                 // A layout grow by 32 pages while the others allocate: logged, snapshotted with the size it was taken at.
                 pages.growLayout(pages.layout().bucketSize() + 32 * PAGE);
+            } else if (r < 0.53) {
+                // Promotion: queued, taken by a node (not logged), ended; or left to a remove or overwrite to end.
+                if (pages.promotions().queue(tenant, key).isOk() && random.nextBoolean()) {
+                    Result<Placement> source = pages.peek(tenant, key);
+                    String node = "node-" + worker;
+                    if (source.isOk() && pages.promotions().take(tenant, key, source.value(), node)) {
+                        pages.promotions().end(tenant, key, node, random.nextBoolean() ? io.mcctl.master.service.Change.PromotionOutcome.SUCCEEDED
+                                : io.mcctl.master.service.Change.PromotionOutcome.FAILED);
+                    }
+                }
             } else if (r < 0.85) {
                 if (random.nextBoolean()) {
                     pages.getMapping(tenant, key); // a lease: the remove quarantines

@@ -70,6 +70,9 @@ final class StateFixtures {
             }
         });
         pages.quotas().forEach((tenant, bytes) -> lines.add("quota " + tenant + " " + bytes));
+        // Who holds a task is not logged (a restart queues every task again): only what is.
+        pages.promotions().export().forEach(t -> lines.add("promotion " + t.tenant() + "/" + t.key() + " " + text(ChangeCodec.record(t.placement()))
+                + " queued " + t.queuedMs()));
         lines.add("layout: buckets of " + pages.layout().bucketSize() + " bytes, " + pages.allocator(0).pageCount() + " pages");
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             lines.add("bucket " + b + " allocated " + pages.allocator(b).allocatedCount() + " bitmap "

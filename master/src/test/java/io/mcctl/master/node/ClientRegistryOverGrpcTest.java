@@ -119,7 +119,9 @@ class ClientRegistryOverGrpcTest {
         String a = newId();
         client.registerClient(a, "127.0.0.1:7001", "", false);
         MasterException memory = assertThrows(MasterException.class, () -> client.putStart(a, "t", "k", 10, ReplicaType.MEMORY));
-        assertTrue(memory.getMessage().contains("MEMORY replicas need the DRAM tier, not built yet"), memory.getMessage());
+        assertTrue(memory.getMessage().contains("registered no DRAM segment"), memory.getMessage());
+        MasterException disk = assertThrows(MasterException.class, () -> client.putStart(a, "t", "k", 10, ReplicaType.DISTRIBUTED_DISK));
+        assertTrue(disk.getMessage().contains("only LOCAL_DISK or MEMORY"), disk.getMessage());
         client.putStart(a, "t", "k", 10, ReplicaType.LOCAL_DISK);
         client.putRevoke(a, "t", "k", ReplicaType.LOCAL_DISK);
         client.putStart(a, "t", "k", 10, ReplicaType.LOCAL_DISK); // the revoke freed the key

@@ -43,7 +43,7 @@ class AccessMatrixTest {
     /** What each RPC needs, written out here independently of MethodPermissions. */
     private static final Set<String> TENANT_WRITES = Set.of("AllocateDistributedPage", "BatchAllocateDistributedPage",
             "FreeDistributedPage", "BatchFreeDistributedPage", "NotifyDistributedDiskSuccess", "Remove", "BatchRemove",
-            "RenewDistributedPageAllocation", "PutStart", "PutEnd", "PutRevoke");
+            "RenewDistributedPageAllocation", "PutStart", "PutEnd", "PutRevoke", "Promote");
     private static final Set<String> TENANT_READS = Set.of("GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey",
             "BatchExistKey", "GetReplicaList", "ListKeys");
     private static final Set<String> ANY_CALLER = Set.of("GetLayout", "GetStats", "GetMasterStatus", "Session", "RegisterClient", "Ping",
@@ -52,9 +52,9 @@ class AccessMatrixTest {
     private static final Map<String, String> SESSION_KINDS = Map.of("allocate", "BatchAllocateDistributedPage",
             "notify", "NotifyDistributedDiskSuccess", "lookup", "BatchGetDistributedPageMapping", "free", "BatchFreeDistributedPage",
             "remove", "BatchRemove");
-    private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages");
+    private static final Set<String> MONITOR_OR_ADMIN = Set.of("GetBucketBitmap", "CheckPages", "ListPromotions");
     private static final Set<String> ADMIN_ONLY = Set.of("CreateSnapshot", "CheckPages(repair)", "DropInFlightAllocation", "SetTenantQuota",
-            "GrowLayout");
+            "GrowLayout", "PromotionObjectHeartbeat", "NotifyPromotionSuccess", "NotifyPromotionFailure");
 
     enum Caller { OWN_TENANT, OTHER_TENANT, MONITOR, ADMIN, NO_TOKEN, UNKNOWN_TOKEN }
 
