@@ -114,8 +114,10 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     return figures
 
 
-def memory_path(client: Client, files_only: Client, object_size: int, count: int, rounds: int, wait_s: float = 60.0) -> dict:
-    """Medians over ``rounds`` rounds of batch_get_into served by MEMORY replicas and by pread, in turns."""
+def memory_path(client: Client, files_only: Client, object_size: int, count: int, rounds: int, cold: bool,
+                wait_s: float = 60.0) -> dict:
+    """Medians over ``rounds`` rounds of batch_get_into served by MEMORY replicas and by pread, in turns; ``cold``
+    drops the bucket files from the page cache before each read by pread."""
     keys = [f"bench/memory/{object_size}/{i}" for i in range(count)]
     codes = client.batch_put_from(keys, [os.urandom(object_size) for _ in range(count)], overwrite=True)
     if any(codes):
@@ -131,8 +133,14 @@ def memory_path(client: Client, files_only: Client, object_size: int, count: int
         time.sleep(0.1)
     tensor = _tensor(object_size * count)
     slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
+    paths = {client._files.local_path(m.distributed_disk.file_path) for m in client._read("BatchGetDistributedPageMapping", request).results}
 
     def read(reader: Client, counter: str):
+        if cold and reader is files_only:
+            fds = [os.open(path, os.O_RDONLY) for path in paths]
+            _drop_cache(fds)
+            for fd in fds:
+                os.close(fd)
         before = reader.stats().get(counter, 0)
         got = reader.batch_get_into(keys, slices)
         if got != [object_size] * count or reader.stats().get(counter, 0) - before != count:
@@ -207,11 +215,12 @@ def main(argv=None) -> int:
             print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}")
             if args.memory:
                 with Client(master=args.master, tenant=args.tenant, read_memory_replicas=False) as files_only:
-                    for size in (64 * 1024, 2 * 1024 * 1024):
-                        r = memory_path(client, files_only, size, 128, args.rounds)
-                        print(f"read {r['objects']} x {size // 1024} KiB into one tensor, median of {r['rounds']}: from MEMORY "
-                              f"replicas {r['memory_ms']:.2f} ms ({r['memory_gib_s']:.2f} GiB/s), from the shared files "
-                              f"{r['files_ms']:.2f} ms ({r['files_gib_s']:.2f} GiB/s)")
+                    for cold in (False, True):
+                        for size in (64 * 1024, 2 * 1024 * 1024):
+                            r = memory_path(client, files_only, size, 128, args.rounds, cold)
+                            print(f"read {r['objects']} x {size // 1024} KiB into one tensor, median of {r['rounds']}: from MEMORY "
+                                  f"replicas {r['memory_ms']:.2f} ms ({r['memory_gib_s']:.2f} GiB/s), from the shared files "
+                                  f"{r['files_ms']:.2f} ms ({r['files_gib_s']:.2f} GiB/s, {'cold' if cold else 'warm'} page cache)")
                 return 0
             print(f"CRC32C of the client: {_crc32c.backend}, {crc_speed(lambda v: _io.crc32c([v])):.2f} GiB/s on one thread; "
                   f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed(crc32c.crc32c):.2f} GiB/s")
