@@ -138,6 +138,9 @@ def test_reads_are_served_by_the_nodes_memory_and_by_pread_once_the_node_is_kill
         assert delta(before, after, "memory_reads") == 0, after
         assert delta(before, after, "memory_fallbacks") == len(keys) + 1, after
         assert delta(before, after, "reads") == len(keys) + 1, after
+        # The batch's calls to the dead node failed; the get right after it did not call the node again.
+        assert delta(before, after, "memory_read_failures") == len(keys), after
+        assert delta(before, after, "memory_nodes_passed_over") == 1, after
 
     with mcctl.Client(master=master.address, tenant="t", read_memory_replicas=False) as files_only:
         assert files_only.get(keys[2]) == values[2]
