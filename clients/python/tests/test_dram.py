@@ -13,7 +13,9 @@ import mcctl
 from mcctl._proto import master_pb2 as pb
 
 from conftest import Master, Node, ProcessDidNotServe
+from mcctl import vllm
 from test_sglang import PageFirstHostPool, config, make_store
+from test_vllm import make_tier, primary, wait_for
 
 def pattern(seed: int, size: int) -> bytes:
     return torch.randint(0, 256, (size,), dtype=torch.uint8, generator=torch.Generator().manual_seed(seed)).numpy().tobytes()
@@ -148,7 +150,7 @@ def test_reads_are_served_by_the_nodes_memory_and_by_pread_once_the_node_is_kill
 
 
 @pytest.mark.timeout(180)
-def test_sglang_prefetch_reads_promoted_pages_from_the_nodes_memory(tier):
+def test_sglang_prefetch_and_a_vllm_load_read_promoted_objects_from_the_nodes_memory(tier):
     master, node = tier
     writer_pool = PageFirstHostPool(pages=24, page_size=4, layers=3, heads=2, dim=16, mla=False, seed=5)
     writer = make_store(config(master, "t"), writer_pool)
@@ -167,3 +169,21 @@ def test_sglang_prefetch_reads_promoted_pages_from_the_nodes_memory(tier):
     assert stats["memory_reads"] == 20 and stats.get("reads", 0) == 0, stats
     writer.close()
     reader.close()
+
+    source, view = primary(11)
+    storing = make_tier(master, "t", view)
+    blocks = [bytes([i]) * 32 for i in range(4)]
+    storing.submit_store(vllm.JobMetadata(job_id=1, keys=blocks, block_ids=[2, 4, 6, 8], is_promotion=False, req_context=None))
+    assert wait_for(storing, [1]) == {1: True}
+    promote_and_wait(storing.client, [storing.object_key(b) for b in blocks], node)
+    dest, dest_view = primary(12)
+    loading = make_tier(master, "t", dest_view)
+    loading.submit_load(vllm.JobMetadata(job_id=2, keys=blocks, block_ids=[0, 1, 14, 15], is_promotion=True, req_context=None))
+    assert wait_for(loading, [2]) == {2: True}
+    for src, dst in zip([2, 4, 6, 8], [0, 1, 14, 15]):
+        assert torch.equal(dest[dst], source[src])
+    stats = loading.client.stats()
+    assert stats["memory_reads"] == 4 and stats.get("reads", 0) == 0, stats
+    for t in (storing, loading):
+        t.drain_jobs()
+        t.shutdown()
