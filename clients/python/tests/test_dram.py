@@ -63,6 +63,14 @@ def test_promote_of_a_missing_key_is_not_found_and_a_committed_key_stays_queued_
         assert c.get("warm-me") == data  # a queued promotion changes nothing for readers
 
 
+def test_bad_memory_read_options_are_one_line(master):
+    for options, text in (({"read_memory_replicas": "no"}, "read_memory_replicas 'no' must be True or False"),
+                          ({"node_timeout": 0}, "node_timeout 0 must be a positive number of seconds")):
+        with pytest.raises(mcctl.InvalidParams) as raised:
+            mcctl.Client(master=master.address, **options)
+        assert text in str(raised.value) and "\n" not in str(raised.value)
+
+
 # ---- end to end with a node holding a DRAM segment ----
 
 @pytest.fixture
