@@ -205,6 +205,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench crossnode" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench layout" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench failover" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench promotion" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -259,9 +260,11 @@ function _complete_mcctl() {
   local cmds48=(bench crossnode)
   local cmds49=(bench layout)
   local cmds50=(bench failover)
-  local cmds51=(config show)
+  local cmds51=(bench promotion)
+  local cmds52=(config show)
 
-  if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_bench_promotion; return $?; fi
   if CompWordsContainsArray "${cmds50[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
   if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
   if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
@@ -1151,7 +1154,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode layout failover"
+  local commands="allocator master io restart fsck cache crossnode layout failover promotion"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -2659,7 +2662,7 @@ function _picocli_mcctl_bench_failover() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--mappings' '--rounds' '--lease-ttl' '--throughput-rounds' '--throughput-keys' '--etcd'"
+  local arg_opts="'-o' '--output' '--mappings' '--rounds' '--lease-ttl' '--throughput-rounds' '--throughput-transport' '--throughput-keys' '--etcd'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2682,6 +2685,9 @@ function _picocli_mcctl_bench_failover() {
     '--throughput-rounds')
       return
       ;;
+    '--throughput-transport')
+      return
+      ;;
     '--throughput-keys')
       return
       ;;
@@ -2690,6 +2696,45 @@ function _picocli_mcctl_bench_failover() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `promotion` subcommand.
+function _picocli_mcctl_bench_promotion() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--sizes' '--rounds'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--objects')
+      return
+      ;;
+    '--sizes')
+      return
+      ;;
+    '--rounds')
+      return
       ;;
   esac
 

@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -528,6 +528,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys dr
 complete -c mcctl -n '__mcctl_at bench' -a 'crossnode' -d 'Node B reads objects node A wrote: through A (LOCAL_DISK, the RPC hop) and by a direct pread (DISTRIBUTED_DISK), 64KiB and 1MiB by default, in one run.'
 complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashed directories, one file per object) against pages of bucket files, for the same objects in one run.'
 complete -c mcctl -n '__mcctl_at bench' -a 'failover' -d 'Starts etcd (one member on free loopback ports over a temporary directory) and two masters with --ha as processes of their own over one temporary root (256 x 4GiB sparse buckets, 64KiB pages), fills the state with --mappings mappings (offload cycles without data, 8 callers, batch 64) and takes a snapshot.'
+complete -c mcctl -n '__mcctl_at bench' -a 'promotion' -d 'Reads of promoted objects from a node\'s DRAM against the same bytes by pread, 64KiB and 1MiB by default, in one run.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -638,11 +639,22 @@ complete -c mcctl -n '__mcctl_at bench failover' -l mappings -x -d 'Mappings in 
 complete -c mcctl -n '__mcctl_at bench failover' -l rounds -x -d 'Kills of the leader (default: 10).'
 complete -c mcctl -n '__mcctl_at bench failover' -l lease-ttl -x -d 'The masters\' --ha-lease-ttl, whole seconds (default: 5s, the masters\' default).'
 complete -c mcctl -n '__mcctl_at bench failover' -l throughput-rounds -x -d 'Throughput rounds per mode (with --ha, without), interleaved; 0 skips the comparison (default: 5).'
+complete -c mcctl -n '__mcctl_at bench failover' -l throughput-transport -x -d 'How both clients of the throughput comparison send their batches: the Session stream or unary calls (default: stream).'
 complete -c mcctl -n '__mcctl_at bench failover' -l throughput-keys -x -d 'Keys offloaded per throughput round, rounded down to a multiple of 512 (default: 100000).'
 complete -c mcctl -n '__mcctl_at bench failover' -l etcd -r -F -d 'The etcd binary (Debian\'s package etcd-server) (default: /usr/bin/etcd).'
 complete -c mcctl -n '__mcctl_at bench failover' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench failover' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench failover' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench promotion
+complete -c mcctl -n '__mcctl_at bench promotion' -f
+complete -c mcctl -n '__mcctl_at bench promotion' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench promotion' -l objects -x -d 'Objects per size (default: 200).'
+complete -c mcctl -n '__mcctl_at bench promotion' -l sizes -x -d 'Object sizes (default: 64KiB,1MiB).'
+complete -c mcctl -n '__mcctl_at bench promotion' -l rounds -x -d 'Timed passes over the objects (default: 3).'
+complete -c mcctl -n '__mcctl_at bench promotion' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench promotion' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench promotion' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f

@@ -62,7 +62,7 @@ class PromotionProcessTest {
 
     private McctlProcess.Master startMaster(String... more) {
         List<String> args = new java.util.ArrayList<>(List.of("--root", dir.resolve("root").toString(), "--bucket-count", "4",
-                "--bucket-size", "4MiB", "--page-size", "4KiB", "--client-ttl", "2s"));
+                "--bucket-size", "4MiB", "--page-size", "4KiB", "--client-ttl", "2s", "--promotion-reads", "0")); // only Promote queues
         args.addAll(List.of(more));
         try {
             return McctlProcess.Master.start(dir, Map.of(), args.toArray(String[]::new));

@@ -69,13 +69,22 @@ public final class BenchPromotionCommand implements Callable<Integer> {
     @Option(names = "--rounds", paramLabel = "N", defaultValue = "3", description = "Timed passes over the objects (default: ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = "--cold", description = "Before each timed pass that preads, drop the bucket files from the page cache "
+            + "(GNU dd iflag=nocache), so the pread reads the disk as a pread of a shared filesystem crosses the network; the "
+            + "DRAM copies are not touched.")
+    boolean cold;
+
+    @Option(names = "--promotion-interval", paramLabel = "DURATION", defaultValue = "200ms",
+            description = "Node A's --promotion-interval: how often it asks for tasks, 8 at a time (default: ${DEFAULT-VALUE}).")
+    String promotionInterval;
+
     /** One path's figures for one size. */
     record PathFigures(String path, int reads, double meanMicros, double p50Micros, double p99Micros, double mibPerSecond) {
     }
 
     /** The four paths for one size; each ratio is the pread's mean latency over the DRAM read's. */
-    record Case(long objectSize, PathFigures nodeDram, PathFigures nodePread, PathFigures remoteDram, PathFigures localPread,
-                double nodeRatio, double remoteRatio) {
+    record Case(long objectSize, double promotedPerSecond, PathFigures nodeDram, PathFigures nodePread, PathFigures remoteDram,
+                PathFigures localPread, double nodeRatio, double remoteRatio) {
     }
 
     @Override
@@ -87,6 +96,12 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 100");
         }
         List<Long> objectSizes = BenchCrossnodeCommand.parseSizes(sizes, 16L << 20);
+        try {
+            io.mcctl.storage.config.DurationParser.parse(promotionInterval);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, "invalid --promotion-interval '" + promotionInterval + "': allowed is "
+                    + io.mcctl.storage.config.DurationParser.ALLOWED);
+        }
         long largest = objectSizes.stream().mapToLong(Long::longValue).max().orElse(1);
         long totalBytes = objectSizes.stream().mapToLong(s -> (s + 4096) * objects).sum();
         if (totalBytes > (2L << 30)) {
@@ -103,7 +118,7 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                 "--root", dir.resolve("root").toString(), "--bucket-count", "8", "--bucket-size", bucketBytes + "", "--eviction", "false",
                 "--promotion-reads", "0");
              NodeProcess nodeA = NodeProcess.start(List.of("-Xmx512m", "-XX:MaxDirectMemorySize=" + (segment + (256L << 20))),
-                     Duration.ofSeconds(60), inDir, master.address(), "--memory", segment + "", "--promotion-interval", "50ms");
+                     Duration.ofSeconds(60), inDir, master.address(), "--memory", segment + "", "--promotion-interval", promotionInterval);
              MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(30));
              TierNode withDram = TierNode.connect(client, false, new ClientMetrics());
              TierNode filesOnly = TierNode.connect(client, false, new ClientMetrics()).readOnlySharedFiles();
@@ -124,10 +139,12 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                     twins.add("twin-" + suffix);
                 }
                 long before = client.listPromotions().getSucceededTotal();
+                long promoting = System.nanoTime();
                 for (String key : promoted) {
                     client.promote("bench", key);
                 }
                 awaitPromoted(client, before + objects);
+                double promotedPerSecond = objects / ((System.nanoTime() - promoting) / 1e9);
                 nodePass(viaA, promoted, ReplicaType.MEMORY, null); // warm-up: page cache, connections, JIT
                 nodePass(viaA, twins, ReplicaType.DISTRIBUTED_DISK, null);
                 readerPass(dramReader, withDram, promoted, true, null);
@@ -142,7 +159,9 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                             nanos[0] += nodePass(viaA, promoted, ReplicaType.MEMORY, latencies[0]);
                             nanos[2] += readerPass(dramReader, withDram, promoted, true, latencies[2]);
                         } else {
+                            dropCache(dir.resolve("root"));
                             nanos[1] += nodePass(viaA, twins, ReplicaType.DISTRIBUTED_DISK, latencies[1]);
+                            dropCache(dir.resolve("root"));
                             nanos[3] += readerPass(preadReader, filesOnly, promoted, false, latencies[3]);
                         }
                     }
@@ -151,7 +170,7 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                 PathFigures nodePread = figures("node A: pread (twin)", latencies[1], nanos[1], size);
                 PathFigures remoteDram = figures("reader: A's DRAM", latencies[2], nanos[2], size);
                 PathFigures localPread = figures("reader: pread", latencies[3], nanos[3], size);
-                cases.add(new Case(size, nodeDram, nodePread, remoteDram, localPread, nodePread.meanMicros() / nodeDram.meanMicros(),
+                cases.add(new Case(size, promotedPerSecond, nodeDram, nodePread, remoteDram, localPread, nodePread.meanMicros() / nodeDram.meanMicros(),
                         localPread.meanMicros() / remoteDram.meanMicros()));
             }
         } finally {
@@ -159,6 +178,21 @@ public final class BenchPromotionCommand implements Callable<Integer> {
         }
         report(cases);
         return ExitCodes.OK;
+    }
+
+    /** With --cold: every bucket file's pages leave the page cache (the kernel may read ahead again as a pass reads). */
+    private void dropCache(Path root) throws Exception {
+        if (!cold) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(root)) {
+            for (Path file : files.filter(f -> f.getFileName().toString().startsWith("bucket_")).toList()) {
+                Process dd = new ProcessBuilder("dd", "if=" + file, "iflag=nocache", "count=0", "status=none").inheritIO().start();
+                if (dd.waitFor() != 0) {
+                    throw new CliException(ExitCodes.FAILED, "--cold: dd iflag=nocache of " + file + " failed (exit " + dd.exitValue() + ")");
+                }
+            }
+        }
     }
 
     private static void awaitPromoted(MasterClient client, long succeeded) throws InterruptedException {
@@ -229,11 +263,14 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("objects", objects);
             report.put("rounds", rounds);
+            report.put("promotion_interval", promotionInterval);
+            report.put("cold_pread", cold);
             report.put("machine", MachineInfo.describe());
             List<Map<String, Object>> rows = new ArrayList<>();
             for (Case c : cases) {
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("object_size", c.objectSize());
+                row.put("promoted_objects_per_second", c.promotedPerSecond());
                 row.put("node_dram", c.nodeDram());
                 row.put("node_pread", c.nodePread());
                 row.put("reader_remote_dram", c.remoteDram());
@@ -254,6 +291,8 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             }
             out.print(table.render());
             for (Case c : cases) {
+                out.printf("%s: %d objects promoted at %.0f objects/s (node A asks for tasks every %s)%n", SizeParser.format(c.objectSize()),
+                        objects, c.promotedPerSecond(), promotionInterval);
                 out.printf("%s: through node A its DRAM is %.2fx the speed of its pread; from another reader A's DRAM is %.2fx the "
                         + "speed of a local pread%n", SizeParser.format(c.objectSize()), c.nodeRatio(), c.remoteRatio());
             }

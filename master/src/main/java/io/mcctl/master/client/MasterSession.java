@@ -101,7 +101,9 @@ final class MasterSession {
         private volatile StatusRuntimeException failure;
 
         void open(MasterServiceGrpc.MasterServiceStub stub) {
-            stub.session(this);
+            // The stream outlives the call that opens it: detached from the caller's gRPC context, or a server handler
+            // that opens it (a node offloading for its caller) would cancel it, and every request on it, when it answers.
+            io.grpc.Context.ROOT.run(() -> stub.session(this));
         }
 
         @Override

@@ -223,7 +223,8 @@ public final class DramSegment {
     public Read read(String tenant, String key) {
         Entry entry = find(tenant, key);
         if (entry == null) {
-            return new Read(null, null, "it holds no MEMORY object for key '" + key + "' of tenant " + tenant);
+            return new Read(null, null, "it is not in this node's segment (never written here, overwritten since, or forgotten "
+                    + "when the node registered again)");
         }
         ByteBuffer copy = ByteBuffer.allocate((int) entry.size());
         copyOut(entry.offset(), copy);

@@ -58,7 +58,7 @@ import org.slf4j.LoggerFactory;
  * page_mode false go to one file per key under the node's local disk, recorded with PutStart / PutEnd as a LOCAL_DISK
  * replica this node owns, exactly the owner-coupled model page mode replaces. With a {@link DramSegment} the node
  * also takes offloads into it (PutStart / PutEnd MEMORY), serves reads of the MEMORY objects it holds, and with the
- * shared root mounted runs a {@link Promoter} that copies promotion tasks from the bucket files into the segment.
+ * shared root mounted runs a {@link PromotionWorker} that copies promotion tasks from the bucket files into the segment.
  */
 public final class NodeServer implements AutoCloseable {
 
@@ -94,7 +94,7 @@ public final class NodeServer implements AutoCloseable {
     private final String tierProblem;
     private final PerKeyStore localDisk;
     private final DramSegment segment;
-    private final Promoter promoter;
+    private final PromotionWorker promoter;
     private final TierWriter writer;
     private final ReplicaReader reader;
     private final ExecutorService handlers;
@@ -113,7 +113,7 @@ public final class NodeServer implements AutoCloseable {
         this.segment = segment;
         this.writer = tier == null ? null : new TierWriter(tier);
         this.reader = new ReplicaReader(master, tier, clientId, localDisk, segment, options.callTimeout());
-        this.promoter = segment == null || tier == null ? null : new Promoter(master, tier, segment, clientId);
+        this.promoter = segment == null || tier == null ? null : new PromotionWorker(master, tier, segment, clientId);
         this.handlers = Executors.newFixedThreadPool(4, r -> {
             Thread thread = new Thread(r, "mcctl-node-handler");
             thread.setDaemon(true);

@@ -77,7 +77,7 @@ class DramSegmentTest {
         put(segment, epoch, "new", 1500, bytes(1500, 6));      // [1500, 3000)
         assertEquals(List.of("left", "new", "right"), segment.entries().stream().map(DramSegment.Entry::key).toList());
         assertNotNull(segment.read("t", "left").data());
-        assertTrue(segment.read("t", "straddle").miss().contains("holds no MEMORY object"));
+        assertTrue(segment.read("t", "straddle").miss().contains("not in this node's segment"));
         assertEquals(1500 + 1000 + 500, segment.usage()[1]);
     }
 

@@ -214,6 +214,40 @@ class PromotionTest {
         assertEquals(0, info(node).getMemoryUsedBytes(), "and its pages are free");
     }
 
+    /** Promotes {@code key} into {@code node}'s segment through the RPCs a node calls. */
+    private void promoteInto(String id, String key, DistributedDiskDescriptor source) {
+        client.promote("t", key);
+        assertEquals(1, client.promotionHeartbeat(id, 1).size(), key);
+        client.notifyPromotionSuccess(id, "t", key, source.getCrc32C());
+    }
+
+    private boolean inDram(String key) {
+        return client.batchGetMapping(List.of(key), List.of("t")).getResults(0).getMemoryCount() == 1;
+    }
+
+    @Test
+    void a_full_segment_evicts_its_least_recently_read_copies_down_to_the_low_watermark() {
+        registerNode(node, 1L << 20); // 256 pages of 4 KiB: three objects of 74 pages pass 95% with a fourth
+        Map<String, DistributedDiskDescriptor> sources = new java.util.LinkedHashMap<>();
+        for (String key : List.of("a", "b", "c", "d")) {
+            sources.put(key, offload(key, 300_000));
+        }
+        for (String key : List.of("a", "b", "c")) {
+            promoteInto(node, key, sources.get(key));
+        }
+        assertTrue(inDram("a")); // read: the most recently used copy
+        promoteInto(node, "d", sources.get("d"));
+        assertTrue(inDram("a"), "the copy read last stays");
+        assertTrue(inDram("d"), "the new copy is in");
+        assertFalse(inDram("b"));
+        assertFalse(inDram("c"));
+        ListPromotionsResponse listed = client.listPromotions();
+        assertEquals(2, listed.getMemoryEvictedTotal(), "down to the low watermark: two went for one");
+        assertEquals(2, listed.getMemoryObjects());
+        assertTrue(info(node).getMemoryUsedBytes() <= 0.85 * (1 << 20), "used " + info(node).getMemoryUsedBytes());
+        assertEquals(List.of(ReplicaType.DISTRIBUTED_DISK), types(client.replicaList("t", "b")), "an evicted copy leaves its object");
+    }
+
     @Test
     void objects_read_often_enough_are_queued_while_a_node_has_DRAM() throws Exception {
         offload("often", 10_000);

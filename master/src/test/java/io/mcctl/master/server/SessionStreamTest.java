@@ -165,6 +165,20 @@ class SessionStreamTest {
     }
 
     @Test
+    void a_stream_opened_inside_a_call_that_then_ends_serves_the_next_requests() throws Exception {
+        // As a node does: it offloads for its caller from inside that caller's call, whose gRPC context is cancelled
+        // when the call answers. The stream it opened there must not go with it.
+        try (TierCluster cluster = TierCluster.start(dir.resolve("root"), 4, 0);
+             MasterClient client = cluster.newClient()) {
+            io.grpc.Context.CancellableContext call = io.grpc.Context.current().withCancellation();
+            call.run(() -> assertEquals(1, client.batchGetMapping(List.of("k"), List.of("t")).getResultsCount()));
+            call.cancel(null);
+            assertEquals(MasterClient.Transport.STREAM, client.transport());
+            assertEquals(ErrorCode.OBJECT_NOT_FOUND, client.batchGetMapping(List.of("k"), List.of("t")).getResults(0).getStatus().getError());
+        }
+    }
+
+    @Test
     void a_request_that_carries_nothing_is_refused_by_its_id_and_the_stream_goes_on() throws Exception {
         try (TierCluster cluster = TierCluster.start(dir.resolve("root"), 4, 0)) {
             io.grpc.ManagedChannel channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forTarget(cluster.target()).usePlaintext().build();

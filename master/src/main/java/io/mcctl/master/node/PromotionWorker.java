@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe: one thread of its own does all the work, and its copy buffer is that thread's alone.
  */
-final class Promoter implements AutoCloseable {
+final class PromotionWorker implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("mcctl.node.promotion");
     private static final int COPY_CHUNK_BYTES = 256 << 10;
@@ -47,7 +47,7 @@ final class Promoter implements AutoCloseable {
     });
     private String lastHeartbeatFailure;
 
-    Promoter(MasterClient master, TierNode tier, DramSegment segment, String clientId) {
+    PromotionWorker(MasterClient master, TierNode tier, DramSegment segment, String clientId) {
         this.master = master;
         this.tier = tier;
         this.segment = segment;
