@@ -2715,8 +2715,8 @@ function _picocli_mcctl_bench_promotion() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--objects' '--sizes' '--rounds'"
+  local flag_opts="'--cold' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--objects' '--sizes' '--rounds' '--promotion-interval'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2734,6 +2734,9 @@ function _picocli_mcctl_bench_promotion() {
       return
       ;;
     '--rounds')
+      return
+      ;;
+    '--promotion-interval')
       return
       ;;
   esac

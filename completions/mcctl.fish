@@ -652,6 +652,8 @@ complete -c mcctl -n '__mcctl_at bench promotion' -s o -l output -x -a 'text jso
 complete -c mcctl -n '__mcctl_at bench promotion' -l objects -x -d 'Objects per size (default: 200).'
 complete -c mcctl -n '__mcctl_at bench promotion' -l sizes -x -d 'Object sizes (default: 64KiB,1MiB).'
 complete -c mcctl -n '__mcctl_at bench promotion' -l rounds -x -d 'Timed passes over the objects (default: 3).'
+complete -c mcctl -n '__mcctl_at bench promotion' -l cold -d 'Before each timed pass that preads, drop the bucket files from the page cache (GNU dd iflag=nocache), so the pread reads the disk as a pread of a shared filesystem crosses the network; the DRAM copies are not touched.'
+complete -c mcctl -n '__mcctl_at bench promotion' -l promotion-interval -x -d 'Node A\'s --promotion-interval: how often it asks for tasks, 8 at a time (default: 200ms).'
 complete -c mcctl -n '__mcctl_at bench promotion' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench promotion' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench promotion' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'

@@ -34,6 +34,7 @@ _MAX_BACKOFF = 0.2
 _ALWAYS_RESENDABLE = frozenset({
     "GetDistributedPageMapping", "BatchGetDistributedPageMapping", "ExistKey", "BatchExistKey", "GetReplicaList", "ListKeys",
     "GetLayout", "GetStats", "GetBucketBitmap", "GetMasterStatus", "NotifyDistributedDiskSuccess", "RenewDistributedPageAllocation",
+    "ListPromotions", "Promote",  # Promote answers the task already queued for the object
 })
 
 

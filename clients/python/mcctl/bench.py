@@ -9,6 +9,9 @@ batch throughput from several threads.
    show where the time goes on a busy machine.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
+4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
+   batch_get_into served by their MEMORY replicas against the same reads from the shared files
+   (read_memory_replicas=False), in turns; medians over the rounds.
 """
 
 from __future__ import annotations
@@ -111,6 +114,53 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     return figures
 
 
+def memory_path(client: Client, files_only: Client, object_size: int, count: int, rounds: int, cold: bool,
+                wait_s: float = 60.0) -> dict:
+    """Medians over ``rounds`` rounds of batch_get_into served by MEMORY replicas and by pread, in turns; ``cold``
+    drops the bucket files from the page cache before each read by pread."""
+    keys = [f"bench/memory/{object_size}/{i}" for i in range(count)]
+    codes = client.batch_put_from(keys, [os.urandom(object_size) for _ in range(count)], overwrite=True)
+    if any(codes):
+        raise SystemExit(f"bench: offload of the memory read set failed: {codes[:4]}")
+    for key in keys:
+        client.promote(key)
+    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count)
+    deadline = time.monotonic() + wait_s
+    while not all(m.memory for m in client._read("BatchGetDistributedPageMapping", request).results):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: the read set was not promoted within {wait_s:g} s: is a node started with --memory "
+                             f"running? ({client.promotions()})")
+        time.sleep(0.1)
+    tensor = _tensor(object_size * count)
+    slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
+    paths = {client._files.local_path(m.distributed_disk.file_path) for m in client._read("BatchGetDistributedPageMapping", request).results}
+
+    def read(reader: Client, counter: str):
+        if cold and reader is files_only:
+            fds = [os.open(path, os.O_RDONLY) for path in paths]
+            _drop_cache(fds)
+            for fd in fds:
+                os.close(fd)
+        before = reader.stats().get(counter, 0)
+        got = reader.batch_get_into(keys, slices)
+        if got != [object_size] * count or reader.stats().get(counter, 0) - before != count:
+            raise SystemExit(f"bench: batch_get_into answered {got[:4]}, {counter} {reader.stats().get(counter, 0) - before} of {count}")
+
+    parts = [("memory", lambda: read(client, "memory_reads")), ("files", lambda: read(files_only, "reads"))]
+    for _, part in parts:  # untimed: the node's JIT and both paths' first calls
+        part()
+    timed = {name: [] for name, _ in parts}
+    for r in range(rounds):
+        for name, part in parts if r % 2 == 0 else parts[::-1]:
+            start = time.perf_counter()
+            part()
+            timed[name].append(time.perf_counter() - start)
+    memory_s, files_s = statistics.median(timed["memory"]), statistics.median(timed["files"])
+    total = object_size * count
+    return {"object_size": object_size, "objects": count, "rounds": rounds, "memory_ms": memory_s * 1e3, "files_ms": files_s * 1e3,
+            "memory_gib_s": total / memory_s / 2**30, "files_gib_s": total / files_s / 2**30}
+
+
 def throughput(client: Client, threads: int, batches: int, batch: int, object_size: int) -> dict:
     run = uuid.uuid4().hex[:8]
     before = client.stats()["calls"]
@@ -159,10 +209,21 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=21, help="timed rounds of each read; medians count (default: 21)")
     parser.add_argument("--batches", type=int, default=20, help="batches per thread in the throughput run (default: 20)")
     parser.add_argument("--object-size", type=int, default=64 * 1024, help="bytes per object in the throughput run")
+    parser.add_argument("--memory", action="store_true",
+                        help="only time reads served by nodes' MEMORY replicas against the shared files (needs a node started with --memory)")
     args = parser.parse_args(argv)
     try:
         with Client(master=args.master, tenant=args.tenant) as client:
             print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}")
+            if args.memory:
+                with Client(master=args.master, tenant=args.tenant, read_memory_replicas=False) as files_only:
+                    for cold in (False, True):
+                        for size in (64 * 1024, 2 * 1024 * 1024):
+                            r = memory_path(client, files_only, size, 128, args.rounds, cold)
+                            print(f"read {r['objects']} x {size // 1024} KiB into one tensor, median of {r['rounds']}: from MEMORY "
+                                  f"replicas {r['memory_ms']:.2f} ms ({r['memory_gib_s']:.2f} GiB/s), from the shared files "
+                                  f"{r['files_ms']:.2f} ms ({r['files_gib_s']:.2f} GiB/s, {'cold' if cold else 'warm'} page cache)")
+                return 0
             print(f"CRC32C of the client: {_crc32c.backend}, {crc_speed(lambda v: _io.crc32c([v])):.2f} GiB/s on one thread; "
                   f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed(crc32c.crc32c):.2f} GiB/s")
             for cold in (False, True):

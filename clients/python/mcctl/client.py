@@ -3,7 +3,9 @@
 Offload: BatchAllocateDistributedPage -> pwritev of each object at the offset the master gave -> fdatasync of
 each file written -> NotifyDistributedDiskSuccess with each object's CRC32C; a key whose write fails has its
 pages freed at once (BatchFreeDistributedPage). Get: BatchGetDistributedPageMapping (which grants a read
-lease) -> preadv into the caller's memory -> CRC32C check (a mismatch is a miss, never data).
+lease) -> preadv into the caller's memory -> CRC32C check (a mismatch is a miss, never data). A key whose mapping
+carries MEMORY replicas (a promotion copied it into nodes' DRAM) is read from one of those nodes first (mcctl/_nodes.py)
+and by the pread when none serves it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import os
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _io, _leader, errors
+from . import _io, _leader, _nodes, errors
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
@@ -29,6 +32,11 @@ MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one messag
 LAYOUT_FILE = "mooncake.layout.json"
 _READ_ATTEMPTS = 3
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
+_QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
+
+# Stands in a batch's results for a key whose outcome is set already (read from a MEMORY replica, or its buffer is
+# too small), so the pread pass skips it; seen only on the pread pass's error branch, so it costs the fast path nothing.
+_DONE = pb.MappingResult(status=pb.KeyError(error=pb.INTERNAL_ERROR, message="outcome set already"))
 
 
 def check_master(master: str) -> str:
@@ -109,6 +117,41 @@ def _check_keys(keys: Sequence[str]) -> List[str]:
     return [check_key(key, i) for i, key in enumerate(keys)]
 
 
+@dataclass(frozen=True)
+class PromotionTask:
+    """A queued or running copy of a DISTRIBUTED_DISK object into a node's DRAM segment."""
+
+    tenant: str
+    key: str
+    size: int
+    source_file: str  # the bucket file the node copies from
+    source_offset: int
+    crc32c: int
+    holder: Optional[str]  # the client id of the node copying it; None while queued for any node
+    age_ms: int  # milliseconds since it was queued
+
+    @staticmethod
+    def of(task: Any) -> "PromotionTask":
+        holder = task.holder_id
+        return PromotionTask(tenant=task.tenant_id, key=task.key, size=task.size, source_file=task.source.file_path,
+                             source_offset=task.source.offset, crc32c=task.source.crc32c,
+                             holder=None if not holder or holder == _QUEUED_HOLDER else holder, age_ms=task.age_ms)
+
+
+@dataclass(frozen=True)
+class Promotions:
+    """The master's promotion queue (oldest task first) and its counters since it started."""
+
+    tasks: List[PromotionTask]
+    admission_reads: int  # reads within the admission window that queue an object; 0: promotion is off
+    queued_total: int
+    succeeded_total: int
+    failed_total: int
+    memory_objects: int  # COMPLETE MEMORY replicas on live nodes
+    memory_bytes: int
+    memory_evicted_total: int
+
+
 def _chunks(n: int, size: int = MAX_BATCH):
     for start in range(0, n, size):
         yield start, min(n, start + size)
@@ -122,15 +165,28 @@ class Client:
     (default: 5 s, at most half the deadline), so a slow writer never writes pages the master may reclaim.
     ``tls_ca`` (a PEM file of the CAs to trust) turns TLS on; ``tls_cert`` and ``tls_key`` add this client's
     own certificate for a master that wants one. ``token`` is the bearer token (default: $MCCTL_TOKEN, if set).
+
+    Reads take the best replica they can reach: a key the master has promoted into nodes' DRAM (its mapping
+    carries MEMORY replicas) is read through one of those nodes' NodeService, within ``node_timeout`` seconds
+    (default 2), checked against its size and CRC32C, and read from the shared file as usual when no node serves
+    it; a node that could not be reached is passed over for a few seconds. ``read_memory_replicas=False`` reads
+    only the shared files: for a host whose nodes' endpoints are not reachable (a firewall, another network),
+    whose shared filesystem is faster to read than the nodes' network, or whose reads must not depend on node
+    processes at all. ``stats()`` counts ``memory_reads`` (served by a node) apart from ``reads`` (by pread).
     """
 
     def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
                  root: Optional[str] = None, write_margin: Optional[float] = None, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None):
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None,
+                 read_memory_replicas: bool = True, node_timeout: float = 2.0):
         self.master = check_master(master)
         self.tenant = check_tenant(tenant)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidParams(f"timeout {timeout!r} must be a positive number of seconds")
+        if not isinstance(read_memory_replicas, bool):
+            raise InvalidParams(f"read_memory_replicas {read_memory_replicas!r} must be True or False")
+        if not isinstance(node_timeout, (int, float)) or isinstance(node_timeout, bool) or node_timeout <= 0:
+            raise InvalidParams(f"node_timeout {node_timeout!r} must be a positive number of seconds")
         if write_margin is not None and (not isinstance(write_margin, (int, float)) or write_margin < 0):
             raise InvalidParams(f"write_margin {write_margin!r} must be zero or a positive number of seconds")
         self.timeout = float(timeout)
@@ -158,6 +214,7 @@ class Client:
             self._channel.close()
             raise
         self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size)
+        self._memory = _nodes.MemoryReader(float(node_timeout), MAX_MESSAGE_BYTES) if read_memory_replicas else None
 
     # ---- life cycle ----
 
@@ -170,6 +227,8 @@ class Client:
     def close(self) -> None:
         """Closes the connection and the bucket files; no call may be running or start after it."""
         self._files.close()
+        if self._memory is not None:
+            self._memory.close()
         self._channel.close()
 
     def _check_mount(self) -> None:
@@ -400,7 +459,12 @@ class Client:
         outcomes: List[Tuple[int, str]] = [(errors.INTERNAL_ERROR, "INTERNAL_ERROR: not read")] * n
         counts: Counter = Counter()  # counted once per batch: the stats lock is not taken per key
         read_from = self._read_native if _io.native is not None else self._read_python
+        done: List[int] = []  # keys whose outcome the MEMORY pass set
         try:
+            if self._memory is not None:
+                promoted = [i for i, result in enumerate(results) if result.memory]
+                if promoted:
+                    done = self._read_memory_replicas(promoted, keys, results, destination, outcomes, counts)
             i = 0
             while i < n:
                 if time.monotonic() > safe_until:
@@ -411,6 +475,9 @@ class Client:
                         outcomes[i:] = [(e.result, str(e))] * (n - i)
                         break
                     results = results[:i] + fresh
+                    for j in done:
+                        if j >= i:
+                            results[j] = _DONE
                     counts["lease_refreshes"] += 1
                 i = read_from(i, keys, results, destination, safe_until, outcomes, counts)
         finally:
@@ -418,12 +485,38 @@ class Client:
                 self._count(name, count)
         return outcomes
 
+    def _read_memory_replicas(self, promoted: List[int], keys, results, destination, outcomes, counts) -> List[int]:
+        """Reads the keys ``promoted`` (their mappings carry MEMORY replicas) from the nodes holding them; marks those
+        read, and those whose buffer is too small, _DONE in ``results``; the indices marked. The rest are left to the
+        pread pass, as are keys the lease refresh looks up again."""
+        wanted = []
+        done = []
+        for i in promoted:
+            if results[i].status.error != pb.OK:
+                continue  # the pread pass answers the master's error
+            target = self._target(i, keys, results, destination, outcomes)
+            if target is None:
+                results[i] = _DONE
+                done.append(i)
+                continue
+            place, size, regions = target
+            wanted.append((i, keys[i], results[i].memory, size, place.crc32c, regions))
+        served = self._memory.read_batch(self.tenant, wanted, counts)
+        for i in served:
+            outcomes[i] = (results[i].distributed_disk.object_size, "")
+            results[i] = _DONE
+        counts["memory_reads"] += len(served)
+        counts["memory_fallbacks"] += len(wanted) - len(served)
+        return sorted(done + served)
+
     @staticmethod
     def _target(i: int, keys, results, destination, outcomes) -> Optional[Tuple[Any, int, List[Tuple[int, int]]]]:
         """(descriptor, size, the destination cut to the object) of object i; None when its outcome is set
-        already: the master's error for the key, or BUFFER_OVERFLOW."""
+        already: the master's error for the key, BUFFER_OVERFLOW, or the MEMORY pass's read (_DONE)."""
         result = results[i]
         if result.status.error != pb.OK:
+            if result is _DONE:
+                return None
             name = pb.ErrorCode.Name(result.status.error)
             outcomes[i] = (errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}")
             return None
@@ -605,6 +698,24 @@ class Client:
             token = page.next_page_token
             if not token:
                 return keys
+
+
+    # ---- the DRAM tier ----
+
+    def promote(self, key: str) -> PromotionTask:
+        """Queues the committed object of ``key`` for promotion into a node's DRAM segment now, whatever its reads; the
+        task (the one already queued when there is one). ObjectNotFound when the key has no committed object,
+        ReplicaIsNotReady while it is being written, NoAvailableHandle when the master's queue is full."""
+        answer = self._mutate("Promote", pb.PromoteRequest(tenant_id=self.tenant, key=check_key(key)))
+        return PromotionTask.of(answer.task)
+
+    def promotions(self) -> Promotions:
+        """The master's promotion tasks, of every tenant the caller may see, and its counters."""
+        answer = self._read("ListPromotions", pb.ListPromotionsRequest())
+        return Promotions(tasks=[PromotionTask.of(t) for t in answer.tasks], admission_reads=answer.admission_reads,
+                          queued_total=answer.queued_total, succeeded_total=answer.succeeded_total,
+                          failed_total=answer.failed_total, memory_objects=answer.memory_objects,
+                          memory_bytes=answer.memory_bytes, memory_evicted_total=answer.memory_evicted_total)
 
 
 _ERROR_BY_RESULT = {

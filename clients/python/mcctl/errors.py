@@ -121,6 +121,8 @@ def from_rpc_error(error: grpc.RpcError, target: str, timeout: float) -> McctlEr
                                  f"(is 'mcctl master start' running there? pass master='host:port')")
     if status in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         return AccessDenied(f"the master at {target} refused the call ({status.name}): {details}")
+    if status == grpc.StatusCode.UNIMPLEMENTED:
+        return InternalError(f"the master at {target} does not serve this call ({details}): it is older than this client")
     if status == grpc.StatusCode.DEADLINE_EXCEEDED:
         return MasterUnavailable(f"the master at {target} did not answer within {timeout:g} s")
     name = None

@@ -20,6 +20,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 JAR = os.environ.get("MCCTL_JAR", os.path.join(REPO, "cli", "target", "mcctl-all.jar"))
 JAVA = os.environ.get("MCCTL_JAVA", "/usr/bin/java")
 SERVING = re.compile(r"serving gRPC on [^:]+:(\d+)")
+NODE_SERVING = re.compile(r"mcctl node (\S+) serving on (\S+)")
 
 
 def clean_env() -> dict:
@@ -27,35 +28,32 @@ def clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_") and k not in ("MCCTL_MASTER", "MCCTL_CONFIG")}
 
 
-class Master:
-    """``mcctl master start`` as a real process on 127.0.0.1 and a free port, over its own root."""
+class ServingProcess:
+    """An mcctl command as a real process that prints a line saying where it serves once it does."""
 
-    def __init__(self, root: str, *args: str):
-        """``args``: flags of mcctl master start; a flag given here replaces the default below."""
+    def __init__(self, what: str, args, serving: "re.Pattern"):
         if not os.path.isfile(JAR):
             raise RuntimeError(f"{JAR} is missing: build it with 'mvn -B package -DskipTests'")
-        self.root = root
-        self.out = tempfile.NamedTemporaryFile(prefix="mcctl-master-out", delete=False)
-        self.err = tempfile.NamedTemporaryFile(prefix="mcctl-master-err", delete=False)
-        flags = {"--root": root, "--bind": "127.0.0.1", "--port": "0", "--metrics-port": "0", "--bucket-count": "4",
-                 "--bucket-size": "256MiB"}
-        flags.update(zip(args[::2], args[1::2]))
-        command = [JAVA, "-Xmx256m", "-jar", JAR, "master", "start", *[x for pair in flags.items() for x in pair]]
-        self.process = subprocess.Popen(command, stdout=self.out, stderr=self.err, env=clean_env())
+        self.out = tempfile.NamedTemporaryFile(prefix=f"mcctl-{what}-out", delete=False)
+        self.err = tempfile.NamedTemporaryFile(prefix=f"mcctl-{what}-err", delete=False)
+        self.process = subprocess.Popen([JAVA, "-Xmx256m", "-jar", JAR, *args], stdout=self.out, stderr=self.err, env=clean_env())
         deadline = time.monotonic() + 60
         while True:
             with open(self.out.name) as f:
-                match = SERVING.search(f.read())
-            if match:
-                self.port = int(match.group(1))
-                self.address = f"127.0.0.1:{self.port}"
+                self.serving = serving.search(f.read())
+            if self.serving:
                 return
             if self.process.poll() is not None or time.monotonic() > deadline:
                 with open(self.err.name) as f:
                     log = f.read().strip()
                 self.close()
-                raise RuntimeError(f"the master did not serve: {log}")
+                raise ProcessDidNotServe(f"the {what} did not serve: {log}", log)
             time.sleep(0.05)
+
+    def kill(self) -> None:
+        """kill -9."""
+        self.process.kill()
+        self.process.wait(10)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -63,12 +61,39 @@ class Master:
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+                self.kill()
         for f in (self.out, self.err):
             if not f.closed:
                 f.close()
                 os.unlink(f.name)
+
+
+class ProcessDidNotServe(RuntimeError):
+    def __init__(self, message: str, log: str):
+        super().__init__(message)
+        self.log = log
+
+
+class Master(ServingProcess):
+    """``mcctl master start`` as a real process on 127.0.0.1 and a free port, over its own root."""
+
+    def __init__(self, root: str, *args: str):
+        """``args``: flags of mcctl master start; a flag given here replaces the default below."""
+        self.root = root
+        flags = {"--root": root, "--bind": "127.0.0.1", "--port": "0", "--metrics-port": "0", "--bucket-count": "4",
+                 "--bucket-size": "256MiB"}
+        flags.update(zip(args[::2], args[1::2]))
+        super().__init__("master", ["master", "start", *[x for pair in flags.items() for x in pair]], SERVING)
+        self.port = int(self.serving.group(1))
+        self.address = f"127.0.0.1:{self.port}"
+
+
+class Node(ServingProcess):
+    """``mcctl node start`` of ``master`` as a real process on 127.0.0.1 and a free port."""
+
+    def __init__(self, master: Master, *args: str):
+        super().__init__("node", ["node", "start", "--master", master.address, "--listen", "127.0.0.1:0", *args], NODE_SERVING)
+        self.client_id, self.endpoint = self.serving.group(1), self.serving.group(2)
 
 
 @pytest.fixture(scope="session")
