@@ -170,7 +170,7 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         return System.nanoTime() - start;
     }
 
-    private static PathFigures figures(String path, LatencyRecorder latencies, long nanos, long size) {
+    static PathFigures figures(String path, LatencyRecorder latencies, long nanos, long size) {
         double seconds = nanos / 1e9;
         return new PathFigures(path, latencies.count(), nanos / 1e3 / latencies.count(), latencies.percentileMicros(0.50),
                 latencies.percentileMicros(0.99), latencies.count() * (double) size / (1 << 20) / seconds);
@@ -211,7 +211,7 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         out.flush();
     }
 
-    private static String fixed(double value) {
+    static String fixed(double value) {
         return String.format(Locale.ROOT, "%.1f", value);
     }
 }

@@ -1,5 +1,8 @@
 package io.mcctl.cli.command;
 
+import static io.mcctl.cli.command.BenchCrossnodeCommand.figures;
+import static io.mcctl.cli.command.BenchCrossnodeCommand.fixed;
+
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
@@ -8,6 +11,7 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.NodeProcess;
+import io.mcctl.cli.command.BenchCrossnodeCommand.PathFigures;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -25,7 +29,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
@@ -77,10 +80,6 @@ public final class BenchPromotionCommand implements Callable<Integer> {
     @Option(names = "--promotion-interval", paramLabel = "DURATION", defaultValue = "200ms",
             description = "Node A's --promotion-interval: how often it asks for tasks, 8 at a time (default: ${DEFAULT-VALUE}).")
     String promotionInterval;
-
-    /** One path's figures for one size. */
-    record PathFigures(String path, int reads, double meanMicros, double p50Micros, double p99Micros, double mibPerSecond) {
-    }
 
     /** The four paths for one size; each ratio is the pread's mean latency over the DRAM read's. */
     record Case(long objectSize, double promotedPerSecond, PathFigures nodeDram, PathFigures nodePread, PathFigures remoteDram,
@@ -251,12 +250,6 @@ public final class BenchPromotionCommand implements Callable<Integer> {
         return nanos;
     }
 
-    private static PathFigures figures(String path, LatencyRecorder latencies, long nanos, long size) {
-        double seconds = nanos / 1e9;
-        return new PathFigures(path, latencies.count(), nanos / 1e3 / latencies.count(), latencies.percentileMicros(0.50),
-                latencies.percentileMicros(0.99), latencies.count() * (double) size / (1 << 20) / seconds);
-    }
-
     private void report(List<Case> cases) {
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {
@@ -298,9 +291,5 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             }
         }
         out.flush();
-    }
-
-    private static String fixed(double value) {
-        return String.format(Locale.ROOT, "%.1f", value);
     }
 }

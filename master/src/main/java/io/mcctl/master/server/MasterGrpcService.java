@@ -106,6 +106,17 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     /** Nodes and their owner-coupled replicas; null until {@link #serveClients} (then node RPCs are answered). */
     private volatile ClientRegistry clients;
 
+    /** Where Session requests are counted by kind; null until {@link MasterServer#intercepted} (tests may run without). */
+    private volatile MasterMetrics metrics;
+
+    void useMetrics(MasterMetrics metrics) {
+        this.metrics = metrics;
+    }
+
+    MasterMetrics metrics() {
+        return metrics;
+    }
+
     /** Promotion into the DRAM tier; null until {@link #serveClients}. */
     private volatile Promoter promoter;
 

@@ -123,6 +123,57 @@ public final class MasterMetrics {
         return registry;
     }
 
+    /**
+     * The Session stream's requests by kind: the RPC counters see one Session call however many batches it carries.
+     * Each kind's series are resolved once, so a request costs a counter increment and a histogram observation.
+     */
+    final class SessionKind {
+        private final io.prometheus.metrics.core.datapoints.CounterDataPoint requests;
+        private final io.prometheus.metrics.core.datapoints.DistributionDataPoint latency;
+        private final String kind;
+
+        private SessionKind(String kind) {
+            this.kind = kind;
+            this.requests = sessionRequests.labelValues(kind);
+            this.latency = sessionLatency.labelValues(kind);
+        }
+
+        /** One request of this kind answered {@code nanos} after it arrived, failed whole with {@code failedCode} (null: not). */
+        void answered(long nanos, String failedCode) {
+            requests.inc();
+            latency.observe(nanos / 1e9);
+            if (failedCode != null) {
+                sessionFailures.labelValues(kind, failedCode).inc();
+            }
+        }
+    }
+
+    private final Counter sessionRequests = Counter.builder().name("mcctl_master_session_requests_total")
+            .help("Requests received on Session streams, by kind (allocate, notify, lookup, free, remove)").labelNames("kind")
+            .withoutExemplars().register(registry);
+    private final Counter sessionFailures = Counter.builder().name("mcctl_master_session_failures_total")
+            .help("Session requests that failed whole, by kind and gRPC code").labelNames("kind", "code").register(registry);
+    private final Histogram sessionLatency = Histogram.builder().name("mcctl_master_session_latency_seconds")
+            .help("Time from a Session request's arrival to its answer (after its changes are durable)").labelNames("kind")
+            .classicOnly().withoutExemplars().register(registry);
+    /** Filled once, at construction, for every kind: read without a lock. */
+    private final java.util.Map<io.mcctl.master.proto.v1.SessionRequest.RequestCase, SessionKind> sessionKinds = sessionKinds();
+
+    private java.util.Map<io.mcctl.master.proto.v1.SessionRequest.RequestCase, SessionKind> sessionKinds() {
+        java.util.Map<io.mcctl.master.proto.v1.SessionRequest.RequestCase, SessionKind> kinds = new java.util.EnumMap<>(
+                io.mcctl.master.proto.v1.SessionRequest.RequestCase.class);
+        for (io.mcctl.master.proto.v1.SessionRequest.RequestCase kind : io.mcctl.master.proto.v1.SessionRequest.RequestCase.values()) {
+            kinds.put(kind, new SessionKind(kind == io.mcctl.master.proto.v1.SessionRequest.RequestCase.REQUEST_NOT_SET ? "none"
+                    : kind.name().toLowerCase(java.util.Locale.ROOT)));
+        }
+        return kinds;
+    }
+
+    /** The series of one kind of Session request (REQUEST_NOT_SET: one that carried nothing). */
+    SessionKind session(io.mcctl.master.proto.v1.SessionRequest.RequestCase kind) {
+        return sessionKinds.get(kind);
+    }
+
     /** Counts and times every call. */
     public ServerInterceptor interceptor() {
         return new ServerInterceptor() {

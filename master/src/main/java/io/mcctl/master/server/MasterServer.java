@@ -291,6 +291,9 @@ public final class MasterServer implements AutoCloseable {
      * around every call.
      */
     public static ServerServiceDefinition intercepted(io.grpc.BindableService service, MasterSecurity security, MasterMetrics metrics) {
+        if (service instanceof MasterGrpcService master) {
+            master.useMetrics(metrics); // the Session stream counts its requests by kind
+        }
         return ServerInterceptors.intercept(service, new StatusExceptions(), security.interceptor(metrics.registry()), metrics.interceptor());
     }
 

@@ -56,11 +56,19 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             outstanding++;
         }
         long id = request.getId();
+        long arrived = System.nanoTime();
+        SessionRequest.RequestCase kind = request.getRequestCase();
+        MasterMetrics metrics = service.metrics();
+        MasterMetrics.SessionKind series = metrics == null ? null : metrics.session(kind);
+        java.util.function.Consumer<SessionResponse> reply = series == null ? this::answer : response -> {
+            series.answered(System.nanoTime() - arrived,
+                    response.hasError() ? Status.fromCodeValue(response.getError().getGrpcCode()).getCode().name() : null);
+            answer(response);
+        };
         try {
-            SessionRequest.RequestCase kind = request.getRequestCase();
             String twin = MethodPermissions.sessionTwin(kind);
             if (twin == null) {
-                answer(failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
+                reply.accept(failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
                         + " carries no request: allowed are allocate, notify, lookup, free and remove")));
                 return;
             }
@@ -68,13 +76,13 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                     ? Status.PERMISSION_DENIED.withDescription("this master checks no access on its streams: use the unary calls")
                     : guard.refusal(twin, MethodPermissions.sessionInner(request));
             if (refused != null) {
-                answer(failure(id, refused.asRuntimeException()));
+                reply.accept(failure(id, refused.asRuntimeException()));
                 return;
             }
             SessionResponse.Builder response = SessionResponse.newBuilder().setId(id);
             switch (kind) {
                 case LOOKUP -> {
-                    answer(response.setLookup(service.batchLookup(request.getLookup())).build());
+                    reply.accept(response.setLookup(service.batchLookup(request.getLookup())).build());
                     return;
                 }
                 case ALLOCATE -> response.setAllocate(service.batchAllocate(request.getAllocate()));
@@ -84,14 +92,14 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                 default -> throw new IllegalStateException("no handler for " + kind);
             }
             SessionResponse done = response.build();
-            service.whenDurable(() -> answer(done), e -> answer(failure(id, e)));
+            service.whenDurable(() -> reply.accept(done), e -> reply.accept(failure(id, e)));
         } catch (StatusRuntimeException e) {
-            answer(failure(id, e)); // the check of the request as a whole: nothing of it was done
+            reply.accept(failure(id, e)); // the check of the request as a whole: nothing of it was done
         } catch (ChangeLog.Refused e) {
-            answer(failure(id, WireErrors.changesRefused(e.getMessage())));
+            reply.accept(failure(id, WireErrors.changesRefused(e.getMessage())));
         } catch (RuntimeException e) {
             LOG.error("session request {} failed", id, e);
-            answer(failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)));
+            reply.accept(failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)));
         }
     }
 

@@ -86,6 +86,23 @@ class MasterMetricsTest {
     }
 
     @Test
+    void session_requests_are_counted_and_timed_by_kind() throws IOException, InterruptedException {
+        try (MasterClient stream = new MasterClient(cluster.target(), Duration.ofSeconds(10), io.mcctl.master.client.ClientSecurity.NONE,
+                MasterClient.Transport.STREAM)) {
+            stream.batchGetMapping(java.util.List.of("a", "b"), java.util.List.of("t", "t"));
+            stream.batchGetMapping(java.util.List.of("a"), java.util.List.of("t"));
+            stream.batchRemove(java.util.List.of("a"), java.util.List.of("t"));
+            assertThrows(MasterException.class, () -> stream.batchGetMapping(java.util.List.of("a"), java.util.List.of("t", "u")));
+        }
+        String body = get("/metrics").body();
+        assertEquals(3, value(body, "mcctl_master_session_requests_total{kind=\"lookup\"}"), "three lookups, whatever their keys");
+        assertEquals(1, value(body, "mcctl_master_session_requests_total{kind=\"remove\"}"));
+        assertEquals(1, value(body, "mcctl_master_session_failures_total{code=\"INVALID_ARGUMENT\",kind=\"lookup\"}"));
+        assertEquals(1, value(body, "mcctl_master_rpc_requests_total{method=\"Session\"}"), "one stream carried them all");
+        assertTrue(body.contains("mcctl_master_session_latency_seconds_bucket{kind=\"lookup\""), "latency by kind");
+    }
+
+    @Test
     void the_health_endpoint_answers_200() throws IOException, InterruptedException {
         HttpResponse<String> response = get("/-/healthy");
         assertEquals(200, response.statusCode());
