@@ -337,9 +337,24 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         BatchRemoveResponse.Builder response = BatchRemoveResponse.newBuilder();
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
-            response.addResults(keyError(pages.remove(tenants.of(request.getTenantIds(i)), request.getKeys(i))));
+            response.addResults(keyError(removeWithDramCopy(request.getTenantIds(i), request.getKeys(i),
+                    pages.remove(tenants.of(request.getTenantIds(i)), request.getKeys(i)))));
         }
         return response.build();
+    }
+
+    /**
+     * A remove takes the key's MEMORY replica with it: an object put into a node's segment (which has no
+     * DISTRIBUTED_DISK mapping, so the page service found nothing) or a promoted copy, whose DRAM is freed at once
+     * rather than when the stale copy is next looked at. The node's bytes are simply no longer listed.
+     */
+    private Result<Void> removeWithDramCopy(String tenant, String key, Result<Void> removed) {
+        ClientRegistry registry = clients;
+        if (registry == null || registry.memory().isEmpty() || !removed.isOk() && removed.error() != ErrorCode.OBJECT_NOT_FOUND) {
+            return removed;
+        }
+        boolean dropped = registry.memory().dropComplete(KeyRules.scopedKey(tenant, key));
+        return dropped && !removed.isOk() ? Result.ok() : removed;
     }
 
     @Override
@@ -403,7 +418,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void remove(RemoveRequest request, StreamObserver<RemoveResponse> observer) {
-        orThrow(pages.remove(request.getTenantId(), request.getKey()));
+        orThrow(removeWithDramCopy(request.getTenantId(), request.getKey(), pages.remove(request.getTenantId(), request.getKey())));
         replyWhenDurable(observer, RemoveResponse.getDefaultInstance());
     }
 

@@ -234,6 +234,12 @@ final class MemoryTier {
         }
     }
 
+    /** Drops the key's COMPLETE replica (a remove of the key); false when it had none. */
+    boolean dropComplete(String scopedKey) {
+        MemoryReplica replica = replicas.get(scopedKey);
+        return replica != null && replica.status == ReplicaStatus.COMPLETE && drop(replica);
+    }
+
     /** Drops every replica of the segment (its node died): CleanupStaleHandles' share of the DRAM tier. */
     long dropSegment(Segment segment) {
         List<MemoryReplica> all;

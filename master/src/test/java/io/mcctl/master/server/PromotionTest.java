@@ -249,6 +249,24 @@ class PromotionTest {
     }
 
     @Test
+    void a_remove_takes_the_keys_DRAM_copy_with_it_whether_put_or_promoted() {
+        registerNode(node, 8L << 20);
+        Replica put = client.putStart(node, "t", "in-dram", 5000, ReplicaType.MEMORY);
+        assertEquals(ReplicaStatus.PROCESSING, put.getStatus());
+        client.putEnd(node, "t", "in-dram", ReplicaType.MEMORY, 77);
+        assertEquals(List.of(ReplicaType.MEMORY), types(client.replicaList("t", "in-dram")));
+        client.remove("t", "in-dram"); // no DISTRIBUTED_DISK object, yet the remove finds the key
+        assertThrows(MasterException.class, () -> client.replicaList("t", "in-dram"));
+        DistributedDiskDescriptor source = offload("promoted", 50_000);
+        promoteInto(node, "promoted", source);
+        assertTrue(info(node).getMemoryUsedBytes() > 0);
+        client.batchRemove(List.of("promoted"), List.of("t"));
+        assertEquals(0, info(node).getMemoryUsedBytes(), "the copy's DRAM is free at once");
+        MasterException again = assertThrows(MasterException.class, () -> client.remove("t", "promoted"));
+        assertEquals(ErrorCode.OBJECT_NOT_FOUND, again.code());
+    }
+
+    @Test
     void objects_read_often_enough_are_queued_while_a_node_has_DRAM() throws Exception {
         offload("often", 10_000);
         offload("once", 10_000);
