@@ -191,6 +191,16 @@ public final class WalDump {
                 out.put("previous_bucket_size", record.getLayoutGrown().getPreviousBucketSize());
                 out.put("bucket_size", record.getLayoutGrown().getBucketSize());
             }
+            case PROMOTION_QUEUED -> {
+                io.mcctl.master.proto.v1.PromotionQueued q = record.getPromotionQueued();
+                keyed(out, q.getTenantId(), q.getKey(), q.getPlacement());
+                out.put("queued", Formats.iso(q.getQueuedMs()));
+            }
+            case PROMOTION_ENDED -> {
+                io.mcctl.master.proto.v1.PromotionEnded e = record.getPromotionEnded();
+                keyed(out, e.getTenantId(), e.getKey(), e.getPlacement());
+                out.put("outcome", e.getOutcome().name().toLowerCase(Locale.ROOT));
+            }
             case CHANGE_NOT_SET -> {
                 // a change from a newer mcctl: only its sequence and time are known here
             }
@@ -247,6 +257,15 @@ public final class WalDump {
             }
             case LAYOUT_GROWN -> line.append("bucket_size=").append(record.getLayoutGrown().getBucketSize()).append(" was=")
                     .append(record.getLayoutGrown().getPreviousBucketSize());
+            case PROMOTION_QUEUED -> {
+                io.mcctl.master.proto.v1.PromotionQueued q = record.getPromotionQueued();
+                keyedText(line, q.getTenantId(), q.getKey(), q.getPlacement(), true);
+            }
+            case PROMOTION_ENDED -> {
+                io.mcctl.master.proto.v1.PromotionEnded e = record.getPromotionEnded();
+                keyedText(line, e.getTenantId(), e.getKey(), e.getPlacement(), true);
+                line.append(" outcome=").append(e.getOutcome().name().toLowerCase(Locale.ROOT));
+            }
             case CHANGE_NOT_SET -> line.append("(a change this mcctl does not know; written by a newer one)");
         }
         return line.toString().stripTrailing();

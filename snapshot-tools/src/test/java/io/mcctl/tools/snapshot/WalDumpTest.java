@@ -53,6 +53,26 @@ class WalDumpTest {
     }
 
     @Test
+    void shows_promotion_tasks_queued_and_ended() throws Exception {
+        try (StateFixture state = new StateFixture(root, true)) {
+            state.standardState();
+            assertTrue(state.pages.promotions().queue("alpha", "a1").isOk());
+            io.mcctl.master.service.Placement source = state.pages.peek("alpha", "a1").value();
+            assertTrue(state.pages.promotions().take("alpha", "a1", source, "node"));
+            assertTrue(state.pages.promotions().end("alpha", "a1", "node", io.mcctl.master.service.Change.PromotionOutcome.FAILED).isOk());
+            state.durable();
+            segment = state.segment();
+        }
+        List<WalRecord> records = new ArrayList<>();
+        WalDump.dump(root.resolve("master"), 18, (r, f, o) -> records.add(r));
+        assertEquals(List.of("promotion_queued", "promotion_ended"), records.stream().map(WalDump::change).toList());
+        assertTrue(WalDump.text(records.get(0)).matches("18  \\S+  promotion_queued tenant=alpha key=a1 at=\\d@\\d+\\+5000 crc32c=00000011"),
+                WalDump.text(records.get(0)));
+        assertTrue(WalDump.text(records.get(1)).endsWith(" outcome=failed"), WalDump.text(records.get(1)));
+        assertEquals("failed", WalDump.json(records.get(1), segment, 0).get("outcome"));
+    }
+
+    @Test
     void starts_at_the_sequence_asked_for() throws Exception {
         Path dir = logged();
         List<Long> sequences = new ArrayList<>();
