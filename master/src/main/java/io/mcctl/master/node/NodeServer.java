@@ -99,6 +99,8 @@ public final class NodeServer implements AutoCloseable {
     private final ReplicaReader reader;
     private final ExecutorService handlers;
     private final ScheduledExecutorService pinger;
+    /** Reports the per-key files after each registration, off the ping thread (a walk of a large tree takes a while). */
+    private final ExecutorService reporter;
     private Server server;
     private String endpoint;
     private volatile long ttlMillis;
@@ -121,6 +123,11 @@ public final class NodeServer implements AutoCloseable {
         });
         this.pinger = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread thread = new Thread(r, "mcctl-node-ping");
+            thread.setDaemon(true);
+            return thread;
+        });
+        this.reporter = Executors.newSingleThreadExecutor(r -> {
+            Thread thread = new Thread(r, "mcctl-node-scan-meta");
             thread.setDaemon(true);
             return thread;
         });
@@ -183,6 +190,7 @@ public final class NodeServer implements AutoCloseable {
         }
         endpoint = host + ":" + server.getPort();
         ttlMillis = register();
+        reportLocalDisk();
         // Mooncake pings every second under a 10 s TTL: ten tries before a busy node is declared dead.
         long every = Math.max(50, Math.min(1000, ttlMillis / 10));
         pinger.scheduleWithFixedDelay(this::ping, every, every, TimeUnit.MILLISECONDS);
@@ -198,15 +206,51 @@ public final class NodeServer implements AutoCloseable {
 
     private volatile String lastPingFailure;
 
+    /**
+     * ScanMeta: after each registration the node walks its per-key tree and records every file it holds as a COMPLETE
+     * LOCAL_DISK replica (PutStart, PutEnd with the file's CRC32C), so a master restart, or this node's own restart over
+     * the same directory, does not lose objects whose files are intact. A key the master already knows (another
+     * owner, or a write that raced the walk) is left as the master has it.
+     */
+    private void reportLocalDisk() {
+        if (localDisk == null) {
+            return;
+        }
+        reporter.execute(() -> {
+            long began = System.nanoTime();
+            long[] counts = new long[2];
+            try {
+                localDisk.scan(entry -> {
+                    try {
+                        master.putStart(clientId, entry.tenant(), entry.key(), entry.size(), ReplicaType.LOCAL_DISK);
+                        master.putEnd(clientId, entry.tenant(), entry.key(), ReplicaType.LOCAL_DISK, entry.crc32c());
+                        counts[0]++;
+                    } catch (io.mcctl.master.client.MasterException e) {
+                        if (e.unreachable()) {
+                            throw e;
+                        }
+                        counts[1]++;
+                    }
+                });
+                LOG.info("reported {} LOCAL_DISK objects of {} to the master in {} ms ({} the master already knew)", counts[0],
+                        localDisk.root(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), counts[1]);
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("reporting the files of {} stopped after {}: {} (the rest are reported at the next registration)", localDisk.root(),
+                        counts[0], e.getMessage());
+            }
+        });
+    }
+
     private void ping() {
         try {
             if (master.ping(clientId).getClientStatus() == ClientStatus.NEED_REGISTER) {
                 LOG.warn("the master at {} does not know client {} (it restarted, or this node missed its TTL): registering again; "
-                        + "the LOCAL_DISK and MEMORY objects it recorded for this node before are gone from it", master.target(), clientId);
+                        + "its MEMORY objects are gone from it and its LOCAL_DISK files are reported again", master.target(), clientId);
                 if (segment != null) {
                     segment.reset(); // the new registration starts with the whole segment free
                 }
                 ttlMillis = register();
+                reportLocalDisk();
             }
             if (lastPingFailure != null) {
                 LOG.info("the master at {} answers pings again", master.target());
@@ -258,6 +302,7 @@ public final class NodeServer implements AutoCloseable {
     @Override
     public void close() {
         pinger.shutdownNow();
+        reporter.shutdownNow();
         if (promoter != null) {
             promoter.close();
         }

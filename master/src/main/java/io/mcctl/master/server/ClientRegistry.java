@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * exists to fix. DISTRIBUTED_DISK mappings live in the page service and are never touched here.
  *
  * <p>All of this is in memory, as in Mooncake's master: after a master restart nodes register again (Ping answers
- * NEED_REGISTER) and the LOCAL_DISK replicas recorded before are gone.
+ * NEED_REGISTER) and report the per-key files they hold again (ScanMeta); the MEMORY replicas recorded before are gone.
  *
  * <p>MEMORY replicas, in the DRAM segments nodes register, are kept by {@link MemoryTier}; a dead client's go with its
  * LOCAL_DISK ones.
