@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -48,7 +47,7 @@ class DramReadProcessTest {
              MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10))) {
             CliRun.run("offload", "--master", master.address(), "hot", file.toString()).expectOk();
             CliRun.run("promote", "--master", master.address(), "hot").expectOk();
-            assertTrue(await(() -> lookup(client).getMemoryCount() == 1), "the node never promoted the object");
+            assertTrue(PromotionProcessTest.await(() -> lookup(client).getMemoryCount() == 1), "the node never promoted the object");
             assertEquals(node.clientId(), lookup(client).getMemory(0).getMemory().getClientId());
 
             ClientMetrics metrics = new ClientMetrics();
@@ -69,7 +68,7 @@ class DramReadProcessTest {
                 assertEquals(1, metrics.readsTotal());
                 CliRun.run("get", "--master", master.address(), "hot", "--out", out.toString()).expectOk();
                 assertArrayEquals(data, Files.readAllBytes(out));
-                assertTrue(await(() -> lookup(client).getMemoryCount() == 0), "the dead node's copy stays listed");
+                assertTrue(PromotionProcessTest.await(() -> lookup(client).getMemoryCount() == 0), "the dead node's copy stays listed");
                 assertArrayEquals(data, bytes(reader.get("default", List.of("hot")).get(0)));
                 assertEquals(2, metrics.readsTotal());
             }
@@ -86,16 +85,5 @@ class DramReadProcessTest {
         byte[] out = new byte[data.remaining()];
         data.get(out);
         return out;
-    }
-
-    private static boolean await(BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() - end < 0) {
-            if (condition.getAsBoolean()) {
-                return true;
-            }
-            Thread.sleep(50);
-        }
-        return false;
     }
 }

@@ -109,7 +109,7 @@ class PromotionProcessTest {
     }
 
     /** Polls {@code condition} until it holds (a failing call counts as not yet) or the deadline passes. */
-    private static boolean await(Callable<Boolean> condition) throws InterruptedException {
+    static boolean await(Callable<Boolean> condition) throws InterruptedException {
         long end = System.nanoTime() + DEADLINE.toNanos();
         while (System.nanoTime() - end < 0) {
             try {

@@ -16,7 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -59,7 +58,7 @@ class ScanMetaProcessTest {
             second = master(port);
             try (MasterClient client = new MasterClient(second.address(), Duration.ofSeconds(10))) {
                 String owner = a.clientId();
-                assertTrue(await(() -> ownedBy(client, owner)), "A never reported its file again: " + a.log());
+                assertTrue(PromotionProcessTest.await(() -> ownedBy(client, owner)), "A never reported its file again: " + a.log());
                 NodeClient.Read read = viaB.get("default", "ld");
                 assertEquals(ReplicaType.LOCAL_DISK, read.type());
                 assertEquals(a.clientId(), read.source());
@@ -68,10 +67,10 @@ class ScanMetaProcessTest {
                 // A dies and a new node starts over its directory: once the old registration's TTL has removed its replica,
                 // the new one's report records the intact file under the new id.
                 a.kill();
-                assertTrue(await(() -> missing(client)), "A's replica outlived its TTL");
+                assertTrue(PromotionProcessTest.await(() -> missing(client)), "A's replica outlived its TTL");
                 again = node(second.address(), "disk-a");
                 String newOwner = again.clientId();
-                assertTrue(await(() -> ownedBy(client, newOwner)), "the restarted node never reported the file: " + again.log());
+                assertTrue(PromotionProcessTest.await(() -> ownedBy(client, newOwner)), "the restarted node never reported the file: " + again.log());
                 assertArrayEquals(data, bytes(viaB.get("default", "ld")));
             }
         } finally {
@@ -111,21 +110,5 @@ class ScanMetaProcessTest {
         byte[] out = new byte[data.remaining()];
         data.get(out);
         return out;
-    }
-
-    /** Polls until {@code condition} holds (a failing call counts as "not yet": NOT_FOUND, or the master restarting). */
-    private static boolean await(Callable<Boolean> condition) throws InterruptedException {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() - end < 0) {
-            try {
-                if (condition.call()) {
-                    return true;
-                }
-            } catch (Exception e) {
-                // not yet
-            }
-            Thread.sleep(100);
-        }
-        return false;
     }
 }
