@@ -350,11 +350,23 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
      */
     private Result<Void> removeWithDramCopy(String tenant, String key, Result<Void> removed) {
         ClientRegistry registry = clients;
-        if (registry == null || registry.memory().isEmpty() || !removed.isOk() && removed.error() != ErrorCode.OBJECT_NOT_FOUND) {
+        if (registry == null || !removed.isOk() && removed.error() != ErrorCode.OBJECT_NOT_FOUND) {
             return removed;
         }
-        boolean dropped = registry.memory().dropComplete(KeyRules.scopedKey(tenant, key));
-        return dropped && !removed.isOk() ? Result.ok() : removed;
+        boolean dropped = !registry.memory().isEmpty() && registry.memory().dropComplete(KeyRules.scopedKey(tenant, key));
+        if (dropped && !removed.isOk()) {
+            return Result.ok();
+        }
+        if (!removed.isOk()) {
+            List<Replica> owned = registry.replicasOf(tenant, key);
+            if (!owned.isEmpty()) {
+                // Not built: the owner's file would have to go too, or its next ScanMeta would report the object again.
+                return Result.error(ErrorCode.INVALID_PARAMS, "key '" + key + "' of tenant " + tenant + " is a LOCAL_DISK object of client "
+                        + owned.get(0).getLocalDisk().getClientId() + " (page_mode=false): removing owner-coupled objects is not built; "
+                        + "remove removes DISTRIBUTED_DISK and MEMORY objects");
+            }
+        }
+        return removed;
     }
 
     @Override

@@ -128,6 +128,21 @@ class ClientRegistryOverGrpcTest {
     }
 
     @Test
+    void a_remove_of_a_local_disk_object_says_it_is_not_built_and_changes_nothing() {
+        String a = newId();
+        client.registerClient(a, "127.0.0.1:7001", "/data/a", false);
+        putLocal(a, "owned", 100, 5);
+        MasterException e = assertThrows(MasterException.class, () -> client.remove("t", "owned"));
+        assertEquals(ErrorCode.INVALID_PARAMS, e.code());
+        assertEquals(1, e.getMessage().lines().count());
+        assertTrue(e.getMessage().contains("is a LOCAL_DISK object of client " + a), e.getMessage());
+        assertTrue(e.getMessage().contains("not built"), e.getMessage());
+        assertEquals(ErrorCode.INVALID_PARAMS, client.batchRemove(List.of("owned"), List.of("t")).getResults(0).getError());
+        assertEquals(a, client.replicaList("t", "owned").getReplicas(0).getLocalDisk().getClientId(), "still there");
+        assertEquals(ErrorCode.OBJECT_NOT_FOUND, assertThrows(MasterException.class, () -> client.remove("t", "nothing")).code());
+    }
+
+    @Test
     void the_replica_list_puts_distributed_disk_before_local_disk() {
         String a = newId();
         client.registerClient(a, "127.0.0.1:7001", "", false);
