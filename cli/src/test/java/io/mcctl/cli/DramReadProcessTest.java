@@ -49,6 +49,15 @@ class DramReadProcessTest {
             CliRun.run("promote", "--master", master.address(), "hot").expectOk();
             assertTrue(PromotionProcessTest.await(() -> lookup(client).getMemoryCount() == 1), "the node never promoted the object");
             assertEquals(node.clientId(), lookup(client).getMemory(0).getMemory().getClientId());
+            com.fasterxml.jackson.databind.JsonNode dram = new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(CliRun.run("stats", "--master", master.address(), "-o", "json").expectOk().out()).get("dram");
+            assertEquals(1, dram.get("nodes_alive").asInt());
+            assertEquals(16L << 20, dram.get("segment_bytes").asLong());
+            assertEquals(1, dram.get("objects").asInt());
+            assertEquals(data.length, dram.get("bytes").asLong());
+            assertEquals(1, dram.get("promotions_succeeded").asInt());
+            assertTrue(CliRun.run("stats", "--master", master.address()).expectOk().out()
+                    .contains("1 objects (195.3 KiB) in 16 MiB of segments on 1 live nodes"), "the dram line of mcctl stats");
 
             ClientMetrics metrics = new ClientMetrics();
             try (TierNode tier = TierNode.connect(client, false, metrics)) {

@@ -89,6 +89,16 @@ public final class TierStatsReport {
         report.put("misses", misses());
         report.put("hit_ratio", hitRatio(hits(), misses()));
         report.put("page_allocations_total", stats.getPageAllocationsTotal());
+        Map<String, Object> dram = new LinkedHashMap<>();
+        dram.put("nodes_alive", stats.getNodesAlive());
+        dram.put("segment_bytes", stats.getMemorySegmentBytes());
+        dram.put("objects", stats.getMemoryObjects());
+        dram.put("bytes", stats.getMemoryBytes());
+        dram.put("evicted", stats.getMemoryEvicted());
+        dram.put("promotion_tasks", stats.getPromotionTasks());
+        dram.put("promotions_succeeded", stats.getPromotionsSucceeded());
+        dram.put("promotions_failed", stats.getPromotionsFailed());
+        report.put("dram", dram);
         List<Map<String, Object>> tenants = new ArrayList<>();
         for (TenantStats t : tenantsBiggestFirst()) {
             Map<String, Object> row = new LinkedHashMap<>();
@@ -132,6 +142,12 @@ public final class TierStatsReport {
         lines.add(new String[] {"lookups", String.format(Locale.ROOT, "%d: %d hits, %d misses, hit ratio %s", stats.getLookupsTotal(), hits(),
                 misses(), percent(hitRatio(hits(), misses())))});
         lines.add(new String[] {"allocations", stats.getPageAllocationsTotal() + " pages since start"});
+        lines.add(new String[] {"dram", stats.getMemorySegmentBytes() == 0 && stats.getPromotionTasks() == 0 && stats.getPromotionsSucceeded() == 0
+                ? stats.getNodesAlive() + " nodes alive, none with a DRAM segment"
+                : String.format(Locale.ROOT, "%d objects (%s) in %s of segments on %d live nodes; %d evicted; promotion: %d tasks, %d succeeded, "
+                        + "%d failed since start", stats.getMemoryObjects(), SpaceBacking.bytes(stats.getMemoryBytes()),
+                        SpaceBacking.bytes(stats.getMemorySegmentBytes()), stats.getNodesAlive(), stats.getMemoryEvicted(),
+                        stats.getPromotionTasks(), stats.getPromotionsSucceeded(), stats.getPromotionsFailed())});
         return lines;
     }
 

@@ -140,6 +140,19 @@ public final class ClientRegistry implements AutoCloseable {
         return client != null && client.alive ? client : null;
     }
 
+    /** [live clients, bytes of their DRAM segments]. */
+    long[] liveTotals() {
+        long alive = 0;
+        long segments = 0;
+        for (ClientState client : clients.values()) {
+            if (client.alive) {
+                alive++;
+                segments += client.segment == null ? 0 : client.segment.bytes;
+            }
+        }
+        return new long[] {alive, segments};
+    }
+
     /** Whether a live client has a DRAM segment: promotion is worth counting reads for only then. */
     boolean anyLiveSegment() {
         for (ClientState client : clients.values()) {

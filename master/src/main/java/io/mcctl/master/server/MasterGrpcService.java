@@ -626,6 +626,16 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                     .setHits(c[2]).setMisses(c[3]).setEvictedKeys(c[4]).setEvictedBytes(c[5]).setQuotaBytes(c[6]));
         }
         response.setLookupsTotal(lookups);
+        ClientRegistry registry = clients;
+        Promoter promoting = promoter;
+        if (registry != null && promoting != null) {
+            long[] live = registry.liveTotals();
+            long[] inDram = promoting.memoryTotals();
+            response.setNodesAlive(live[0]).setMemorySegmentBytes(live[1]).setMemoryObjects(inDram[0]).setMemoryBytes(inDram[1])
+                    .setMemoryEvicted(promoting.memoryEvictedTotal());
+        }
+        response.setPromotionTasks(pages.promotions().count()).setPromotionsSucceeded(pages.promotions().succeededTotal())
+                .setPromotionsFailed(pages.promotions().failedTotal());
         for (int b = 0; b < pages.layout().bucketCount(); b++) {
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)

@@ -113,6 +113,13 @@ class PromotionTest {
         assertEquals(1, after.getMemoryObjects());
         assertEquals(0, info(node).getPromotionsHeld());
         assertEquals(1, info(node).getMemoryObjects());
+        io.mcctl.master.proto.v1.GetStatsResponse stats = client.stats();
+        assertEquals(1, stats.getNodesAlive());
+        assertEquals(8L << 20, stats.getMemorySegmentBytes());
+        assertEquals(1, stats.getMemoryObjects());
+        assertEquals(100_000, stats.getMemoryBytes());
+        assertEquals(0, stats.getPromotionTasks());
+        assertEquals(1, stats.getPromotionsSucceeded());
         assertThrows(MasterException.class, () -> client.promote("t", "hot"), "in DRAM already");
     }
 
