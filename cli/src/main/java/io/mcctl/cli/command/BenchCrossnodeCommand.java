@@ -108,8 +108,8 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
                     local.add("ld-" + suffix);
                     paged.add("dd-" + suffix);
                 }
-                pass(nodeB, local, ReplicaType.LOCAL_DISK, null); // warm-up: page cache, connections, JIT
-                pass(nodeB, paged, ReplicaType.DISTRIBUTED_DISK, null);
+                pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, null); // warm-up: page cache, connections, JIT
+                pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, null);
                 LatencyRecorder owner = new LatencyRecorder();
                 LatencyRecorder direct = new LatencyRecorder();
                 long ownerNanos = 0;
@@ -117,11 +117,11 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
                 for (int round = 0; round < rounds; round++) {
                     // Alternate which path goes first, so neither always runs on a cache the other just warmed.
                     if (round % 2 == 0) {
-                        ownerNanos += pass(nodeB, local, ReplicaType.LOCAL_DISK, owner);
-                        directNanos += pass(nodeB, paged, ReplicaType.DISTRIBUTED_DISK, direct);
+                        ownerNanos += pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
+                        directNanos += pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
                     } else {
-                        directNanos += pass(nodeB, paged, ReplicaType.DISTRIBUTED_DISK, direct);
-                        ownerNanos += pass(nodeB, local, ReplicaType.LOCAL_DISK, owner);
+                        directNanos += pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
+                        ownerNanos += pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
                     }
                 }
                 PathFigures o = figures("LOCAL_DISK via owner", owner, ownerNanos, size);
@@ -153,15 +153,16 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         return objectSizes;
     }
 
-    /** Reads every key once, one at a time; checks each came from the expected kind of replica. Returns the pass's nanoseconds. */
-    private static long pass(ReplicaReader reader, List<String> keys, ReplicaType expected, LatencyRecorder latencies) {
+    /** Reads every key once, one at a time, with {@code read}; checks each came from the expected kind of replica. Returns the pass's nanoseconds. */
+    static long pass(java.util.function.Function<String, NodeClient.Read> read, List<String> keys, ReplicaType expected,
+                     LatencyRecorder latencies) {
         long start = System.nanoTime();
         for (String key : keys) {
             long t0 = System.nanoTime();
-            NodeClient.Read read = reader.read("bench", key);
+            NodeClient.Read got = read.apply(key);
             long took = System.nanoTime() - t0;
-            if (read.type() != expected) {
-                throw new CliException(ExitCodes.FAILED, key + " was read from " + read.type() + ", not " + expected);
+            if (got.type() != expected) {
+                throw new CliException(ExitCodes.FAILED, key + " was read from " + got.type() + ", not " + expected);
             }
             if (latencies != null) {
                 latencies.record(took);

@@ -144,8 +144,8 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                 }
                 awaitPromoted(client, before + objects);
                 double promotedPerSecond = objects / ((System.nanoTime() - promoting) / 1e9);
-                nodePass(viaA, promoted, ReplicaType.MEMORY, null); // warm-up: page cache, connections, JIT
-                nodePass(viaA, twins, ReplicaType.DISTRIBUTED_DISK, null);
+                BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, null); // warm-up: page cache, connections, JIT
+                BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, null);
                 readerPass(dramReader, withDram, promoted, true, null);
                 readerPass(preadReader, filesOnly, promoted, false, null);
                 LatencyRecorder[] latencies = {new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder()};
@@ -155,11 +155,11 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                     boolean dramFirst = round % 2 == 0;
                     for (int turn = 0; turn < 2; turn++) {
                         if (dramFirst == (turn == 0)) {
-                            nanos[0] += nodePass(viaA, promoted, ReplicaType.MEMORY, latencies[0]);
+                            nanos[0] += BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, latencies[0]);
                             nanos[2] += readerPass(dramReader, withDram, promoted, true, latencies[2]);
                         } else {
                             dropCache(dir.resolve("root"));
-                            nanos[1] += nodePass(viaA, twins, ReplicaType.DISTRIBUTED_DISK, latencies[1]);
+                            nanos[1] += BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, latencies[1]);
                             dropCache(dir.resolve("root"));
                             nanos[3] += readerPass(preadReader, filesOnly, promoted, false, latencies[3]);
                         }
@@ -207,23 +207,6 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             }
             Thread.sleep(20);
         }
-    }
-
-    /** Reads every key once through node A; checks each came from the expected kind of replica. Returns the pass's nanoseconds. */
-    private static long nodePass(NodeClient node, List<String> keys, ReplicaType expected, LatencyRecorder latencies) {
-        long start = System.nanoTime();
-        for (String key : keys) {
-            long t0 = System.nanoTime();
-            NodeClient.Read read = node.get("bench", key);
-            long took = System.nanoTime() - t0;
-            if (read.type() != expected) {
-                throw new CliException(ExitCodes.FAILED, key + " was read from " + read.type() + ", not " + expected);
-            }
-            if (latencies != null) {
-                latencies.record(took);
-            }
-        }
-        return System.nanoTime() - start;
     }
 
     /** Reads every key once with a lookup and the reader's path; checks the DRAM reads were DRAM reads. */

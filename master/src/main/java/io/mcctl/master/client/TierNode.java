@@ -31,6 +31,7 @@ public final class TierNode implements AutoCloseable {
         this.pool = pool;
         this.io = new BucketFileIo(pool, layout.getBucketSize());
         this.metrics = metrics;
+        this.dram = new DramReader(java.time.Duration.ofMillis(Math.max(200, master.callTimeout().toMillis() / 10)), metrics);
     }
 
     /**
@@ -106,27 +107,15 @@ public final class TierNode implements AutoCloseable {
         }
     }
 
-    /** Reads of MEMORY replicas from the nodes that hold them; made on first use. */
-    private volatile DramReader dram;
-
     /**
-     * The reader of MEMORY replicas, or null when this node reads only the shared files (see {@link #readOnlySharedFiles}).
-     * Its deadline is a tenth of the master's call timeout (at least 200 ms): the pread is always there to fall back on.
+     * Reads of MEMORY replicas from the nodes that hold them (no channel is opened before the first). Its deadline is a
+     * tenth of the master's call timeout (at least 200 ms): the pread is always there to fall back on.
      */
+    private final DramReader dram;
+
+    /** The reader of MEMORY replicas, or null when this node reads only the shared files (see {@link #readOnlySharedFiles}). */
     public DramReader dram() {
-        if (sharedFilesOnly) {
-            return null;
-        }
-        DramReader reader = dram;
-        if (reader == null) {
-            synchronized (this) {
-                if (dram == null) {
-                    dram = new DramReader(java.time.Duration.ofMillis(Math.max(200, master.callTimeout().toMillis() / 10)), metrics);
-                }
-                reader = dram;
-            }
-        }
-        return reader;
+        return sharedFilesOnly ? null : dram;
     }
 
     private volatile boolean sharedFilesOnly;
@@ -156,10 +145,7 @@ public final class TierNode implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        DramReader reader = dram;
-        if (reader != null) {
-            reader.close();
-        }
+        dram.close();
         pool.close();
     }
 }

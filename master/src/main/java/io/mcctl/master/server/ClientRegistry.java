@@ -155,12 +155,7 @@ public final class ClientRegistry implements AutoCloseable {
 
     /** Whether a live client has a DRAM segment: promotion is worth counting reads for only then. */
     boolean anyLiveSegment() {
-        for (ClientState client : clients.values()) {
-            if (client.alive && client.segment != null) {
-                return true;
-            }
-        }
-        return false;
+        return liveTotals()[1] > 0;
     }
 
     // ---- clients ----
@@ -280,6 +275,7 @@ public final class ClientRegistry implements AutoCloseable {
         List<ClientState> all = new ArrayList<>(clients.values());
         all.sort(Comparator.comparing((ClientState c) -> !c.alive)
                 .thenComparingLong(c -> c.alive ? c.registeredNanos : -c.diedNanos));
+        Map<String, Long> promoting = promotionsHeld.get(); // once for the list, not once per client
         List<ClientInfo> infos = new ArrayList<>(all.size());
         for (ClientState c : all) {
             long[] counts = held.getOrDefault(c, new long[2]);
@@ -291,15 +287,15 @@ public final class ClientRegistry implements AutoCloseable {
                     .setMemoryBytes(c.segment == null ? 0 : c.segment.bytes)
                     .setMemoryUsedBytes(c.segment == null || !c.alive ? 0 : c.segment.usedBytes())
                     .setMemoryObjects(c.segment == null || !c.alive ? 0 : c.segment.completeObjects())
-                    .setPromotionsHeld(promotionsHeld.applyAsLong(c.id)).build());
+                    .setPromotionsHeld(promoting.getOrDefault(c.id, 0L)).build());
         }
         return infos;
     }
 
-    /** How many promotion tasks a client holds (set by the promoter). */
-    private volatile java.util.function.ToLongFunction<String> promotionsHeld = id -> 0;
+    /** How many promotion tasks each client holds, by client id (set by the promoter). */
+    private volatile java.util.function.Supplier<Map<String, Long>> promotionsHeld = Map::of;
 
-    void promotionsHeld(java.util.function.ToLongFunction<String> counter) {
+    void promotionsHeld(java.util.function.Supplier<Map<String, Long>> counter) {
         this.promotionsHeld = counter;
     }
 

@@ -80,7 +80,8 @@ public final class Promoter implements AutoCloseable {
         this.holdLimitNanos = holdLimit.toNanos();
         tasks.setMaxTasks(maxTasks);
         clients.onDeath(this::holderDied);
-        clients.promotionsHeld(id -> tasks.list().stream().filter(t -> id.equals(t.holder())).count());
+        clients.promotionsHeld(() -> tasks.list().stream().filter(t -> t.holder() != null)
+                .collect(java.util.stream.Collectors.groupingBy(Promotions.Task::holder, java.util.stream.Collectors.counting())));
         this.thread = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "mcctl-master-promoter");
             t.setDaemon(true);
@@ -119,9 +120,8 @@ public final class Promoter implements AutoCloseable {
     private void queueAdmitted(String scoped) {
         String tenant = KeyRules.tenantOf(scoped);
         String key = KeyRules.keyOf(scoped);
-        Result<Placement> mapped = pages.peek(tenant, key);
-        if (!mapped.isOk() || memory.readable(scoped, mapped.value()) != null) {
-            return; // gone, or in DRAM already
+        if (inDram(tenant, key) || !pages.peek(tenant, key).isOk()) {
+            return; // in DRAM already, or gone
         }
         Result<Promotions.Task> queued = tasks.queue(tenant, key);
         if (!queued.isOk() && queued.error() != ErrorCode.NO_AVAILABLE_HANDLE) {
@@ -148,13 +148,17 @@ public final class Promoter implements AutoCloseable {
 
     /** Queues the object now, whatever its reads (Promote). */
     public Result<PromotionTask> promote(String tenant, String key) {
-        String scoped = KeyRules.scopedKey(tenant, key);
-        Result<Placement> mapped = pages.peek(tenant, key);
-        if (mapped.isOk() && memory.readable(scoped, mapped.value()) != null) {
+        if (inDram(tenant, key)) {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' of tenant " + tenant + " is in DRAM already");
         }
         Result<Promotions.Task> queued = tasks.queue(tenant, key);
         return queued.isOk() ? Result.ok(toWire(queued.value(), null)) : Result.error(queued.error(), queued.message());
+    }
+
+    /** Whether the committed object of (tenant, key) has a current copy in a live node's DRAM. */
+    private boolean inDram(String tenant, String key) {
+        Result<Placement> mapped = pages.peek(tenant, key);
+        return mapped.isOk() && memory.readable(KeyRules.scopedKey(tenant, key), mapped.value()) != null;
     }
 
     /** PromotionObjectHeartbeat: queued tasks handed to this node, each staged in its segment. */

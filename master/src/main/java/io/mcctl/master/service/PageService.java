@@ -475,6 +475,7 @@ public final class PageService {
         }
         String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
+        Result<T> hit;
         shard.lock.lock();
         try {
             KeyTable.Entry entry = shard.entries.get(scoped);
@@ -491,15 +492,16 @@ public final class PageService {
             if (lease) {
                 grantLease(entry);
                 tenant.usage().hits.increment();
-                PromotionAdmission counting = admission;
-                if (counting != null) {
-                    counting.read(scoped);
-                }
             }
-            return Result.ok(view.of(entry, previousUse));
+            hit = Result.ok(view.of(entry, previousUse));
         } finally {
             shard.lock.unlock();
         }
+        PromotionAdmission counting = admission;
+        if (lease && counting != null) {
+            counting.read(scoped); // lock-free: counted after the shard lock is let go
+        }
+        return hit;
     }
 
     /** Caller holds the entry's shard lock. */
