@@ -32,7 +32,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # One library from both: the CRC32C, and the batch reader that checks what it reads with it.
 SOURCES = (os.path.join(_HERE, "_crc32c_hw.c"), os.path.join(_HERE, "_read_batch.c"))
 CHOICES = ("auto", "native", "python")
-_FLAGS = ["-O2", "-fPIC", "-shared"]  # each function names its own target (sse4.2, avx512...): loads on any x86-64
+_FLAGS = ["-O2", "-fPIC", "-shared", "-pthread"]  # each function names its own target (sse4.2, avx512...): loads on any x86-64
 _COMPILE_TIMEOUT_S = 120
 _FEATURE_SSE42 = 1
 _FEATURE_AVX512_VPCLMUL = 2
@@ -122,6 +122,10 @@ class Native:
         self.read_batch = self.library.mcctl_read_batch
         self.read_batch.restype = ctypes.c_int64
         self.read_batch.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+        # the same on up to so many threads (the last argument)
+        self.read_batch_threads = self.library.mcctl_read_batch_threads
+        self.read_batch_threads.restype = ctypes.c_int64
+        self.read_batch_threads.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
         for data, expected in _CHECK_VECTORS:
             for function in (self.function, self.sse42):
                 got = function(0, data, len(data))

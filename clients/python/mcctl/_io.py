@@ -170,14 +170,15 @@ class ReadPlan:
         self._reads.extend((fd, offset, size, first, len(regions), crc, 0, 0))
         self._records += 1
 
-    def run(self, safe_until: float) -> int:
-        """Reads and checks the objects in order, without the GIL; stops before an object (never the first) once
-        time.monotonic() has passed ``safe_until``. How many it read."""
+    def run(self, safe_until: float, threads: int = 1) -> int:
+        """Reads and checks the objects, without the GIL, on up to ``threads`` threads; stops before an object
+        (never the first) once time.monotonic() has passed ``safe_until``. How many it read: always the first so
+        many of the plan."""
         if not self._records:
             return 0
         reads, _ = self._reads.buffer_info()
         iovecs, _ = self._iovecs.buffer_info()
-        return native.read_batch(reads, self._records, iovecs, int(safe_until * 1e9))
+        return native.read_batch_threads(reads, self._records, iovecs, int(safe_until * 1e9), threads)
 
     def outcomes(self) -> Tuple[Sequence[int], Sequence[int]]:
         """Per object, in the order added: bytes read and checked, or READ_*; and the detail of a READ_*."""

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -109,4 +111,61 @@ int64_t mcctl_read_batch(mcctl_read *reads, int64_t n, const struct iovec *iov, 
         read_one(&reads[i], iov);
     }
     return n;
+}
+
+/* One batch shared by the threads reading it: each takes the next object from `next` until none is left or the
+ * lease's time is up. Objects are handed out in order and every object handed out is read, so the objects read
+ * are always the first `next` of the plan (a prefix), as with one thread. */
+typedef struct {
+    mcctl_read *reads;
+    int64_t n;
+    const struct iovec *iov;
+    int64_t stop_after_ns;
+    int64_t next; /* atomic */
+} shared_batch;
+
+static void *take_and_read(void *arg) {
+    shared_batch *b = arg;
+    for (;;) {
+        if (b->stop_after_ns > 0 && monotonic_ns() > b->stop_after_ns)
+            return NULL;
+        int64_t i = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED);
+        if (i >= b->n)
+            return NULL;
+        read_one(&b->reads[i], b->iov);
+    }
+}
+
+#define MAX_READ_THREADS 64
+
+/* As mcctl_read_batch, on up to `threads` threads (this one and threads - 1 started for the call): while one
+ * thread waits in preadv or checks a CRC32C, another reads the next object. On a shared file system an object's
+ * read is a network round trip, and the objects of a batch are independent, so they are read side by side.
+ * The first object is read before any other thread starts, whatever the clock says, as with one thread; a thread
+ * that cannot be started leaves its share to the others. The threads started here take no signals: those go to
+ * the caller's threads, as they would without this call. */
+int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
+    if (threads > n)
+        threads = n;
+    if (threads > MAX_READ_THREADS)
+        threads = MAX_READ_THREADS;
+    if (threads <= 1)
+        return mcctl_read_batch(reads, n, iov, stop_after_ns);
+    read_one(&reads[0], iov);
+    shared_batch batch = {reads, n, iov, stop_after_ns, 1};
+    pthread_t helpers[MAX_READ_THREADS];
+    int64_t started = 0;
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
+    for (int64_t t = 0; t < threads - 1; t++) {
+        if (pthread_create(&helpers[started], NULL, take_and_read, &batch) == 0)
+            started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    take_and_read(&batch);
+    for (int64_t t = 0; t < started; t++)
+        pthread_join(helpers[t], NULL);
+    int64_t taken = __atomic_load_n(&batch.next, __ATOMIC_ACQUIRE);
+    return taken < n ? taken : n;
 }

@@ -5,8 +5,9 @@ batch throughput from several threads.
    bytes of the same bucket files into the same tensor, in the same run, in turns; medians over the rounds;
    with the files in the page cache (warm), then dropped from it before each timed read (cold,
    posix_fadvise DONTNEED). The batch's lookup call, and the native batch reader over the same objects without
-   the lookup, are timed alone in the same rounds, and the reading thread's CPU time beside the wall time, to
-   show where the time goes on a busy machine.
+   the lookup, are timed alone in the same rounds, and this process's CPU time (all its threads) beside the wall
+   time, to show where the time goes on a busy machine. batch_get_into reads a batch on the client's read_threads;
+   the same call on one thread (read_threads=1) is timed in the same rounds too.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
@@ -73,6 +74,13 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         if got != [object_size] * count:
             raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
 
+    def mcctl_read_one_thread():
+        threads, client.read_threads = client.read_threads, 1
+        try:
+            mcctl_read()
+        finally:
+            client.read_threads = threads
+
     def plain_read():  # one preadv per object, as batch_get_into does (it may do more for large objects)
         for (path, offset), view in zip(places, views):
             os.preadv(fds[path], [view], offset)
@@ -84,10 +92,12 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         plan = _io.ReadPlan()
         for (path, offset), s, m in zip(places, slices, mappings):
             plan.add(fds[path], offset, object_size, [(s.data_ptr(), object_size)], m.distributed_disk.crc32c)
-        if plan.run(0) != count or list(plan.outcomes()[0]) != [object_size] * count:
+        if plan.run(0, client.read_threads) != count or list(plan.outcomes()[0]) != [object_size] * count:
             raise SystemExit("bench: the batch reader did not read every object")
 
     parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone)] if _io.native else [])
+    if client.read_threads > 1:
+        parts.append(("mcctl1", mcctl_read_one_thread))
     timed = {name: [] for name, _ in parts + [("lookup", lookup)]}
     cpu = {name: [] for name in timed}
     try:
@@ -95,9 +105,9 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
             for name, part in (parts if r % 2 == 0 else parts[::-1]) + [("lookup", lookup)]:
                 if cold and name != "lookup":
                     _drop_cache(fds.values())
-                start, start_cpu = time.perf_counter(), time.thread_time()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 part()
-                cpu[name].append(time.thread_time() - start_cpu)
+                cpu[name].append(time.process_time() - start_cpu)
                 timed[name].append(time.perf_counter() - start)
     finally:
         for fd in fds.values():
@@ -111,6 +121,10 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     if "reader" in timed:
         figures["reader_ratio"] = plain_s / statistics.median(timed["reader"])
         figures["reader_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["reader"])
+    if "mcctl1" in timed:
+        figures["one_thread_ratio"] = plain_s / statistics.median(timed["mcctl1"])
+        figures["one_thread_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["mcctl1"])
+    figures["read_threads"] = client.read_threads
     return figures
 
 
@@ -214,7 +228,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         with Client(master=args.master, tenant=args.tenant) as client:
-            print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}")
+            print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}, "
+                  f"read_threads {client.read_threads}")
             if args.memory:
                 with Client(master=args.master, tenant=args.tenant, read_memory_replicas=False) as files_only:
                     for cold in (False, True):
@@ -232,10 +247,13 @@ def main(argv=None) -> int:
                     print(f"read {r['objects']} x {size // 1024} KiB into one tensor, {'cold' if cold else 'warm'} page cache, "
                           f"median of {r['rounds']}: batch_get_into {r['mcctl_ms']:.2f} ms ({r['mcctl_gib_s']:.2f} GiB/s), "
                           f"plain preadv {r['preadv_ms']:.2f} ms ({r['preadv_gib_s']:.2f} GiB/s), ratio {r['ratio']:.2f}x; "
-                          f"the lookup alone {r['lookup_ms']:.2f} ms; in thread CPU time {r['cpu_ratio']:.2f}x")
+                          f"the lookup alone {r['lookup_ms']:.2f} ms; in process CPU time {r['cpu_ratio']:.2f}x")
+                    if "one_thread_ratio" in r:
+                        print(f"    batch_get_into on one thread (read_threads=1): {r['one_thread_ratio']:.2f}x of plain preadv, "
+                              f"{r['one_thread_cpu_ratio']:.2f}x in process CPU time")
                     if "reader_ratio" in r:
-                        print(f"    the batch reader alone (no lookup, no planning): {r['reader_ratio']:.2f}x of plain preadv, "
-                              f"{r['reader_cpu_ratio']:.2f}x in thread CPU time")
+                        print(f"    the batch reader alone (no lookup, no planning, {r['read_threads']} threads): {r['reader_ratio']:.2f}x "
+                              f"of plain preadv, {r['reader_cpu_ratio']:.2f}x in process CPU time")
             t = throughput(client, 4, args.batches, 128, args.object_size)
             print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
                   f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")

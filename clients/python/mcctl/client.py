@@ -152,6 +152,31 @@ class Promotions:
     memory_evicted_total: int
 
 
+MAX_READ_THREADS = 64  # as the native batch reader allows
+MAX_READ_THREADS_BY_DEFAULT = 4
+READ_BYTES_PER_THREAD = 256 << 10  # a thread is started for a batch only when it has this much more to read
+
+
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class _BufferOf:
+    """Names key i's buffer in an error message, formatted only when a message is made: a batch of good buffers
+    then costs no string per key."""
+
+    __slots__ = ("_keys", "_index")
+
+    def __init__(self, keys: Sequence[str], index: int):
+        self._keys, self._index = keys, index
+
+    def __str__(self) -> str:
+        return f"buffer for key {self._keys[self._index]!r} (index {self._index})"
+
+
 def _chunks(n: int, size: int = MAX_BATCH):
     for start in range(0, n, size):
         yield start, min(n, start + size)
@@ -173,12 +198,20 @@ class Client:
     only the shared files: for a host whose nodes' endpoints are not reachable (a firewall, another network),
     whose shared filesystem is faster to read than the nodes' network, or whose reads must not depend on node
     processes at all. ``stats()`` counts ``memory_reads`` (served by a node) apart from ``reads`` (by pread).
+
+    ``read_threads`` (default: the CPUs this process may run on, at most 4) is how many threads read one batch's
+    objects from the shared files side by side, the calling thread among them: on a shared filesystem each read is
+    a round trip, and on any filesystem one thread's checksum runs while another waits in preadv. A batch gets one
+    thread per 256 KiB of objects at most, so a small batch is read by the calling thread alone. 1 reads every
+    batch on the calling thread, as does the reader written in Python (when the native one cannot be built).
+    Batches read at the same time from several threads share ``read_threads``: each caller is a reading thread
+    already.
     """
 
     def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
                  root: Optional[str] = None, write_margin: Optional[float] = None, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None,
-                 read_memory_replicas: bool = True, node_timeout: float = 2.0):
+                 read_memory_replicas: bool = True, node_timeout: float = 2.0, read_threads: Optional[int] = None):
         self.master = check_master(master)
         self.tenant = check_tenant(tenant)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -189,10 +222,17 @@ class Client:
             raise InvalidParams(f"node_timeout {node_timeout!r} must be a positive number of seconds")
         if write_margin is not None and (not isinstance(write_margin, (int, float)) or write_margin < 0):
             raise InvalidParams(f"write_margin {write_margin!r} must be zero or a positive number of seconds")
+        if read_threads is None:
+            read_threads = min(MAX_READ_THREADS_BY_DEFAULT, _usable_cpus())
+        if not isinstance(read_threads, int) or isinstance(read_threads, bool) or not 1 <= read_threads <= MAX_READ_THREADS:
+            raise InvalidParams(f"read_threads {read_threads!r} must be a whole number from 1 to {MAX_READ_THREADS}")
+        self.read_threads = read_threads
         self.timeout = float(timeout)
         self.write_margin = write_margin
-        # _stats_lock guards _calls and _counters; it nests inside no other lock and is held only to count.
+        # _stats_lock guards _calls, _counters and _batches_reading; it nests inside no other lock and is held only
+        # to count.
         self._stats_lock = threading.Lock()
+        self._batches_reading = 0  # batches in the native reader now, which share read_threads
         self._calls: Counter = Counter()
         self._counters: Counter = Counter()
         self._metadata = _auth_metadata(token if token is not None else os.environ.get(TOKEN_ENV) or None)
@@ -412,7 +452,7 @@ class Client:
             raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
         views = []
         for i, buffer in enumerate(buffers):
-            v = _io.views_of(buffer, f"buffer for key {keys[i]!r} (index {i})", writable=False)
+            v = _io.views_of(buffer, _BufferOf(keys, i), writable=False)
             size = _io.total_size(v)
             if size < 1:
                 raise InvalidParams(f"buffer for key {keys[i]!r} (index {i}) is empty: an object has at least 1 byte")
@@ -570,23 +610,43 @@ class Client:
         plan = _io.ReadPlan()
         fds: Dict[str, int] = {}  # master path -> fd, so the pool's lock is taken once per file and batch
         planned: List[int] = []
+        planned_bytes = 0
+        files = self._files
+        bucket_size = files.bucket_size
         for i in range(start, len(keys)):
-            target = self._target(i, keys, results, destination, outcomes)
-            if target is None:
+            # The common case written out, each descriptor field read once: this loop runs for every key of a batch.
+            result = results[i]
+            if result.status.error != pb.OK:
+                self._target(i, keys, results, destination, outcomes)  # the master's error, or done by the MEMORY pass
                 continue
-            place, size, regions = target
+            place = result.distributed_disk
+            size, offset, file_path = place.object_size, place.offset, place.file_path
+            regions = destination(i, size)
+            if regions is None:
+                self._target(i, keys, results, destination, outcomes)  # BUFFER_OVERFLOW
+                continue
             try:
-                fd = fds.get(place.file_path)
+                fd = fds.get(file_path)
                 if fd is None:
-                    path = self._files.local_path(place.file_path)
-                    fd = fds[place.file_path] = self._files.fd(path)
-                self._files.check_range(place.file_path, place.offset, size)
+                    fd = fds[file_path] = files.fd(files.local_path(file_path))
+                if offset < 0 or size < 0 or offset > bucket_size - size:
+                    files.check_range(file_path, offset, size)  # raises, with the message
             except OSError as e:
                 outcomes[i] = self._read_failed(keys[i], place, e, counts)
                 continue
-            plan.add(fd, place.offset, size, regions, place.crc32c)
+            plan.add(fd, offset, size, regions if len(regions) == 1 and regions[0][1] == size else _io.first_regions(regions, size),
+                     place.crc32c)
             planned.append(i)
-        done = plan.run(safe_until)
+            planned_bytes += size
+        with self._stats_lock:
+            self._batches_reading += 1
+            # Batches read at the same moment share the client's read_threads: callers already fill the cores.
+            threads = max(1, min(self.read_threads - self._batches_reading + 1, 1 + planned_bytes // READ_BYTES_PER_THREAD))
+        try:
+            done = plan.run(safe_until, threads)
+        finally:
+            with self._stats_lock:
+                self._batches_reading -= 1
         read, details = plan.outcomes()
         failed = 0
         for k in range(done):
@@ -624,7 +684,7 @@ class Client:
         if len(buffers) != len(keys):
             raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
         held: list = []  # holds exported buffers in place until every read is done
-        regions = [_io.writable_regions(b, f"buffer for key {keys[i]!r} (index {i})", held) for i, b in enumerate(buffers)]
+        regions = [_io.writable_regions(b, _BufferOf(keys, i), held) for i, b in enumerate(buffers)]
         capacity = [sum(length for _, length in r) for r in regions]
         return [code for code, _ in self._get_all(keys, lambda i, size: regions[i] if size <= capacity[i] else None)]
 

@@ -110,7 +110,8 @@ def key_suffix(config: Any) -> str:
 
 class McctlStore(HiCacheStorage):
     """HiCache's L3 on mcctl. Extra config keys: ``master`` (host:port), ``tenant``, ``root``, ``timeout``,
-    ``read_memory_replicas`` (default true: read promoted pages from the nodes' DRAM; see mcctl.Client)."""
+    ``read_memory_replicas`` (default true: read promoted pages from the nodes' DRAM; see mcctl.Client),
+    ``read_threads`` (threads reading one batch's pages side by side; default and meaning as mcctl.Client's)."""
 
     def __init__(self, storage_config: Any, kwargs: Optional[dict] = None):
         extra = dict(getattr(storage_config, "extra_config", None) or {})
@@ -124,7 +125,8 @@ class McctlStore(HiCacheStorage):
         self.writes = not storage_config.is_mla_model or storage_config.tp_rank == 0
         self.client = Client(master=extra["master"], tenant=extra.get("tenant", "default"),
                              timeout=float(extra.get("timeout", 10.0)), root=extra.get("root"),
-                             read_memory_replicas=extra.get("read_memory_replicas", True))
+                             read_memory_replicas=extra.get("read_memory_replicas", True),
+                             read_threads=extra.get("read_threads"))
         self.mem_pool_host = None
 
     def _key(self, key: str) -> str:

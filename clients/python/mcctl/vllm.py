@@ -94,7 +94,8 @@ class McctlTier(SecondaryTierManager):
     Tier config keys: ``master`` (host:port), ``tenant``, ``root``, ``timeout``, ``key_prefix`` (set it per
     model and parallel layout: vLLM's block hashes do not name the model), ``io_threads`` (default 2),
     ``lookup_ttl`` (seconds a lookup verdict is reused, default 2), ``read_memory_replicas`` (default true: read
-    promoted blocks from the nodes' DRAM; see mcctl.Client).
+    promoted blocks from the nodes' DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks
+    side by side; default and meaning as mcctl.Client's).
 
     Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_storing`` and ``_pending``; ``_finished`` is a
     deque (appends and pops are atomic). No lock is held during IO or a master call.
@@ -103,20 +104,21 @@ class McctlTier(SecondaryTierManager):
     def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str = TIER_TYPE,
                  master: Optional[str] = None, tenant: str = "default", root: Optional[str] = None,
                  timeout: float = 10.0, key_prefix: str = "", io_threads: int = 2, lookup_ttl: float = 2.0,
-                 read_memory_replicas: bool = True, **unused):
+                 read_memory_replicas: bool = True, read_threads: Optional[int] = None, **unused):
         super().__init__(offloading_spec, primary_kv_view, tier_type)
         if not master:
             raise ValueError("mcctl vLLM tier: tier config has no 'master' (host:port of mcctl's master), e.g. "
                              '{"type":"mcctl","master":"host:50051","key_prefix":"llama-8b-tp1/"}')
         if unused:
             raise ValueError(f"mcctl vLLM tier: unknown tier config keys {sorted(unused)}; allowed are master, tenant, "
-                             f"root, timeout, key_prefix, io_threads, lookup_ttl, read_memory_replicas")
+                             f"root, timeout, key_prefix, io_threads, lookup_ttl, read_memory_replicas, read_threads")
         view = primary_kv_view if primary_kv_view.ndim >= 1 else memoryview(primary_kv_view)
         self._block_bytes = view.strides[0]
         self._view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         self._prefix = key_prefix
         self._lookup_ttl = lookup_ttl
-        self.client = Client(master=master, tenant=tenant, timeout=timeout, root=root, read_memory_replicas=read_memory_replicas)
+        self.client = Client(master=master, tenant=tenant, timeout=timeout, root=root, read_memory_replicas=read_memory_replicas,
+                             read_threads=read_threads)
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="mcctl-vllm")
         self._lock = threading.Lock()
         self._verdicts: Dict[bytes, tuple] = {}  # key -> (present, monotonic time answered)

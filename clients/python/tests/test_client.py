@@ -127,6 +127,10 @@ def test_bad_input_gets_one_line_errors_and_changes_nothing(client):
             mcctl.Client(master=client.master, tenant=bad)
     with pytest.raises(mcctl.InvalidParams, match="invalid master address 'nowhere'"):
         mcctl.Client(master="nowhere")
+    for bad in (0, 65, "2", True, 2.0):
+        with pytest.raises(mcctl.InvalidParams) as raised:
+            mcctl.Client(master=client.master, tenant=client.tenant, read_threads=bad)
+        assert f"read_threads {bad!r} must be a whole number from 1 to 64" in str(raised.value)
 
 
 def test_master_that_is_down_is_one_line(tmp_path):

@@ -1,6 +1,7 @@
 """Batch reads, with the native batch reader and again with the Python reader (MCCTL_CRC32C=python, in a child
 process): a corrupt object is a counted miss, a short bucket file is a read error, a small buffer is refused
-with nothing written past it, and a lease that runs out mid-batch is renewed before the next read."""
+with nothing written past it, and a lease that runs out mid-batch is renewed before the next read; on one
+thread and on several (read_threads), whose reads are always the first so many objects of a batch."""
 
 from __future__ import annotations
 
@@ -36,9 +37,11 @@ def test_the_reader_in_use_is_the_one_asked_for():
         pytest.skip("the native library cannot be built here; the Python reader is covered by the other tests")
 
 
-def test_corrupt_object_in_a_batch_is_a_counted_miss_and_the_rest_read(client):
+@pytest.mark.parametrize("read_threads", [1, 4])
+def test_corrupt_object_in_a_batch_is_a_counted_miss_and_the_rest_read(client, read_threads):
+    client.read_threads = read_threads
     sizes = [65536, 65536 + 7, 1, 300_001, 65536, 4096]
-    keys = [f"batch/{i}" for i in range(len(sizes))]
+    keys = [f"batch/{read_threads}/{i}" for i in range(len(sizes))]
     values = [pattern(i, size) for i, size in enumerate(sizes)]
     assert client.batch_put_from(keys, values) == [0] * len(keys)
     victim = place_of(client, keys[3])
@@ -108,6 +111,7 @@ def test_a_lease_that_runs_out_mid_batch_is_renewed_before_the_next_read(tmp_pat
             keys = [f"lease/{i}" for i in range(n)]
             values = [os.urandom(size) for _ in range(n)]
             assert c.batch_put_from(keys, values) == [0] * n
+            c.read_threads = 4
             pool = torch.zeros(n * size, dtype=torch.uint8)
             assert c.batch_get_into(keys, [pool[i * size:(i + 1) * size] for i in range(n)]) == [size] * n
             assert all(bytes(pool[i * size:(i + 1) * size].numpy()) == values[i] for i in range(n))
@@ -120,6 +124,38 @@ def test_a_lease_that_runs_out_mid_batch_is_renewed_before_the_next_read(tmp_pat
         m.close()
 
 
+@pytest.mark.skipif(_io.native is None, reason="the native batch reader is not built here")
+@pytest.mark.parametrize("threads", [2, 4, 64])
+def test_a_batch_read_on_several_threads_reads_every_object_into_its_place(client, threads):
+    n, size = 96, 65536 + 100  # objects of two pages, not page-aligned in the pool
+    keys = [f"threads/{threads}/{i}" for i in range(n)]
+    values = [pattern(i, size) for i in range(n)]
+    assert client.batch_put_from(keys, values) == [0] * n
+    places = [place_of(client, k) for k in keys]
+    pool = torch.full((n * (size + 8),), 0xEE, dtype=torch.uint8)
+    fds = {p.file_path: os.open(p.file_path, os.O_RDONLY) for p in places}
+    try:
+        plan = _io.ReadPlan()
+        for i, p in enumerate(places):
+            plan.add(fds[p.file_path], p.offset, size, [(pool[i * (size + 8):].data_ptr(), size)], p.crc32c)
+        assert plan.run(0, threads) == n
+        assert list(plan.outcomes()[0]) == [size] * n
+        for i in range(n):
+            start = i * (size + 8)
+            assert bytes(pool[start:start + size].numpy()) == values[i], i
+            assert bytes(pool[start + size:start + size + 8].numpy()) == b"\xee" * 8, i  # nothing past the object
+        # A lease already run out: the first object is read (the caller just asked), the others are left for a fresh
+        # lookup, however many threads there are.
+        late = _io.ReadPlan()
+        for i, p in enumerate(places):
+            late.add(fds[p.file_path], p.offset, size, [(pool[i * (size + 8):].data_ptr(), size)], p.crc32c)
+        assert late.run(1e-9, threads) == 1
+        assert list(late.outcomes()[0])[:2] == [size, 0]
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
 @pytest.mark.skipif(bool(os.environ.get(CHILD)), reason="runs in the parent only")
 def test_the_same_tests_pass_with_the_python_reader(tmp_path):
     env = dict(os.environ, MCCTL_CRC32C="python", PYTHONPATH=PACKAGE_DIR, XDG_CACHE_HOME=str(tmp_path / "cache"))
@@ -127,4 +163,4 @@ def test_the_same_tests_pass_with_the_python_reader(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__)],
                           capture_output=True, text=True, timeout=110, env=env, cwd=HERE)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "5 passed, 1 skipped" in done.stdout, done.stdout[-2000:]
+    assert "6 passed, 4 skipped" in done.stdout, done.stdout[-2000:]
