@@ -7,10 +7,10 @@
 Names follow Mooncake's MooncakeDistributedStore where they fit; see docs/python.md.
 """
 
-from .client import Client, PromotionTask, Promotions
+from .client import Client, Mappings, PromotionTask, Promotions
 from .errors import (AccessDenied, InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
                      ObjectAlreadyExists, ObjectNotFound, ReplicaIsNotReady)
 
-__all__ = ["Client", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "InvalidParams", "ObjectNotFound",
+__all__ = ["Client", "Mappings", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "InvalidParams", "ObjectNotFound",
            "NoAvailableHandle", "ReplicaIsNotReady", "ObjectAlreadyExists"]
 __version__ = "0.1.0"

@@ -7,7 +7,8 @@ batch throughput from several threads.
    posix_fadvise DONTNEED). The batch's lookup call, and the native batch reader over the same objects without
    the lookup, are timed alone in the same rounds, and this process's CPU time (all its threads) beside the wall
    time, to show where the time goes on a busy machine. batch_get_into reads a batch on the client's read_threads;
-   the same call on one thread (read_threads=1) is timed in the same rounds too.
+   the same call on one thread (read_threads=1) is timed in the same rounds too, and the same call with mappings
+   from a lookup() made just before, untimed (an engine that looks its next batch up while it reads this one).
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
@@ -74,6 +75,11 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         if got != [object_size] * count:
             raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
 
+    def mcctl_read_looked_up():  # the lookup done beforehand, untimed: an engine overlapping it with the read before
+        got = client.batch_get_into(keys, slices, mappings=ahead[0])
+        if got != [object_size] * count:
+            raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
+
     def mcctl_read_one_thread():
         threads, client.read_threads = client.read_threads, 1
         try:
@@ -98,6 +104,8 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone)] if _io.native else [])
     if client.read_threads > 1:
         parts.append(("mcctl1", mcctl_read_one_thread))
+    parts.append(("ahead", mcctl_read_looked_up))
+    ahead = [None]
     timed = {name: [] for name, _ in parts + [("lookup", lookup)]}
     cpu = {name: [] for name in timed}
     try:
@@ -105,6 +113,8 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
             for name, part in (parts if r % 2 == 0 else parts[::-1]) + [("lookup", lookup)]:
                 if cold and name != "lookup":
                     _drop_cache(fds.values())
+                if name == "ahead":
+                    ahead[0] = client.lookup(keys)
                 start, start_cpu = time.perf_counter(), time.process_time()
                 part()
                 cpu[name].append(time.process_time() - start_cpu)
@@ -125,6 +135,7 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         figures["one_thread_ratio"] = plain_s / statistics.median(timed["mcctl1"])
         figures["one_thread_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["mcctl1"])
     figures["read_threads"] = client.read_threads
+    figures["looked_up_ratio"] = plain_s / statistics.median(timed["ahead"])
     return figures
 
 
@@ -248,6 +259,8 @@ def main(argv=None) -> int:
                           f"median of {r['rounds']}: batch_get_into {r['mcctl_ms']:.2f} ms ({r['mcctl_gib_s']:.2f} GiB/s), "
                           f"plain preadv {r['preadv_ms']:.2f} ms ({r['preadv_gib_s']:.2f} GiB/s), ratio {r['ratio']:.2f}x; "
                           f"the lookup alone {r['lookup_ms']:.2f} ms; in process CPU time {r['cpu_ratio']:.2f}x")
+                    print(f"    batch_get_into of keys looked up beforehand (lookup(), mappings=): {r['looked_up_ratio']:.2f}x "
+                          f"of plain preadv")
                     if "one_thread_ratio" in r:
                         print(f"    batch_get_into on one thread (read_threads=1): {r['one_thread_ratio']:.2f}x of plain preadv, "
                               f"{r['one_thread_cpu_ratio']:.2f}x in process CPU time")

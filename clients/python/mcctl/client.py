@@ -164,6 +164,60 @@ def _usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class Mappings:
+    """What ``Client.lookup(keys)`` found: each key's mapping, under a read lease that began when it was asked for.
+
+    Handed to ``batch_get_into(keys, buffers, mappings=...)`` while the lease lasts, it saves that read its own
+    master call: an engine looks up its next batch while it reads this one, or checks what is there (``found``)
+    and reads it without asking twice. The read then returns what the keys held when they were looked up, as any
+    read returns what they held when its own lookup answered: the lease keeps those pages from reuse. Once the
+    lease is too short for a read to start, the read looks its keys up again, as a long batch does.
+    """
+
+    __slots__ = ("_owner", "keys", "_results", "_safe_until", "_index")
+
+    def __init__(self, owner: "Client", keys: List[str], results: list, safe_until: float):
+        self._owner, self.keys, self._results, self._safe_until = owner, keys, results, safe_until
+        self._index: Optional[Dict[str, int]] = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def found(self) -> List[bool]:
+        """Per key, whether it had a committed mapping when it was looked up."""
+        return [result.status.error == pb.OK for result in self._results]
+
+    def leading_hits(self) -> int:
+        """How many of the keys, from the first on, had a committed mapping: what a prefix cache may read."""
+        hits = 0
+        for result in self._results:
+            if result.status.error != pb.OK:
+                break
+            hits += 1
+        return hits
+
+    def seconds_left(self) -> float:
+        """How long reads may still start with these mappings; 0 once they would be looked up again."""
+        return max(0.0, self._safe_until - time.monotonic())
+
+    def covers(self, keys: Sequence[str]) -> bool:
+        """Whether every one of ``keys`` was looked up here and reads may still start with these mappings."""
+        return self.seconds_left() > 0 and self._for(list(keys)) is not None
+
+    def _for(self, keys: List[str]) -> Optional[Tuple[list, float]]:
+        """The results for ``keys`` (every one of them looked up here) and until when reads may start; None when
+        some key was not."""
+        n = len(keys)
+        if n <= len(self.keys) and self.keys[:n] == keys:
+            return self._results[:n], self._safe_until
+        if self._index is None:
+            self._index = {key: i for i, key in enumerate(self.keys)}  # a racing thread builds the same dict
+        picked = [self._index.get(key) for key in keys]
+        if None in picked:
+            return None
+        return [self._results[i] for i in picked], self._safe_until
+
+
 class _BufferOf:
     """Names key i's buffer in an error message, formatted only when a message is made: a batch of good buffers
     then costs no string per key."""
@@ -488,13 +542,20 @@ class Client:
         lease_s = mappings.lease_ms / 1000.0
         return list(mappings.results), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
 
-    def _get(self, keys: List[str], destination: Callable[[int, int], Optional[List[Tuple[int, int]]]]) -> List[Tuple[int, str]]:
+    def _get(self, keys: List[str], destination: Callable[[int, int], Optional[List[Tuple[int, int]]]],
+             looked_up: Optional[Tuple[list, float]] = None) -> List[Tuple[int, str]]:
         """Reads one batch; ``destination(i, size)`` gives the (address, size) regions to fill, or None when they
-        are too small."""
-        try:
-            results, safe_until = self._lookup(keys)
-        except McctlError as e:
-            return [(e.result, str(e))] * len(keys)
+        are too small. ``looked_up``: the batch's mapping results and until when reads may start with them, from
+        an earlier lookup; without it the batch is looked up here."""
+        if looked_up is not None:
+            results, safe_until = list(looked_up[0]), looked_up[1]
+            if time.monotonic() <= safe_until:
+                self._count("lookups_saved")  # else the loop below looks the batch up again at once
+        else:
+            try:
+                results, safe_until = self._lookup(keys)
+            except McctlError as e:
+                return [(e.result, str(e))] * len(keys)
         n = len(keys)
         outcomes: List[Tuple[int, str]] = [(errors.INTERNAL_ERROR, "INTERNAL_ERROR: not read")] * n
         counts: Counter = Counter()  # counted once per batch: the stats lock is not taken per key
@@ -668,25 +729,47 @@ class Client:
         counts["reads"] += done - failed
         return planned[done] if done < len(planned) else len(keys)
 
-    def _get_all(self, keys: List[str], destination) -> List[Tuple[int, str]]:
+    def _get_all(self, keys: List[str], destination, looked_up: Optional[Tuple[list, float]] = None) -> List[Tuple[int, str]]:
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
-            outcomes.extend(self._get(keys[start:end], lambda i, size, s=start: destination(s + i, size)))
+            part = None if looked_up is None else (looked_up[0][start:end], looked_up[1])
+            outcomes.extend(self._get(keys[start:end], lambda i, size, s=start: destination(s + i, size), part))
         return outcomes
 
-    def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Any]) -> List[int]:
+    def lookup(self, keys: Sequence[str]) -> Mappings:
+        """Looks the keys up now, for a ``batch_get_into(keys, buffers, mappings=...)`` to come (see Mappings):
+        one master call per 10,000 keys, as a read's own lookup. A key without a committed mapping is a miss
+        of that read. Raises the McctlError of the call when the master cannot answer."""
+        keys = _check_keys(keys)
+        results: list = []
+        safe_until = float("inf")
+        for start, end in _chunks(len(keys)):
+            part, until = self._lookup(keys[start:end])
+            results.extend(part)
+            safe_until = min(safe_until, until)
+        return Mappings(self, keys, results, safe_until)
+
+    def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Any], mappings: Optional[Mappings] = None) -> List[int]:
         """Reads key i into buffers[i] in place; the bytes read, or a negative code (mcctl.errors), per key.
 
         A buffer smaller than its object gets BUFFER_OVERFLOW and nothing is written to it. Buffers are as for
-        batch_put_from, but writable; a list of buffers is filled one after another.
+        batch_put_from, but writable; a list of buffers is filled one after another. ``mappings``, from
+        ``lookup()`` of these keys (or of more, these among them) by this client, spares the read its lookup call
+        while their lease lasts; mappings that do not cover every key are not used.
         """
         keys = _check_keys(keys)
         if len(buffers) != len(keys):
             raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
+        looked_up = None
+        if mappings is not None:
+            if not isinstance(mappings, Mappings) or mappings._owner is not self:
+                raise InvalidParams(f"mappings {type(mappings).__name__} are not from this client's lookup(): pass what "
+                                    f"lookup() of this client returned, or None")
+            looked_up = mappings._for(keys)
         held: list = []  # holds exported buffers in place until every read is done
         regions = [_io.writable_regions(b, _BufferOf(keys, i), held) for i, b in enumerate(buffers)]
         capacity = [sum(length for _, length in r) for r in regions]
-        return [code for code, _ in self._get_all(keys, lambda i, size: regions[i] if size <= capacity[i] else None)]
+        return [code for code, _ in self._get_all(keys, lambda i, size: regions[i] if size <= capacity[i] else None, looked_up)]
 
     def get(self, key: str) -> Optional[bytes]:
         """The object's bytes, or None when the key is missing or its bytes fail their checksum."""

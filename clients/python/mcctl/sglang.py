@@ -9,15 +9,18 @@ at commit 001067ff (HiCacheStorage, HiCacheStorageConfig, STORAGE_BATCH_SIZE = 1
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Deque, List, Optional
 
 from . import errors
-from .client import Client
+from .client import Client, Mappings
 
 logger = logging.getLogger(__name__)
 
 STORAGE_BATCH_SIZE = 128  # SGLang's most pages per storage call
+LOOKUPS_KEPT = 16  # batch_exists answers kept for the prefetches that follow them
 
 try:  # pragma: no cover - only where SGLang is installed
     from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig
@@ -128,6 +131,11 @@ class McctlStore(HiCacheStorage):
                              read_memory_replicas=extra.get("read_memory_replicas", True),
                              read_threads=extra.get("read_threads"))
         self.mem_pool_host = None
+        # What batch_exists looked up, newest last, for the batch_get_v1 calls of the prefetch that follows (from
+        # another thread). _lookups_lock guards the deque; it nests inside no other lock and is held only to copy
+        # or append.
+        self._lookups: Deque[Mappings] = deque(maxlen=LOOKUPS_KEPT)
+        self._lookups_lock = threading.Lock()
 
     def _key(self, key: str) -> str:
         return key + self.suffix
@@ -157,7 +165,8 @@ class McctlStore(HiCacheStorage):
         for start in range(0, len(keys), STORAGE_BATCH_SIZE):
             part = slice(start, start + STORAGE_BATCH_SIZE)
             wanted = [sum(size for _, size in r) for r in regions[part]]
-            got = self.client.batch_get_into([self._key(k) for k in keys[part]], regions[part])
+            names = [self._key(k) for k in keys[part]]
+            got = self.client.batch_get_into(names, regions[part], mappings=self._looked_up(names))
             done.extend(g == w for g, w in zip(got, wanted))
         return done
 
@@ -174,14 +183,28 @@ class McctlStore(HiCacheStorage):
         return done
 
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
+        """The number of leading pages present. The pages are looked up with their mappings (one call per 128),
+        kept for the batch_get_v1 of the prefetch that follows, which then reads them without a call of its own
+        while their read lease lasts."""
         hits = 0
         for start in range(0, len(keys), STORAGE_BATCH_SIZE):
-            found = self.client.batch_is_exist([self._key(k) for k in keys[start:start + STORAGE_BATCH_SIZE]])
-            for present in found:
-                if not present:
-                    return hits
-                hits += 1
+            mappings = self.client.lookup([self._key(k) for k in keys[start:start + STORAGE_BATCH_SIZE]])
+            with self._lookups_lock:
+                self._lookups.append(mappings)
+            leading = mappings.leading_hits()
+            hits += leading
+            if leading < len(mappings):
+                return hits
         return hits
+
+    def _looked_up(self, keys: List[str]) -> Optional[Mappings]:
+        """The newest mappings batch_exists kept that cover every one of ``keys``, while reads may use them."""
+        with self._lookups_lock:
+            kept = list(self._lookups)
+        for mappings in reversed(kept):
+            if mappings.covers(keys):
+                return mappings
+        return None
 
     # ---- the older per-tensor interface ----
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 
 import numpy as np
 import pytest
@@ -286,5 +287,58 @@ def test_a_full_tier_read_in_a_loop_gives_up_only_the_room_a_put_needs_and_the_p
             stats = c._read("GetStats", pb.GetStatsRequest())
             assert stats.evicted_keys == 1, "one leased object makes room for one object of its size; the rest stays"
             assert stats.mappings == 64
+    finally:
+        m.close()
+
+
+def test_a_read_with_mappings_looked_up_before_makes_no_call_of_its_own(client, tenant, master):
+    keys = [f"ahead/{i}" for i in range(6)]
+    values = [os.urandom(10_000 + i) for i in range(6)]
+    assert client.batch_put_from(keys, values) == [0] * 6
+    mappings = client.lookup(keys + ["ahead/missing"])
+    assert mappings.found() == [True] * 6 + [False] and mappings.leading_hits() == 6 and len(mappings) == 7
+    assert mappings.covers(keys[2:4]) and not mappings.covers(["ahead/other"]) and mappings.seconds_left() > 0
+    before = client.stats()["calls"].get("BatchGetDistributedPageMapping", 0)
+    buffers = [bytearray(len(v)) for v in values] + [bytearray(10)]
+    assert client.batch_get_into(keys + ["ahead/missing"], buffers, mappings=mappings) == \
+        [len(v) for v in values] + [mcctl.errors.OBJECT_NOT_FOUND]
+    assert [bytes(b) for b in buffers[:6]] == values
+    # A part of them, in another order: still no call.
+    again = [bytearray(len(values[i])) for i in (4, 1)]
+    assert client.batch_get_into([keys[4], keys[1]], again, mappings=mappings) == [len(values[4]), len(values[1])]
+    assert [bytes(b) for b in again] == [values[4], values[1]]
+    assert client.stats()["calls"].get("BatchGetDistributedPageMapping", 0) == before
+    # The read returns what the keys held when looked up: the lease keeps a removed key's pages from reuse.
+    assert client.batch_remove(keys[:1]) == [0]
+    old = bytearray(len(values[0]))
+    assert client.batch_get_into(keys[:1], [old], mappings=mappings) == [len(values[0])] and bytes(old) == values[0]
+    assert client.batch_get_into(keys[:1], [old]) == [mcctl.errors.OBJECT_NOT_FOUND]
+    # Keys the mappings do not cover are looked up as usual.
+    assert client.batch_get_into([keys[2], "ahead/other"], [bytearray(20_000), bytearray(1)], mappings=mappings) == \
+        [len(values[2]), mcctl.errors.OBJECT_NOT_FOUND]
+    assert client.stats()["calls"].get("BatchGetDistributedPageMapping", 0) == before + 2
+    with mcctl.Client(master=master.address, tenant=tenant) as other:
+        with pytest.raises(mcctl.InvalidParams, match="mappings Mappings are not from this client's lookup"):
+            other.batch_get_into(keys[1:2], [bytearray(20_000)], mappings=mappings)
+        with pytest.raises(mcctl.InvalidParams, match="mappings dict are not from this client's lookup"):
+            other.batch_get_into(keys[1:2], [bytearray(20_000)], mappings={})
+
+
+def test_mappings_whose_lease_ran_out_are_looked_up_again(tmp_path):
+    m = Master(str(tmp_path / "root"), "--read-lease", "200ms")
+    try:
+        with mcctl.Client(master=m.address) as c:
+            assert c.batch_put_from(["late/0", "late/1"], [b"a" * 5000, b"b" * 6000]) == [0, 0]
+            mappings = c.lookup(["late/0", "late/1"])
+            deadline = time.monotonic() + 10
+            while mappings.seconds_left() > 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert mappings.seconds_left() == 0 and not mappings.covers(["late/0"])
+            before = c.stats()["calls"]["BatchGetDistributedPageMapping"]
+            buffers = [bytearray(5000), bytearray(6000)]
+            assert c.batch_get_into(["late/0", "late/1"], buffers, mappings=mappings) == [5000, 6000]
+            assert bytes(buffers[0]) == b"a" * 5000 and bytes(buffers[1]) == b"b" * 6000
+            assert c.stats()["calls"]["BatchGetDistributedPageMapping"] == before + 1
+            assert c.stats().get("lookups_saved", 0) == 0
     finally:
         m.close()

@@ -78,6 +78,31 @@ def test_backup_then_prefetch_moves_every_byte_mha(master, tenant):
     reader.close()
 
 
+def test_a_prefetch_reads_what_batch_exists_looked_up_without_asking_again(master, tenant):
+    writer_pool = PageFirstHostPool(pages=200, page_size=2, layers=2, heads=2, dim=8, mla=False, seed=3)
+    store = make_store(config(master, tenant), writer_pool)
+    keys = [f"chain{i:04d}" for i in range(150)]
+    assert store.batch_set_v1(keys, writer_pool.token_indices(range(150))) == [True] * 150
+    reader_pool = PageFirstHostPool(pages=200, page_size=2, layers=2, heads=2, dim=8, mla=False, seed=4)
+    reader = make_store(config(master, tenant), reader_pool)
+    before = reader.client.stats()["calls"]
+    assert reader.batch_exists(keys + ["beyond"]) == 150  # two calls: 128 pages, then 23
+    # SGLang's prefetch thread reads the hits in storage batches of at most 128 pages, as it found them.
+    targets = list(range(20, 170))
+    assert reader.batch_get_v1(keys[:128], reader_pool.token_indices(targets[:128])) == [True] * 128
+    assert reader.batch_get_v1(keys[128:], reader_pool.token_indices(targets[128:])) == [True] * 22
+    calls = reader.client.stats()["calls"]
+    assert calls.get("BatchGetDistributedPageMapping", 0) - before.get("BatchGetDistributedPageMapping", 0) == 2
+    assert calls.get("BatchExistKey", 0) == before.get("BatchExistKey", 0)
+    assert reader.client.stats()["lookups_saved"] == 2
+    for i, target in enumerate(targets):
+        assert reader_pool.page(target) == writer_pool.page(i), i
+    # Pages never looked up are looked up by the read itself.
+    assert reader.batch_get_v1(keys[5:7] + ["beyond"], reader_pool.token_indices([0, 1, 2])) == [True, True, False]
+    store.close()
+    reader.close()
+
+
 def test_tp_ranks_never_collide_and_mla_writes_from_rank_0_only(master, tenant):
     pools = [PageFirstHostPool(pages=8, page_size=2, layers=2, heads=2, dim=8, mla=False, seed=10 + r) for r in range(2)]
     ranks = [make_store(config(master, tenant, tp_rank=r, tp_size=2), pools[r]) for r in range(2)]
