@@ -674,6 +674,8 @@ class Client:
         planned_bytes = 0
         files = self._files
         bucket_size = files.bucket_size
+        sources: List[Tuple[int, int, int, int]] = []
+        destinations: List[List[Tuple[int, int]]] = []
         for i in range(start, len(keys)):
             # The common case written out, each descriptor field read once: this loop runs for every key of a batch.
             result = results[i]
@@ -695,10 +697,11 @@ class Client:
             except OSError as e:
                 outcomes[i] = self._read_failed(keys[i], place, e, counts)
                 continue
-            plan.add(fd, offset, size, regions if len(regions) == 1 and regions[0][1] == size else _io.first_regions(regions, size),
-                     place.crc32c)
+            sources.append((fd, offset, size, place.crc32c))
+            destinations.append(regions if len(regions) == 1 and regions[0][1] == size else _io.first_regions(regions, size))
             planned.append(i)
             planned_bytes += size
+        plan.add_all(sources, destinations)
         with self._stats_lock:
             self._batches_reading += 1
             # Batches read at the same moment share the client's read_threads: callers already fill the cores.
