@@ -206,6 +206,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench layout" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench failover" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench promotion" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench pages" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -261,9 +262,11 @@ function _complete_mcctl() {
   local cmds49=(bench layout)
   local cmds50=(bench failover)
   local cmds51=(bench promotion)
-  local cmds52=(config show)
+  local cmds52=(bench pages)
+  local cmds53=(config show)
 
-  if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds53[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_bench_pages; return $?; fi
   if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_bench_promotion; return $?; fi
   if CompWordsContainsArray "${cmds50[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
   if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
@@ -1154,7 +1157,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode layout failover promotion"
+  local commands="allocator master io restart fsck cache crossnode layout failover promotion pages"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -2737,6 +2740,48 @@ function _picocli_mcctl_bench_promotion() {
       return
       ;;
     '--promotion-interval')
+      return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `pages` subcommand.
+function _picocli_mcctl_bench_pages() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--mappings' '--batch' '--seconds' '--working-set'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--mappings')
+      return
+      ;;
+    '--batch')
+      return
+      ;;
+    '--seconds')
+      return
+      ;;
+    '--working-set')
       return
       ;;
   esac

@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -529,6 +529,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'crossnode' -d 'Node B reads objects 
 complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashed directories, one file per object) against pages of bucket files, for the same objects in one run.'
 complete -c mcctl -n '__mcctl_at bench' -a 'failover' -d 'Starts etcd (one member on free loopback ports over a temporary directory) and two masters with --ha as processes of their own over one temporary root (256 x 4GiB sparse buckets, 64KiB pages), fills the state with --mappings mappings (offload cycles without data, 8 callers, batch 64) and takes a snapshot.'
 complete -c mcctl -n '__mcctl_at bench' -a 'promotion' -d 'Reads of promoted objects from a node\'s DRAM against the same bytes by pread, 64KiB and 1MiB by default, in one run.'
+complete -c mcctl -n '__mcctl_at bench' -a 'pages' -d 'The master\'s page service alone, in this JVM (no gRPC, no write-ahead log): offload cycles (allocate + notify) filling its table to --mappings, then for a fixed time, then lookups of random committed keys and of a few keys that stay in the caches, one thread in batches.'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -657,6 +658,17 @@ complete -c mcctl -n '__mcctl_at bench promotion' -l promotion-interval -x -d 'N
 complete -c mcctl -n '__mcctl_at bench promotion' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench promotion' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench promotion' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench pages
+complete -c mcctl -n '__mcctl_at bench pages' -f
+complete -c mcctl -n '__mcctl_at bench pages' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench pages' -l mappings -x -d 'Mappings in the table before the timed phases (default: 1000000).'
+complete -c mcctl -n '__mcctl_at bench pages' -l batch -x -d 'Keys per batch (default: 64).'
+complete -c mcctl -n '__mcctl_at bench pages' -l seconds -x -d 'Seconds of each timed phase (default: 5).'
+complete -c mcctl -n '__mcctl_at bench pages' -l working-set -x -d 'Keys of the in-cache lookup phase (default: 1000).'
+complete -c mcctl -n '__mcctl_at bench pages' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench pages' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench pages' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f

@@ -1,0 +1,190 @@
+package io.mcctl.cli.bench;
+
+import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Result;
+import io.mcctl.master.service.Tenant;
+import io.mcctl.storage.layout.BucketLayout;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * The master's page service on its own, in this JVM: no transport, no log, no other process. What an offload cycle
+ * (allocate then notify) and a mapping lookup cost per key in the service's own tables once they hold many
+ * mappings, and how much of it the collector takes. The figures are the floor under {@code bench master}'s per-key
+ * CPU: whatever the master spends beyond them goes to gRPC, the write-ahead log and waking threads.
+ *
+ * <p>One thread drives the service in batches, as a master's transport thread does for one connection. A key is a
+ * fresh string when the service sees it, as one decoded off the wire is.
+ */
+public final class PageServiceBenchmark {
+
+    /** Figures of one phase; CPU is this process's (every thread), GC CPU the collector's threads' share of it. */
+    public record Phase(String name, long keys, long mappingsAtEnd, double seconds, long cpuNanos, long gcCpuNanos, long failures) {
+        public double keysPerSecond() {
+            return keys / seconds;
+        }
+
+        public double cpuNanosPerKey() {
+            return (double) cpuNanos / keys;
+        }
+
+        public double gcShare() {
+            return cpuNanos == 0 ? 0 : (double) gcCpuNanos / cpuNanos;
+        }
+    }
+
+    private static final String TENANT = "bench";
+    private static final long OBJECT_SIZE = 4096;
+
+    private final PageService pages;
+    private final int batch;
+    private final List<String> committed = new ArrayList<>();
+    private final SplittableRandom random = new SplittableRandom(42);
+    private long nextKey;
+
+    /** A service over 256 buckets of 4 GiB in 64 KiB pages (no files: the service never opens them). */
+    public PageServiceBenchmark(int batch) {
+        BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-bench-pages"), 256, 64 * 1024, 4L << 30);
+        this.pages = new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        this.batch = batch;
+    }
+
+    /** Offload cycles until the table holds {@code mappings} mappings. */
+    public Phase fill(long mappings) {
+        return measure("offload cycle, filling the table", () -> {
+            long keys = 0;
+            long failures = 0;
+            while (committed.size() < mappings) {
+                failures += offloadBatch();
+                keys += batch;
+            }
+            return new long[] {keys, failures};
+        });
+    }
+
+    /** Offload cycles of new keys for {@code seconds}, into the table as it is. */
+    public Phase offloadFor(double seconds) {
+        return measure("offload cycle", timed(seconds, this::offloadBatch));
+    }
+
+    /** Lookups of keys drawn at random from every committed key, for {@code seconds}. */
+    public Phase lookupAllFor(double seconds) {
+        return measure("lookup, any committed key", timed(seconds, () -> lookupBatch(committed.size())));
+    }
+
+    /** Lookups of keys drawn from the first {@code workingSet} committed keys (which stay in the caches), for {@code seconds}. */
+    public Phase lookupFewFor(int workingSet, double seconds) {
+        return measure("lookup, " + workingSet + " keys", timed(seconds, () -> lookupBatch(Math.min(workingSet, committed.size()))));
+    }
+
+    public long mappings() {
+        return committed.size();
+    }
+
+    private interface Step {
+        /** One batch; its failed keys. */
+        long run();
+    }
+
+    private interface Work {
+        long[] run();
+    }
+
+    private Work timed(double seconds, Step step) {
+        return () -> {
+            long end = System.nanoTime() + (long) (seconds * 1e9);
+            long keys = 0;
+            long failures = 0;
+            while (System.nanoTime() < end) {
+                failures += step.run();
+                keys += batch;
+            }
+            return new long[] {keys, failures};
+        };
+    }
+
+    private long offloadBatch() {
+        Tenant.Batch tenants = pages.batchTenants();
+        String[] keys = new String[batch];
+        Placement[] placements = new Placement[batch];
+        long failures = 0;
+        for (int i = 0; i < batch; i++) {
+            keys[i] = "run/t0/" + nextKey++;
+            Result<Placement> allocated = pages.allocate(tenants.of(TENANT), keys[i], OBJECT_SIZE, false, false);
+            placements[i] = allocated.isOk() ? allocated.value() : null;
+        }
+        tenants = pages.batchTenants();
+        for (int i = 0; i < batch; i++) {
+            if (placements[i] != null && pages.notifySuccess(tenants.of(TENANT), keys[i], placements[i]).isOk()) {
+                committed.add(keys[i]);
+            } else {
+                failures++;
+            }
+        }
+        return failures;
+    }
+
+    private long lookupBatch(int from) {
+        Tenant.Batch tenants = pages.batchTenants();
+        long failures = 0;
+        for (int i = 0; i < batch; i++) {
+            String key = new String(committed.get(random.nextInt(from)).toCharArray()); // a new string, as off the wire
+            if (!pages.getMapping(tenants.of(TENANT), key).isOk()) {
+                failures++;
+            }
+        }
+        return failures;
+    }
+
+    private Phase measure(String name, Work work) {
+        long cpuBefore = ProcessCpu.ofThisProcess();
+        long gcBefore = collectorCpuNanos();
+        long start = System.nanoTime();
+        long[] done = work.run();
+        double seconds = (System.nanoTime() - start) / 1e9;
+        long cpu = ProcessCpu.ofThisProcess() - cpuBefore;
+        long gc = collectorCpuNanos() - gcBefore;
+        return new Phase(name, done[0], committed.size(), seconds, cpu, Math.max(0, gc), done[1]);
+    }
+
+    /**
+     * CPU so far of this JVM's collector threads (HotSpot names them "GC Thread#n", "G1 Refine#n", "G1 Conc#n", "G1 Main
+     * Marker", "G1 Service", ...), from /proc/self/task; -1 when /proc cannot be read. The VM thread, which also runs
+     * parts of each pause, is not counted: the figure is a lower bound.
+     */
+    static long collectorCpuNanos() {
+        long ticks = 0;
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path task : tasks) {
+                String comm;
+                String stat;
+                try {
+                    comm = Files.readString(task.resolve("comm")).strip();
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (IOException gone) {
+                    continue; // the thread ended meanwhile
+                }
+                if (!isCollector(comm)) {
+                    continue;
+                }
+                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return ticks * 10_000_000L; // USER_HZ is 100
+    }
+
+    static boolean isCollector(String threadName) {
+        return threadName.startsWith("GC Thread") || threadName.startsWith("G1 ") || threadName.startsWith("ZWorker")
+                || threadName.startsWith("ZDriver");
+    }
+}
