@@ -97,8 +97,10 @@ class McctlTier(SecondaryTierManager):
     promoted blocks from the nodes' DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks
     side by side; default and meaning as mcctl.Client's).
 
-    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_storing`` and ``_pending``; ``_finished`` is a
-    deque (appends and pops are atomic). No lock is held during IO or a master call.
+    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and
+    ``_pending``; ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
+    call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time asks about
+    every queued key in one call.
     """
 
     def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str = TIER_TYPE,
@@ -122,7 +124,9 @@ class McctlTier(SecondaryTierManager):
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="mcctl-vllm")
         self._lock = threading.Lock()
         self._verdicts: Dict[bytes, tuple] = {}  # key -> (present, monotonic time answered)
-        self._asking: set = set()
+        self._asking: set = set()  # keys queued or being asked about
+        self._to_ask: List[bytes] = []  # queued, in lookup order
+        self._asker_running = False  # whether a pool thread is draining _to_ask
         self._storing: Dict[bytes, int] = {}  # key -> stores in flight
         self._pending: set = set()  # job ids submitted and not yet finished
         self._finished: collections.deque = collections.deque()
@@ -148,17 +152,32 @@ class McctlTier(SecondaryTierManager):
             if key in self._asking:
                 return None
             self._asking.add(key)
-        self._pool.submit(self._ask, key)
+            self._to_ask.append(key)
+            start = not self._asker_running
+            self._asker_running = True
+        if start:
+            self._pool.submit(self._ask_waiting)
         return None
 
-    def _ask(self, key: bytes) -> None:
-        try:
-            present = self.client.is_exist(self.object_key(key))
-        except errors.McctlError:
-            present = False  # the master is away: a miss, asked again after the TTL
-        with self._lock:
-            self._asking.discard(key)
-            self._verdicts[key] = (present, time.monotonic())
+    def _ask_waiting(self) -> None:
+        """Asks the master about every key lookup() has queued, in one call for all that are waiting: the scheduler
+        looks a request's blocks up one after another, and they queue while the call before is out."""
+        while True:
+            with self._lock:
+                keys = self._to_ask
+                self._to_ask = []
+                if not keys:
+                    self._asker_running = False
+                    return
+            try:
+                present = self.client.batch_is_exist([self.object_key(k) for k in keys])
+            except errors.McctlError:
+                present = [False] * len(keys)  # the master is away: misses, asked again after the TTL
+            now = time.monotonic()
+            with self._lock:
+                for key, found in zip(keys, present):
+                    self._asking.discard(key)
+                    self._verdicts[key] = (found, now)
 
     # ---- transfers ----
 

@@ -75,6 +75,27 @@ def test_store_then_load_into_other_blocks_byte_exact(master, tenant):
         t.shutdown()
 
 
+def test_lookups_of_many_blocks_are_asked_in_few_master_calls(master, tenant):
+    _, view = primary(3)
+    tier = make_tier(master, tenant, view)
+    keys = [i.to_bytes(4, "big") * 9 for i in range(60)]
+    stored = keys[:30]
+    tier.submit_store(tier_module.JobMetadata(job_id=1, keys=stored[:BLOCKS], block_ids=list(range(BLOCKS)), is_promotion=False, req_context=None))
+    tier.submit_store(tier_module.JobMetadata(job_id=2, keys=stored[BLOCKS:], block_ids=list(range(30 - BLOCKS)), is_promotion=False,
+                                              req_context=None))
+    assert wait_for(tier, [1, 2]) == {1: True, 2: True}
+    _, other_view = primary(4)
+    reader = make_tier(master, tenant, other_view)  # no verdicts yet: every lookup is asked of the master
+    # The scheduler asks about a request's blocks one after another; the answers come from the tier's threads.
+    assert all(reader.lookup(k, None) is None for k in keys)
+    assert [lookup(reader, k) for k in keys] == [True] * 30 + [False] * 30
+    asked = reader.client.stats()["calls"].get("BatchExistKey", 0)
+    assert 1 <= asked <= 30, f"{asked} master calls for 60 lookups asked in a row: they are not batched"
+    for t in (tier, reader):
+        t.drain_jobs()
+        t.shutdown()
+
+
 def test_submits_return_while_the_master_is_stopped(fresh_master, tenant):
     _, view = primary(3)
     tier = make_tier(fresh_master, tenant, view, timeout=2.0)
