@@ -2334,7 +2334,7 @@ function _picocli_mcctl_bench_master() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--threads' '--seconds' '--warmup-seconds' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 

@@ -37,6 +37,33 @@ class BenchCommandsTest {
     }
 
     @Test
+    void bench_master_compares_each_phase_with_a_master_that_logs_nothing_in_the_same_run() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0.1", "--memory-mappings", "0",
+                "--compare-durability", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        JsonNode wal = report.get("phases");
+        JsonNode snapshot = report.get("snapshot_durability_phases");
+        JsonNode ratios = report.get("snapshot_over_wal");
+        assertEquals(10, wal.size());
+        assertEquals(10, snapshot.size());
+        assertEquals(10, ratios.size());
+        for (int i = 0; i < 10; i++) {
+            assertEquals(wal.get(i).get("phase").asText(), snapshot.get(i).get("phase").asText());
+            assertEquals(wal.get(i).get("transport").asText(), ratios.get(i).get("transport").asText());
+            assertEquals(0, snapshot.get(i).get("failures").asLong(), snapshot.get(i)::toString);
+            assertTrue(snapshot.get(i).get("server_cpu_us_per_key").asDouble() >= 0, snapshot.get(i)::toString);
+            assertTrue(ratios.get(i).get("keys_per_second_ratio").asDouble() > 0, ratios.get(i)::toString);
+        }
+        assertTrue(report.get("master").asText().contains("--durability snapshot"), report.get("master")::toString);
+    }
+
+    @Test
+    void bench_master_refuses_to_compare_durability_on_a_master_it_did_not_start() {
+        CliRun run = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--compare-durability").expectExit(ExitCodes.USAGE);
+        assertTrue(run.err().contains("--compare-durability starts its own masters: leave out --master"), run.err());
+    }
+
+    @Test
     void bench_io_compares_the_tier_with_a_plain_read_of_the_same_bytes() throws Exception {
         CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "--keys-per-lookup", "100", "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());

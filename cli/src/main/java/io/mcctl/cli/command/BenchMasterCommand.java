@@ -76,6 +76,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "Mappings for the heap-per-mapping figure; 0 skips it (default: ${DEFAULT-VALUE}).")
     int memoryMappings;
 
+    @Option(names = "--compare-durability", description = "Also run every phase against a second master started here with "
+            + "--durability snapshot (the design RFC's: nothing logged, periodic snapshots only), after the one with the "
+            + "write-ahead log, with its own warm-up pass, and report snapshot over WAL for each phase.")
+    boolean compareDurability;
+
     @Option(names = "--security", description = "Also run the offload and lookup phases against embedded masters with plaintext, "
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
@@ -110,47 +115,19 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (!masterJvmOptions.isEmpty() && master != null) {
             throw new CliException(ExitCodes.USAGE, "--master-jvm-option is for the master started here: leave out --master");
         }
+        if (compareDurability && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
+        }
         if (memoryMappings < 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --memory-mappings " + memoryMappings + ": allowed is 0 or more");
         }
         if (masterPid != null) {
             ProcessCpu.ofPid(masterPid); // fails now, naming the pid, rather than after the warm-up
         }
-        Path tempRoot = null;
-        MasterProcess started = null;
-        String target;
-        LongSupplier serverCpu;
-        if (master != null) {
-            target = MasterClient.checkTarget(master);
-            long pid = masterPid == null ? -1 : masterPid;
-            serverCpu = pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid);
-        } else {
-            tempRoot = Files.createTempDirectory("mcctl-bench-master");
-            started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
-                    "--root", tempRoot.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
-                    "--allocation-deadline", "10m", "--durability", "wal");
-            target = started.address();
-            long pid = started.process().pid();
-            serverCpu = () -> ProcessCpu.ofPid(pid);
-        }
+        String target = master == null ? null : MasterClient.checkTarget(master);
         Map<String, Object> report = new LinkedHashMap<>();
-        List<MasterBenchmark.Phase> phases;
-        try (MasterClient unary = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.UNARY);
-             MasterClient stream = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.STREAM)) {
-            String runId = UUID.randomUUID().toString().substring(0, 8);
-            List<MasterClient> both = List.of(unary, stream);
-            if (warmupSeconds > 0) {
-                timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
-            }
-            phases = timedPhases(both, runId, seconds, serverCpu);
-        } finally {
-            if (started != null) {
-                started.close();
-            }
-            if (tempRoot != null) {
-                deleteTree(tempRoot);
-            }
-        }
+        List<MasterBenchmark.Phase> phases = phasesAgainst(target, "wal");
+        List<MasterBenchmark.Phase> snapshotPhases = compareDurability ? phasesAgainst(null, "snapshot") : List.of();
         List<Map<String, Object>> securityRows = security ? securityComparison() : List.of();
         LatencyRecorder echo = TcpEcho.measure(20_000);
         double echoP50 = echo.percentileMicros(0.5);
@@ -159,7 +136,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
         report.put("benchmark", "master");
         report.put("machine", MachineInfo.describe());
-        report.put("master", master != null ? target : "its own process (256 x 4GiB buckets, 64KiB pages, temporary root, WAL)");
+        report.put("master", master != null ? target : "its own process (256 x 4GiB buckets, 64KiB pages, temporary root, WAL)"
+                + (compareDurability ? ", then another with --durability snapshot" : ""));
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
         report.put("warmup_seconds_per_phase", warmupSeconds);
@@ -168,6 +146,14 @@ public final class BenchMasterCommand implements Callable<Integer> {
             rows.add(phaseRow(new LinkedHashMap<>(), p));
         }
         report.put("phases", rows);
+        if (compareDurability) {
+            List<Map<String, Object>> snapshotRows = new ArrayList<>();
+            for (MasterBenchmark.Phase p : snapshotPhases) {
+                snapshotRows.add(phaseRow(new LinkedHashMap<>(), p));
+            }
+            report.put("snapshot_durability_phases", snapshotRows);
+            report.put("snapshot_over_wal", durabilityRatios(phases, snapshotPhases));
+        }
         List<Map<String, Object>> gains = gains(phases);
         report.put("stream_over_unary", gains);
         if (security) {
@@ -197,6 +183,19 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 ratios.row(g.get("phase"), g.get("callers"), g.get("batch"), g.get("keys_per_second_ratio"), g.get("server_cpu_per_key_ratio"));
             }
             out.print(ratios.render());
+            if (compareDurability) {
+                out.println("with --durability snapshot (nothing logged), in the same run:");
+                Table snapshotTable = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "SERVER us/KEY",
+                        "KEYS/S snapshot/wal", "SERVER CPU/KEY snapshot/wal");
+                List<Map<String, Object>> byDurability = durabilityRatios(phases, snapshotPhases);
+                for (int i = 0; i < snapshotPhases.size(); i++) {
+                    MasterBenchmark.Phase p = snapshotPhases.get(i);
+                    snapshotTable.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.keysPerSecond()), round(p.p50Micros()),
+                            round(p.serverMicrosPerKey()), byDurability.get(i).get("keys_per_second_ratio"),
+                            byDurability.get(i).get("server_cpu_per_key_ratio"));
+                }
+                out.print(snapshotTable.render());
+            }
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
                 for (Map<String, Object> row : securityRows) {
@@ -233,6 +232,62 @@ public final class BenchMasterCommand implements Callable<Integer> {
             }
         }
         return phases;
+    }
+
+    /**
+     * Every phase, after a warm-up pass, against {@code target}, or when it is null against a master started here as
+     * its own process with {@code durability} on a temporary root of its own.
+     */
+    private List<MasterBenchmark.Phase> phasesAgainst(String target, String durability) throws Exception {
+        Path tempRoot = null;
+        MasterProcess started = null;
+        LongSupplier serverCpu;
+        if (target != null) {
+            long pid = masterPid == null ? -1 : masterPid;
+            serverCpu = pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid);
+        } else {
+            tempRoot = Files.createTempDirectory("mcctl-bench-master");
+            started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
+                    "--root", tempRoot.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
+                    "--allocation-deadline", "10m", "--durability", durability);
+            target = started.address();
+            long pid = started.process().pid();
+            serverCpu = () -> ProcessCpu.ofPid(pid);
+        }
+        try (MasterClient unary = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.UNARY);
+             MasterClient stream = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.STREAM)) {
+            String runId = UUID.randomUUID().toString().substring(0, 8);
+            List<MasterClient> both = List.of(unary, stream);
+            if (warmupSeconds > 0) {
+                timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
+            }
+            return timedPhases(both, runId, seconds, serverCpu);
+        } finally {
+            if (started != null) {
+                started.close();
+            }
+            if (tempRoot != null) {
+                deleteTree(tempRoot);
+            }
+        }
+    }
+
+    /** For each phase and transport: the snapshot-durability master's figures over the WAL master's. */
+    private static List<Map<String, Object>> durabilityRatios(List<MasterBenchmark.Phase> wal, List<MasterBenchmark.Phase> snapshot) {
+        List<Map<String, Object>> ratios = new ArrayList<>();
+        for (int i = 0; i < Math.min(wal.size(), snapshot.size()); i++) {
+            MasterBenchmark.Phase w = wal.get(i);
+            MasterBenchmark.Phase s = snapshot.get(i);
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("phase", w.name());
+            row.put("transport", w.transport());
+            row.put("callers", w.threads());
+            row.put("batch", w.batch());
+            row.put("keys_per_second_ratio", round(s.keysPerSecond() / w.keysPerSecond()));
+            row.put("server_cpu_per_key_ratio", round(s.serverMicrosPerKey() / w.serverMicrosPerKey()));
+            ratios.add(row);
+        }
+        return ratios;
     }
 
     /** For each phase run over both transports: stream over unary, for throughput and for the master's CPU per key. */
