@@ -160,7 +160,7 @@ public final class PageServiceBenchmark {
      * parts of each pause, is not counted: the figure is a lower bound.
      */
     static long collectorCpuNanos() {
-        long ticks = 0;
+        long nanos = 0;
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
             for (Path task : tasks) {
                 String comm;
@@ -174,13 +174,12 @@ public final class PageServiceBenchmark {
                 if (!isCollector(comm)) {
                     continue;
                 }
-                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+                nanos += ProcessCpu.ofStat(stat);
             }
         } catch (IOException | RuntimeException e) {
             return -1;
         }
-        return ticks * 10_000_000L; // USER_HZ is 100
+        return nanos;
     }
 
     static boolean isCollector(String threadName) {

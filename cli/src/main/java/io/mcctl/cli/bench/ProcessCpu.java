@@ -17,14 +17,18 @@ public final class ProcessCpu {
     /** User plus system CPU of process {@code pid} so far, in nanoseconds (10 ms resolution). */
     public static long ofPid(long pid) {
         try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-            // Fields after the command name, which is in parentheses and may hold spaces: state is field 3, utime 14, stime 15.
-            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
-            return ticks * (1_000_000_000L / TICKS_PER_SECOND);
+            return ofStat(Files.readString(Path.of("/proc", Long.toString(pid), "stat")));
         } catch (IOException | RuntimeException e) {
             throw new IllegalStateException("cannot read the CPU time of process " + pid + " from /proc: " + e.getMessage(), e);
         }
+    }
+
+    /** User plus system CPU in a /proc stat line (of a process or of one of its threads), in nanoseconds. */
+    public static long ofStat(String stat) {
+        // Fields after the command name, which is in parentheses and may hold spaces: state is field 3, utime 14, stime 15.
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        return ticks * (1_000_000_000L / TICKS_PER_SECOND);
     }
 
     /** This JVM's CPU time so far, in nanoseconds. */

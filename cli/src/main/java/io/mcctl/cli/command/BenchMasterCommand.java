@@ -276,33 +276,30 @@ public final class BenchMasterCommand implements Callable<Integer> {
     private static List<Map<String, Object>> durabilityRatios(List<MasterBenchmark.Phase> wal, List<MasterBenchmark.Phase> snapshot) {
         List<Map<String, Object>> ratios = new ArrayList<>();
         for (int i = 0; i < Math.min(wal.size(), snapshot.size()); i++) {
-            MasterBenchmark.Phase w = wal.get(i);
-            MasterBenchmark.Phase s = snapshot.get(i);
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("phase", w.name());
-            row.put("transport", w.transport());
-            row.put("callers", w.threads());
-            row.put("batch", w.batch());
-            row.put("keys_per_second_ratio", round(s.keysPerSecond() / w.keysPerSecond()));
-            row.put("server_cpu_per_key_ratio", round(s.serverMicrosPerKey() / w.serverMicrosPerKey()));
-            ratios.add(row);
+            ratios.add(ratioRow(wal.get(i), snapshot.get(i), true));
         }
         return ratios;
+    }
+
+    /** {@code other}'s throughput and master CPU per key over {@code base}'s, for one phase. */
+    private static Map<String, Object> ratioRow(MasterBenchmark.Phase base, MasterBenchmark.Phase other, boolean withTransport) {
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("phase", base.name());
+        if (withTransport) {
+            row.put("transport", base.transport());
+        }
+        row.put("callers", base.threads());
+        row.put("batch", base.batch());
+        row.put("keys_per_second_ratio", round(other.keysPerSecond() / base.keysPerSecond()));
+        row.put("server_cpu_per_key_ratio", round(other.serverMicrosPerKey() / base.serverMicrosPerKey()));
+        return row;
     }
 
     /** For each phase run over both transports: stream over unary, for throughput and for the master's CPU per key. */
     private static List<Map<String, Object>> gains(List<MasterBenchmark.Phase> phases) {
         List<Map<String, Object>> gains = new ArrayList<>();
         for (int i = 0; i + 1 < phases.size(); i += 2) {
-            MasterBenchmark.Phase unary = phases.get(i);
-            MasterBenchmark.Phase stream = phases.get(i + 1);
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("phase", unary.name());
-            row.put("callers", unary.threads());
-            row.put("batch", unary.batch());
-            row.put("keys_per_second_ratio", round(stream.keysPerSecond() / unary.keysPerSecond()));
-            row.put("server_cpu_per_key_ratio", round(stream.serverMicrosPerKey() / unary.serverMicrosPerKey()));
-            gains.add(row);
+            gains.add(ratioRow(phases.get(i), phases.get(i + 1), false));
         }
         return gains;
     }
