@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Optional
 
 from . import errors
-from .client import Client
+from .client import Client, Mappings
 
 try:  # pragma: no cover - only where vLLM is installed
     from vllm.v1.kv_offload.tiering.base import JobMetadata, JobResult, SecondaryTierManager
@@ -72,6 +72,7 @@ except ImportError:
 
 
 TIER_TYPE = "mcctl"
+LOOKUPS_KEPT = 16  # lookup answers kept for the loads that follow them
 MODULE_PATH = "mcctl.vllm"
 CLASS_NAME = "McctlTier"
 
@@ -97,10 +98,10 @@ class McctlTier(SecondaryTierManager):
     promoted blocks from the nodes' DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks
     side by side; default and meaning as mcctl.Client's).
 
-    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and
-    ``_pending``; ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
-    call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time asks about
-    every queued key in one call.
+    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_lookups``, ``_storing``
+    and ``_pending``; ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
+    call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time looks every
+    queued key up in one call, keeping the mappings for the loads that follow.
     """
 
     def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str = TIER_TYPE,
@@ -127,6 +128,7 @@ class McctlTier(SecondaryTierManager):
         self._asking: set = set()  # keys queued or being asked about
         self._to_ask: List[bytes] = []  # queued, in lookup order
         self._asker_running = False  # whether a pool thread is draining _to_ask
+        self._lookups: collections.deque = collections.deque(maxlen=LOOKUPS_KEPT)  # the last lookups' mappings
         self._storing: Dict[bytes, int] = {}  # key -> stores in flight
         self._pending: set = set()  # job ids submitted and not yet finished
         self._finished: collections.deque = collections.deque()
@@ -170,11 +172,17 @@ class McctlTier(SecondaryTierManager):
                     self._asker_running = False
                     return
             try:
-                present = self.client.batch_is_exist([self.object_key(k) for k in keys])
+                # Looked up with their mappings, kept for the loads that follow: a load of blocks asked about here
+                # reads them without a master call of its own while their read lease lasts.
+                mappings = self.client.lookup([self.object_key(k) for k in keys])
+                present = mappings.found()
             except errors.McctlError:
+                mappings = None
                 present = [False] * len(keys)  # the master is away: misses, asked again after the TTL
             now = time.monotonic()
             with self._lock:
+                if mappings is not None:
+                    self._lookups.append(mappings)
                 for key, found in zip(keys, present):
                     self._asking.discard(key)
                     self._verdicts[key] = (found, now)
@@ -226,8 +234,18 @@ class McctlTier(SecondaryTierManager):
     def submit_load(self, job_metadata: JobMetadata) -> None:
         self._submit(job_metadata, self._load)
 
+    def _looked_up(self, names: List[str]) -> Optional[Mappings]:
+        """The newest mappings the lookups kept that cover every one of ``names``, while reads may use them."""
+        with self._lock:
+            kept = list(self._lookups)
+        for mappings in reversed(kept):
+            if mappings.covers(names):
+                return mappings
+        return None
+
     def _load(self, keys: List[bytes], blocks: List[int]) -> bool:
-        got = self.client.batch_get_into([self.object_key(k) for k in keys], [self._block(b) for b in blocks])
+        names = [self.object_key(k) for k in keys]
+        got = self.client.batch_get_into(names, [self._block(b) for b in blocks], mappings=self._looked_up(names))
         now = time.monotonic()
         with self._lock:
             for key, size in zip(keys, got):

@@ -76,7 +76,7 @@ def test_store_then_load_into_other_blocks_byte_exact(master, tenant):
 
 
 def test_lookups_of_many_blocks_are_asked_in_few_master_calls(master, tenant):
-    _, view = primary(3)
+    writer_blocks, view = primary(3)
     tier = make_tier(master, tenant, view)
     keys = [i.to_bytes(4, "big") * 9 for i in range(60)]
     stored = keys[:30]
@@ -84,13 +84,19 @@ def test_lookups_of_many_blocks_are_asked_in_few_master_calls(master, tenant):
     tier.submit_store(tier_module.JobMetadata(job_id=2, keys=stored[BLOCKS:], block_ids=list(range(30 - BLOCKS)), is_promotion=False,
                                               req_context=None))
     assert wait_for(tier, [1, 2]) == {1: True, 2: True}
-    _, other_view = primary(4)
+    reader_blocks, other_view = primary(4)
     reader = make_tier(master, tenant, other_view)  # no verdicts yet: every lookup is asked of the master
     # The scheduler asks about a request's blocks one after another; the answers come from the tier's threads.
     assert all(reader.lookup(k, None) is None for k in keys)
     assert [lookup(reader, k) for k in keys] == [True] * 30 + [False] * 30
-    asked = reader.client.stats()["calls"].get("BatchExistKey", 0)
+    asked = reader.client.stats()["calls"].get("BatchGetDistributedPageMapping", 0)
     assert 1 <= asked <= 30, f"{asked} master calls for 60 lookups asked in a row: they are not batched"
+    # A load of blocks the tier looked up reads them with those mappings: no master call of its own.
+    reader.submit_load(tier_module.JobMetadata(job_id=5, keys=keys[7:8], block_ids=[2], is_promotion=True, req_context=None))
+    assert wait_for(reader, [5]) == {5: True}
+    assert torch.equal(reader_blocks[2], writer_blocks[7])
+    assert reader.client.stats()["calls"].get("BatchGetDistributedPageMapping", 0) == asked
+    assert reader.client.stats()["lookups_saved"] == 1
     for t in (tier, reader):
         t.drain_jobs()
         t.shutdown()
