@@ -14,9 +14,9 @@ import json
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
@@ -216,6 +216,28 @@ class Mappings:
         if None in picked:
             return None
         return [self._results[i] for i in picked], self._safe_until
+
+
+class RecentLookups:
+    """The last ``kept`` Mappings an engine connector looked up, for the reads that follow them on other threads:
+    ``covering(keys)`` is the newest one that covers every key while reads may still use it. Thread-safe: its lock
+    guards the deque, nests inside no other lock and is held only to append or copy."""
+
+    def __init__(self, kept: int):
+        self._kept: Deque[Mappings] = deque(maxlen=kept)
+        self._lock = threading.Lock()
+
+    def add(self, mappings: Mappings) -> None:
+        with self._lock:
+            self._kept.append(mappings)
+
+    def covering(self, keys: Sequence[str]) -> Optional[Mappings]:
+        with self._lock:
+            kept = list(self._kept)
+        for mappings in reversed(kept):
+            if mappings.covers(keys):
+                return mappings
+        return None
 
 
 class _BufferOf:

@@ -9,13 +9,11 @@ at commit 001067ff (HiCacheStorage, HiCacheStorageConfig, STORAGE_BATCH_SIZE = 1
 from __future__ import annotations
 
 import logging
-import threading
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, List, Optional
+from typing import Any, List, Optional
 
 from . import errors
-from .client import Client, Mappings
+from .client import Client, RecentLookups
 
 logger = logging.getLogger(__name__)
 
@@ -131,11 +129,8 @@ class McctlStore(HiCacheStorage):
                              read_memory_replicas=extra.get("read_memory_replicas", True),
                              read_threads=extra.get("read_threads"))
         self.mem_pool_host = None
-        # What batch_exists looked up, newest last, for the batch_get_v1 calls of the prefetch that follows (from
-        # another thread). _lookups_lock guards the deque; it nests inside no other lock and is held only to copy
-        # or append.
-        self._lookups: Deque[Mappings] = deque(maxlen=LOOKUPS_KEPT)
-        self._lookups_lock = threading.Lock()
+        # What batch_exists looked up, for the batch_get_v1 calls of the prefetch that follows (from another thread).
+        self._lookups = RecentLookups(LOOKUPS_KEPT)
 
     def _key(self, key: str) -> str:
         return key + self.suffix
@@ -166,7 +161,7 @@ class McctlStore(HiCacheStorage):
             part = slice(start, start + STORAGE_BATCH_SIZE)
             wanted = [sum(size for _, size in r) for r in regions[part]]
             names = [self._key(k) for k in keys[part]]
-            got = self.client.batch_get_into(names, regions[part], mappings=self._looked_up(names))
+            got = self.client.batch_get_into(names, regions[part], mappings=self._lookups.covering(names))
             done.extend(g == w for g, w in zip(got, wanted))
         return done
 
@@ -189,22 +184,12 @@ class McctlStore(HiCacheStorage):
         hits = 0
         for start in range(0, len(keys), STORAGE_BATCH_SIZE):
             mappings = self.client.lookup([self._key(k) for k in keys[start:start + STORAGE_BATCH_SIZE]])
-            with self._lookups_lock:
-                self._lookups.append(mappings)
+            self._lookups.add(mappings)
             leading = mappings.leading_hits()
             hits += leading
             if leading < len(mappings):
                 return hits
         return hits
-
-    def _looked_up(self, keys: List[str]) -> Optional[Mappings]:
-        """The newest mappings batch_exists kept that cover every one of ``keys``, while reads may use them."""
-        with self._lookups_lock:
-            kept = list(self._lookups)
-        for mappings in reversed(kept):
-            if mappings.covers(keys):
-                return mappings
-        return None
 
     # ---- the older per-tensor interface ----
 

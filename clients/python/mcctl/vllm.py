@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Dict, Iterable, List, Optional
 
 from . import errors
-from .client import Client, Mappings
+from .client import Client, RecentLookups
 
 try:  # pragma: no cover - only where vLLM is installed
     from vllm.v1.kv_offload.tiering.base import JobMetadata, JobResult, SecondaryTierManager
@@ -98,8 +98,8 @@ class McctlTier(SecondaryTierManager):
     promoted blocks from the nodes' DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks
     side by side; default and meaning as mcctl.Client's).
 
-    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_lookups``, ``_storing``
-    and ``_pending``; ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
+    Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and
+    ``_pending`` (``_lookups`` has a lock of its own); ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
     call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time looks every
     queued key up in one call, keeping the mappings for the loads that follow.
     """
@@ -128,7 +128,7 @@ class McctlTier(SecondaryTierManager):
         self._asking: set = set()  # keys queued or being asked about
         self._to_ask: List[bytes] = []  # queued, in lookup order
         self._asker_running = False  # whether a pool thread is draining _to_ask
-        self._lookups: collections.deque = collections.deque(maxlen=LOOKUPS_KEPT)  # the last lookups' mappings
+        self._lookups = RecentLookups(LOOKUPS_KEPT)  # the last lookups' mappings, for the loads that follow
         self._storing: Dict[bytes, int] = {}  # key -> stores in flight
         self._pending: set = set()  # job ids submitted and not yet finished
         self._finished: collections.deque = collections.deque()
@@ -176,13 +176,11 @@ class McctlTier(SecondaryTierManager):
                 # reads them without a master call of its own while their read lease lasts.
                 mappings = self.client.lookup([self.object_key(k) for k in keys])
                 present = mappings.found()
+                self._lookups.add(mappings)
             except errors.McctlError:
-                mappings = None
                 present = [False] * len(keys)  # the master is away: misses, asked again after the TTL
             now = time.monotonic()
             with self._lock:
-                if mappings is not None:
-                    self._lookups.append(mappings)
                 for key, found in zip(keys, present):
                     self._asking.discard(key)
                     self._verdicts[key] = (found, now)
@@ -234,18 +232,9 @@ class McctlTier(SecondaryTierManager):
     def submit_load(self, job_metadata: JobMetadata) -> None:
         self._submit(job_metadata, self._load)
 
-    def _looked_up(self, names: List[str]) -> Optional[Mappings]:
-        """The newest mappings the lookups kept that cover every one of ``names``, while reads may use them."""
-        with self._lock:
-            kept = list(self._lookups)
-        for mappings in reversed(kept):
-            if mappings.covers(names):
-                return mappings
-        return None
-
     def _load(self, keys: List[bytes], blocks: List[int]) -> bool:
         names = [self.object_key(k) for k in keys]
-        got = self.client.batch_get_into(names, [self._block(b) for b in blocks], mappings=self._looked_up(names))
+        got = self.client.batch_get_into(names, [self._block(b) for b in blocks], mappings=self._lookups.covering(names))
         now = time.monotonic()
         with self._lock:
             for key, size in zip(keys, got):
