@@ -75,6 +75,8 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         if got != [object_size] * count:
             raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
 
+    ahead = [None]  # the Mappings of the next "ahead" part, looked up just before it, untimed
+
     def mcctl_read_looked_up():  # the lookup done beforehand, untimed: an engine overlapping it with the read before
         got = client.batch_get_into(keys, slices, mappings=ahead[0])
         if got != [object_size] * count:
@@ -105,7 +107,6 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     if client.read_threads > 1:
         parts.append(("mcctl1", mcctl_read_one_thread))
     parts.append(("ahead", mcctl_read_looked_up))
-    ahead = [None]
     timed = {name: [] for name, _ in parts + [("lookup", lookup)]}
     cpu = {name: [] for name in timed}
     try:

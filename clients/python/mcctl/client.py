@@ -570,7 +570,7 @@ class Client:
         are too small. ``looked_up``: the batch's mapping results and until when reads may start with them, from
         an earlier lookup; without it the batch is looked up here."""
         if looked_up is not None:
-            results, safe_until = list(looked_up[0]), looked_up[1]
+            results, safe_until = looked_up  # the batch's own list (Mappings hands out copies): marked _DONE below
             if time.monotonic() <= safe_until:
                 self._count("lookups_saved")  # else the loop below looks the batch up again at once
         else:

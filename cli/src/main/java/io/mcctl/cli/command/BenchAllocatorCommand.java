@@ -116,7 +116,8 @@ public final class BenchAllocatorCommand implements Callable<Integer> {
         return String.format(Locale.ROOT, pattern, args);
     }
 
-    private static double round(double value, int digits) {
+    /** {@code value} to {@code digits} decimals, for the benchmarks' reports. */
+    static double round(double value, int digits) {
         double scale = Math.pow(10, digits);
         return Math.round(value * scale) / scale;
     }

@@ -81,10 +81,10 @@ public final class BenchPagesCommand implements Callable<Integer> {
                 row.put("keys", p.keys());
                 row.put("failures", p.failures());
                 row.put("mappings_at_end", p.mappingsAtEnd());
-                row.put("seconds", round(p.seconds(), 3));
+                row.put("seconds", BenchAllocatorCommand.round(p.seconds(), 3));
                 row.put("keys_per_second", Math.round(p.keysPerSecond()));
-                row.put("cpu_ns_per_key", round(p.cpuNanosPerKey(), 1));
-                row.put("collector_share_of_cpu", round(p.gcShare(), 3));
+                row.put("cpu_ns_per_key", BenchAllocatorCommand.round(p.cpuNanosPerKey(), 1));
+                row.put("collector_share_of_cpu", BenchAllocatorCommand.round(p.gcShare(), 3));
                 rows.add(row);
             }
             report.put("phases", rows);
@@ -100,10 +100,5 @@ public final class BenchPagesCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
-    }
-
-    private static double round(double value, int digits) {
-        double scale = Math.pow(10, digits);
-        return Math.round(value * scale) / scale;
     }
 }
