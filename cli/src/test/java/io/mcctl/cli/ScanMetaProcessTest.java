@@ -59,7 +59,11 @@ class ScanMetaProcessTest {
             try (MasterClient client = new MasterClient(second.address(), Duration.ofSeconds(10))) {
                 String owner = a.clientId();
                 assertTrue(PromotionProcessTest.await(() -> ownedBy(client, owner)), "A never reported its file again: " + a.log());
-                NodeClient.Read read = viaB.get("default", "ld");
+                // B's channel to the master may still be backing off from the master's downtime (gRPC reconnects on its
+                // own schedule): its read is asked until the channel is back.
+                NodeClient.Read[] got = new NodeClient.Read[1];
+                assertTrue(PromotionProcessTest.await(() -> (got[0] = viaB.get("default", "ld")) != null), "B never read 'ld': " + b.log());
+                NodeClient.Read read = got[0];
                 assertEquals(ReplicaType.LOCAL_DISK, read.type());
                 assertEquals(a.clientId(), read.source());
                 assertArrayEquals(data, bytes(read));
