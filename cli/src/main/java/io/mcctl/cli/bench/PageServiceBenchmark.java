@@ -10,8 +10,6 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -45,7 +43,12 @@ public final class PageServiceBenchmark {
 
     private final PageService pages;
     private final int batch;
-    private final List<String> committed = new ArrayList<>();
+    /**
+     * The numbers of the committed keys (key {@code n} is {@link #keyOf}): numbers rather than strings, so that what
+     * the benchmark itself keeps of millions of keys gives the collector nothing to copy or trace.
+     */
+    private long[] committed = new long[1024];
+    private int committedCount;
     private final SplittableRandom random = new SplittableRandom(42);
     private long nextKey;
 
@@ -61,7 +64,7 @@ public final class PageServiceBenchmark {
         return measure("offload cycle, filling the table", () -> {
             long keys = 0;
             long failures = 0;
-            while (committed.size() < mappings) {
+            while (committedCount < mappings) {
                 failures += offloadBatch();
                 keys += batch;
             }
@@ -76,16 +79,20 @@ public final class PageServiceBenchmark {
 
     /** Lookups of keys drawn at random from every committed key, for {@code seconds}. */
     public Phase lookupAllFor(double seconds) {
-        return measure("lookup, any committed key", timed(seconds, () -> lookupBatch(committed.size())));
+        return measure("lookup, any committed key", timed(seconds, () -> lookupBatch(committedCount)));
     }
 
     /** Lookups of keys drawn from the first {@code workingSet} committed keys (which stay in the caches), for {@code seconds}. */
     public Phase lookupFewFor(int workingSet, double seconds) {
-        return measure("lookup, " + workingSet + " keys", timed(seconds, () -> lookupBatch(Math.min(workingSet, committed.size()))));
+        return measure("lookup, " + workingSet + " keys", timed(seconds, () -> lookupBatch(Math.min(workingSet, committedCount))));
     }
 
     public long mappings() {
-        return committed.size();
+        return committedCount;
+    }
+
+    private static String keyOf(long n) {
+        return "run/t0/" + n;
     }
 
     private interface Step {
@@ -113,17 +120,21 @@ public final class PageServiceBenchmark {
     private long offloadBatch() {
         Tenant.Batch tenants = pages.batchTenants();
         String[] keys = new String[batch];
+        long first = nextKey;
         Placement[] placements = new Placement[batch];
         long failures = 0;
         for (int i = 0; i < batch; i++) {
-            keys[i] = "run/t0/" + nextKey++;
+            keys[i] = keyOf(nextKey++);
             Result<Placement> allocated = pages.allocate(tenants.of(TENANT), keys[i], OBJECT_SIZE, false, false);
             placements[i] = allocated.isOk() ? allocated.value() : null;
         }
         tenants = pages.batchTenants();
         for (int i = 0; i < batch; i++) {
             if (placements[i] != null && pages.notifySuccess(tenants.of(TENANT), keys[i], placements[i]).isOk()) {
-                committed.add(keys[i]);
+                if (committedCount == committed.length) {
+                    committed = java.util.Arrays.copyOf(committed, committedCount * 2);
+                }
+                committed[committedCount++] = first + i;
             } else {
                 failures++;
             }
@@ -135,7 +146,7 @@ public final class PageServiceBenchmark {
         Tenant.Batch tenants = pages.batchTenants();
         long failures = 0;
         for (int i = 0; i < batch; i++) {
-            String key = new String(committed.get(random.nextInt(from)).toCharArray()); // a new string, as off the wire
+            String key = keyOf(committed[random.nextInt(from)]); // a new string, as off the wire
             if (!pages.getMapping(tenants.of(TENANT), key).isOk()) {
                 failures++;
             }
@@ -151,7 +162,7 @@ public final class PageServiceBenchmark {
         double seconds = (System.nanoTime() - start) / 1e9;
         long cpu = ProcessCpu.ofThisProcess() - cpuBefore;
         long gc = collectorCpuNanos() - gcBefore;
-        return new Phase(name, done[0], committed.size(), seconds, cpu, Math.max(0, gc), done[1]);
+        return new Phase(name, done[0], committedCount, seconds, cpu, Math.max(0, gc), done[1]);
     }
 
     /**

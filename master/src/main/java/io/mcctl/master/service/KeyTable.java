@@ -6,10 +6,12 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The mapping table and the in-flight allocations: every key that has a committed mapping, an allocation in
- * flight, or both, split into {@value #SHARDS} shards by the scoped key's hash.
+ * flight, or both, split into {@value #SHARDS} shards by the scoped key's hash. A shard keeps its committed mappings
+ * in a {@link MappingTable} (numbers and bytes, no object per mapping) and its in-flight allocations as objects in a
+ * small table of their own: those live for the moments between an allocate and its notify.
  *
- * <p>Locks: each {@link Shard#lock} guards its shard's table of entries, every {@link Entry} in it and its list of in-flight
- * allocations. A caller holds at most one shard lock, except a page check confirming an overlap, which takes
+ * <p>Locks: each {@link Shard#lock} guards its shard's mapping table, its table of in-flight allocations and their
+ * deadline list. A caller holds at most one shard lock, except a page check confirming an overlap, which takes
  * several in index order.
  */
 final class KeyTable {
@@ -18,78 +20,17 @@ final class KeyTable {
     static final int SHARDS = 1 << SHARD_BITS;
 
     /**
-     * One key's state, kept small because there is one per live mapping: the committed placement inline
-     * ({@code bucket < 0} when there is none), its read lease, and the in-flight allocation, if any, as a separate
-     * object. It is also the link of its shard's hash chain ({@link Entries}). Guarded by its shard's lock.
-     */
-    static final class Entry {
-        /** Tenant, NUL, key: the string the entry was filed under. */
-        final String key;
-        /** {@link Entries#spread} of the key's hash, compared before the key itself. */
-        final int hash;
-        /** The next entry in its hash chain. */
-        Entry next;
-        int bucket = -1;
-        long offset;
-        long size;
-        int crc32c;
-        /** Until when the pages of the committed mapping are leased to readers (service clock); live only, never logged. */
-        long leaseUntilNanos;
-        /** When the committed mapping was last committed or handed out by a lookup (service clock): eviction's age. */
-        long lastUsedNanos;
-        /** Where the committed mapping sits in its shard's eviction samples, or -1. */
-        int sampleIndex = -1;
-        /** Soft pin: evicted only when nothing unpinned is left. Logged with the commit. */
-        boolean pinned;
-        InFlight inFlight;
-
-        Entry(String scopedKey) {
-            this.key = scopedKey;
-            this.hash = Entries.spread(scopedKey.hashCode());
-        }
-
-        boolean hasCommitted() {
-            return bucket >= 0;
-        }
-
-        Placement committed() {
-            return bucket < 0 ? null : new Placement(bucket, offset, size, crc32c);
-        }
-
-        boolean committedSameRange(Placement p) {
-            return bucket >= 0 && p != null && p.bucket() == bucket && p.offset() == offset && p.size() == size;
-        }
-
-        boolean committedEquals(Placement p) {
-            return committedSameRange(p) && p.crc32c() == crc32c;
-        }
-
-        void commit(Placement placement) {
-            bucket = placement.bucket();
-            offset = placement.offset();
-            size = placement.size();
-            crc32c = placement.crc32c();
-        }
-
-        void clearCommitted() {
-            bucket = -1;
-            leaseUntilNanos = 0;
-            pinned = false;
-        }
-
-        boolean isEmpty() {
-            return bucket < 0 && inFlight == null;
-        }
-    }
-
-    /**
-     * An allocation waiting for its notify. Linked into its shard's list in deadline order (deadlines are taken
-     * under the shard lock from a monotonic clock plus a constant, so appending keeps the order; a renewal moves it
-     * to the end), and unlinked the moment it ends: nothing lingers until its deadline.
+     * An allocation waiting for its notify. Filed in its shard's {@link InFlights} under its key, and linked into its
+     * shard's list in deadline order (deadlines are taken under the shard lock from a monotonic clock plus a constant,
+     * so appending keeps the order; a renewal moves it to the end); unlinked the moment it ends: nothing lingers until
+     * its deadline.
      */
     static final class InFlight {
         final String scopedKey;
-        final Entry owner;
+        /** {@link InFlights#spread} of the key's hash, compared before the key itself. */
+        final int hash;
+        /** The next allocation in its hash chain. */
+        InFlight chainNext;
         final Placement placement;
         long deadlineNanos;
         final boolean overwrite;
@@ -98,9 +39,9 @@ final class KeyTable {
         InFlight prev;
         InFlight next;
 
-        InFlight(String scopedKey, Entry owner, Placement placement, long deadlineNanos, boolean overwrite, boolean pin) {
+        InFlight(String scopedKey, Placement placement, long deadlineNanos, boolean overwrite, boolean pin) {
             this.scopedKey = scopedKey;
-            this.owner = owner;
+            this.hash = InFlights.spread(scopedKey.hashCode());
             this.placement = placement;
             this.deadlineNanos = deadlineNanos;
             this.overwrite = overwrite;
@@ -116,69 +57,13 @@ final class KeyTable {
             this.index = index;
         }
 
-        /** Replaced only while restoring, before serving. */
-        Entries entries = new Entries(0);
+        /** Committed mappings. Replaced only while restoring, before serving. */
+        MappingTable mappings = new MappingTable();
+        /** In-flight allocations by scoped key. */
+        final InFlights inFlight = new InFlights(0);
         /** Oldest deadline first. */
         InFlight head;
         InFlight tail;
-        /**
-         * The shard's committed mappings in no order, so that eviction can sample them at random: keys and entries side
-         * by side, {@link Entry#sampleIndex} pointing back. {@link #samples} is also read without the lock, as a hint
-         * that a shard is empty.
-         */
-        String[] sampleKeys = new String[4];
-        Entry[] sampleEntries = new Entry[4];
-        volatile int samples;
-
-        void addSample(String scopedKey, Entry entry) {
-            if (entry.sampleIndex >= 0) {
-                return;
-            }
-            int n = samples;
-            if (n == sampleKeys.length) {
-                int grown = n + (n >> 1) + 1; // by half: a million mappings keep less slack than with doubling
-                sampleKeys = java.util.Arrays.copyOf(sampleKeys, grown);
-                sampleEntries = java.util.Arrays.copyOf(sampleEntries, grown);
-            }
-            sampleKeys[n] = scopedKey;
-            sampleEntries[n] = entry;
-            entry.sampleIndex = n;
-            samples = n + 1;
-        }
-
-        void removeSample(Entry entry) {
-            int i = entry.sampleIndex;
-            if (i < 0) {
-                return;
-            }
-            int last = samples - 1;
-            if (i != last) {
-                sampleKeys[i] = sampleKeys[last];
-                sampleEntries[i] = sampleEntries[last];
-                sampleEntries[i].sampleIndex = i;
-            }
-            sampleKeys[last] = null;
-            sampleEntries[last] = null;
-            entry.sampleIndex = -1;
-            samples = last;
-        }
-
-        /** Rebuilds the samples from the table (after a restore filled it in bulk). */
-        void resetSamples() {
-            for (int i = 0; i < samples; i++) {
-                sampleEntries[i].sampleIndex = -1;
-            }
-            int n = Math.max(4, entries.size());
-            sampleKeys = new String[n];
-            sampleEntries = new Entry[n];
-            samples = 0;
-            for (Entry e : entries) {
-                if (e.hasCommitted()) {
-                    e.sampleIndex = -1;
-                    addSample(e.key, e);
-                }
-            }
-        }
 
         void append(InFlight inFlight) {
             inFlight.prev = tail;
@@ -203,13 +88,6 @@ final class KeyTable {
             }
             inFlight.prev = null;
             inFlight.next = null;
-        }
-
-        /** Drops a key whose entry holds nothing any more. */
-        void removeIfEmpty(String scopedKey, Entry entry) {
-            if (entry.isEmpty()) {
-                entries.remove(scopedKey);
-            }
         }
     }
 
@@ -239,54 +117,51 @@ final class KeyTable {
     }
 
     static int shardIndex(String scopedKey) {
-        // The top bits of a multiplicative hash: the shard's HashMap indexes by the low bits, so taking those here
-        // would crowd every shard's keys into a 64th of its table.
+        // The top bits of a multiplicative hash: the in-flight table indexes by the hash's low bits (the mapping table
+        // by a mix of all of them), so taking those here would crowd every shard's keys into a 64th of its table.
         return (scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS);
     }
 
     /** Every claim of a shard: committed mappings and in-flight allocations. Caller holds the shard's lock. */
     static void forEachClaim(Shard shard, ClaimVisitor visitor) {
-        for (Entry entry : shard.entries) {
-            if (entry.hasCommitted()) {
-                visitor.claim(ClaimKind.MAPPING, entry.key, entry.bucket, entry.offset, entry.size);
-            }
-            if (entry.inFlight != null) {
-                Placement p = entry.inFlight.placement;
-                visitor.claim(ClaimKind.IN_FLIGHT, entry.key, p.bucket(), p.offset(), p.size());
-            }
+        MappingTable mappings = shard.mappings;
+        for (int m = 0; m < mappings.size(); m++) {
+            visitor.claim(ClaimKind.MAPPING, mappings.key(m), mappings.bucket(m), mappings.offset(m), mappings.size(m));
+        }
+        for (InFlight pending : shard.inFlight) {
+            Placement p = pending.placement;
+            visitor.claim(ClaimKind.IN_FLIGHT, pending.scopedKey, p.bucket(), p.offset(), p.size());
         }
     }
 
     /** Whether the key still holds exactly this claim. Caller holds the shard's lock. */
     static boolean holds(Shard shard, String scopedKey, ClaimKind kind, int bucket, long offset, long size) {
-        Entry entry = shard.entries.get(scopedKey);
-        if (entry == null) {
-            return false;
-        }
         Placement claim = new Placement(bucket, offset, size, 0);
-        return kind == ClaimKind.MAPPING ? entry.committedSameRange(claim)
-                : entry.inFlight != null && entry.inFlight.placement.sameRange(claim);
+        if (kind == ClaimKind.MAPPING) {
+            int m = shard.mappings.find(scopedKey);
+            return m >= 0 && shard.mappings.sameRange(m, claim);
+        }
+        InFlight pending = shard.inFlight.get(scopedKey);
+        return pending != null && pending.placement.sameRange(claim);
     }
 
     /**
-     * A shard's entries by scoped key: a chained hash table whose chains are linked through the entries themselves.
-     * A lookup goes from the table's slot straight to the entry, where a map of entries would go through a node object
-     * first: one dependent cache miss fewer per lookup in a table of millions, and no node (32 bytes) per mapping.
-     * Guarded by its shard's lock; not thread-safe.
+     * A shard's in-flight allocations by scoped key: a chained hash table whose chains are linked through the
+     * allocations themselves, so filing one makes no node object. Guarded by its shard's lock; not thread-safe.
      */
-    static final class Entries implements Iterable<Entry> {
+    static final class InFlights implements Iterable<InFlight> {
         private static final int MIN_CAPACITY = 16;
 
-        private Entry[] table;
+        private InFlight[] table;
         private int size;
 
-        /** Sized for {@code expected} entries without a resize. */
-        Entries(int expected) {
+        /** Sized for {@code expected} allocations without a resize. */
+        InFlights(int expected) {
             int capacity = MIN_CAPACITY;
             while (capacity * 3L / 4 < expected) {
                 capacity <<= 1;
             }
-            table = new Entry[capacity];
+            table = new InFlight[capacity];
         }
 
         /** The low bits index the table: fold the high bits of a string's hash into them, as HashMap does. */
@@ -294,44 +169,33 @@ final class KeyTable {
             return hash ^ (hash >>> 16);
         }
 
-        Entry get(String scopedKey) {
+        InFlight get(String scopedKey) {
             int hash = spread(scopedKey.hashCode());
-            for (Entry e = table[hash & (table.length - 1)]; e != null; e = e.next) {
-                if (e.hash == hash && (e.key == scopedKey || e.key.equals(scopedKey))) {
+            for (InFlight e = table[hash & (table.length - 1)]; e != null; e = e.chainNext) {
+                if (e.hash == hash && (e.scopedKey == scopedKey || e.scopedKey.equals(scopedKey))) {
                     return e;
                 }
             }
             return null;
         }
 
-        /** The entry of {@code scopedKey}, added empty when there is none. */
-        Entry getOrAdd(String scopedKey) {
-            Entry found = get(scopedKey);
-            if (found == null) {
-                found = new Entry(scopedKey);
-                link(found);
-            }
-            return found;
-        }
-
-        /** Files {@code entry} under its key, in place of any entry the key had (restore only). */
-        void put(Entry entry) {
-            remove(entry.key);
-            link(entry);
+        /** Files {@code pending} under its key, which must have no allocation filed. */
+        void add(InFlight pending) {
+            link(pending);
         }
 
         void remove(String scopedKey) {
             int hash = spread(scopedKey.hashCode());
             int slot = hash & (table.length - 1);
-            Entry previous = null;
-            for (Entry e = table[slot]; e != null; previous = e, e = e.next) {
-                if (e.hash == hash && (e.key == scopedKey || e.key.equals(scopedKey))) {
+            InFlight previous = null;
+            for (InFlight e = table[slot]; e != null; previous = e, e = e.chainNext) {
+                if (e.hash == hash && (e.scopedKey == scopedKey || e.scopedKey.equals(scopedKey))) {
                     if (previous == null) {
-                        table[slot] = e.next;
+                        table[slot] = e.chainNext;
                     } else {
-                        previous.next = e.next;
+                        previous.chainNext = e.chainNext;
                     }
-                    e.next = null;
+                    e.chainNext = null;
                     size--;
                     return;
                 }
@@ -346,24 +210,24 @@ final class KeyTable {
             return size == 0;
         }
 
-        private void link(Entry entry) {
+        private void link(InFlight entry) {
             if (size >= table.length * 3L / 4) {
                 grow();
             }
             int slot = entry.hash & (table.length - 1);
-            entry.next = table[slot];
+            entry.chainNext = table[slot];
             table[slot] = entry;
             size++;
         }
 
         private void grow() {
-            Entry[] old = table;
-            Entry[] grown = new Entry[old.length << 1];
-            for (Entry head : old) {
-                for (Entry e = head; e != null; ) {
-                    Entry next = e.next;
+            InFlight[] old = table;
+            InFlight[] grown = new InFlight[old.length << 1];
+            for (InFlight head : old) {
+                for (InFlight e = head; e != null; ) {
+                    InFlight next = e.chainNext;
                     int slot = e.hash & (grown.length - 1);
-                    e.next = grown[slot];
+                    e.chainNext = grown[slot];
                     grown[slot] = e;
                     e = next;
                 }
@@ -373,13 +237,13 @@ final class KeyTable {
 
         /** In no order. The table must not change while an iteration runs. */
         @Override
-        public Iterator<Entry> iterator() {
+        public Iterator<InFlight> iterator() {
             return new Iterator<>() {
                 private int slot = -1;
-                private Entry next = advance(null);
+                private InFlight next = advance(null);
 
-                private Entry advance(Entry from) {
-                    Entry e = from == null ? null : from.next;
+                private InFlight advance(InFlight from) {
+                    InFlight e = from == null ? null : from.chainNext;
                     while (e == null && ++slot < table.length) {
                         e = table[slot];
                     }
@@ -392,11 +256,11 @@ final class KeyTable {
                 }
 
                 @Override
-                public Entry next() {
+                public InFlight next() {
                     if (next == null) {
                         throw new NoSuchElementException();
                     }
-                    Entry current = next;
+                    InFlight current = next;
                     next = advance(current);
                     return current;
                 }

@@ -209,14 +209,14 @@ public final class PageService {
         String tenant = resolvedTenant.id;
         long now = state.now();
         long pages = layout().pagesFor(size);
-        KeyTable.Entry entry = shard.entries.get(scoped);
-        if (entry != null && entry.inFlight != null) {
-            if (entry.inFlight.deadlineNanos - now > 0) {
+        KeyTable.InFlight inFlight = shard.inFlight.get(scoped);
+        if (inFlight != null) {
+            if (inFlight.deadlineNanos - now > 0) {
                 return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
             }
-            expire(entry.inFlight);
+            expire(inFlight);
         }
-        if (entry != null && entry.hasCommitted() && !overwrite) {
+        if (!overwrite && shard.mappings.find(scoped) >= 0) {
             return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
                     + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
         }
@@ -299,14 +299,15 @@ public final class PageService {
     }
 
     public Result<Void> free(Tenant tenant, String key, Placement expected) {
-        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
-            if (entry == null || entry.inFlight == null) {
+        return underKeyLock(tenant, key, null, (scoped, shard, now) -> {
+            KeyTable.InFlight pending = shard.inFlight.get(scoped);
+            if (pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
             }
-            if (expected != null && !entry.inFlight.placement.sameRange(expected)) {
-                return mismatch(key, expected, entry.inFlight);
+            if (expected != null && !pending.placement.sameRange(expected)) {
+                return mismatch(key, expected, pending);
             }
-            logAndApply(new Change.AllocationDropped(tenant.id, key, entry.inFlight.placement, Change.DropReason.FREED, 0), scoped);
+            logAndApply(new Change.AllocationDropped(tenant.id, key, pending.placement, Change.DropReason.FREED, 0), scoped);
             return Result.ok();
         });
     }
@@ -328,14 +329,15 @@ public final class PageService {
         shard.lock.lock();
         try {
             long now = state.now();
-            KeyTable.Entry entry = shard.entries.get(scoped);
-            if (entry == null || entry.inFlight == null) {
-                if (entry != null && entry.committedEquals(written)) {
+            KeyTable.InFlight pending = shard.inFlight.get(scoped);
+            MappingTable table = shard.mappings;
+            if (pending == null) {
+                int m = table.find(scoped);
+                if (m >= 0 && table.sameAs(m, written)) {
                     return Result.ok(); // this very notify, retried after its answer was lost: already committed
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
             }
-            KeyTable.InFlight pending = entry.inFlight;
             if (!pending.placement.sameRange(written)) {
                 return mismatch(key, written, pending);
             }
@@ -344,8 +346,9 @@ public final class PageService {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
-            logAndApply(entry.hasCommitted()
-                    ? new Change.Committed(tenant.id, key, committed, entry.committed(), releaseMillis(entry, now), pending.pin)
+            int replaced = table.find(scoped);
+            logAndApply(replaced >= 0
+                    ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), releaseMillis(table, replaced, now), pending.pin)
                     : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped);
             return Result.ok();
         } finally {
@@ -362,18 +365,19 @@ public final class PageService {
     }
 
     public Result<Long> renew(Tenant tenant, String key, Placement held) {
-        return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, entry, now) -> {
+        return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, shard, now) -> {
             // In the order notify checks: no allocation, another allocation, then one past its deadline.
-            if (entry == null || entry.inFlight == null) {
+            KeyTable.InFlight pending = shard.inFlight.get(scoped);
+            if (pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight to renew (expired, freed, or committed)");
             }
-            if (!entry.inFlight.placement.sameRange(held)) {
-                return mismatch(key, held, entry.inFlight);
+            if (!pending.placement.sameRange(held)) {
+                return mismatch(key, held, pending);
             }
-            if (entry.inFlight.deadlineNanos - now <= 0) {
+            if (pending.deadlineNanos - now <= 0) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the renewal; its pages are being reclaimed");
             }
-            logAndApply(new Change.Renewed(tenant.id, key, entry.inFlight.placement, state.wallMillis(now + allocationDeadlineNanos)), scoped);
+            logAndApply(new Change.Renewed(tenant.id, key, pending.placement, state.wallMillis(now + allocationDeadlineNanos)), scoped);
             return Result.ok(allocationDeadlineMillis());
         });
     }
@@ -385,11 +389,11 @@ public final class PageService {
      */
     public Result<InFlightDrop> dropInFlight(String tenantId, String key) {
         Tenant tenant = tenant(tenantId);
-        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
-            if (entry == null || entry.inFlight == null) {
+        return underKeyLock(tenant, key, null, (scoped, shard, now) -> {
+            KeyTable.InFlight pending = shard.inFlight.get(scoped);
+            if (pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenantId + "'");
             }
-            KeyTable.InFlight pending = entry.inFlight;
             // As at expiry: held until the deadline plus the grace, or freed at once when that has passed too.
             long holdUntil = pending.deadlineNanos + allocationGraceNanos;
             long releaseMs = holdUntil - now > 0 ? state.wallMillis(holdUntil) : 0;
@@ -405,12 +409,12 @@ public final class PageService {
     /** A change of one key, made under its shard lock once the request is valid and changes are taken. */
     @FunctionalInterface
     interface KeyChange<T> {
-        Result<T> apply(String scopedKey, KeyTable.Entry entry, long now);
+        Result<T> apply(String scopedKey, KeyTable.Shard shard, long now);
     }
 
     /**
      * Checks (tenant, key) and {@code problem} (null: none), refuses when changes are not taken, then runs {@code change}
-     * with the key's entry (or null) under its shard lock. The calls of every offload (allocate, notify) spell this
+     * under the key's shard lock. The calls of every offload (allocate, notify) spell this
      * out instead, so the hot path makes no lambda.
      */
     <T> Result<T> underKeyLock(Tenant tenant, String key, String problem, KeyChange<T> change) {
@@ -423,7 +427,7 @@ public final class PageService {
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            return change.apply(scoped, shard.entries.get(scoped), state.now());
+            return change.apply(scoped, shard, state.now());
         } finally {
             shard.lock.unlock();
         }
@@ -447,8 +451,8 @@ public final class PageService {
      * grants a read lease like {@link #getMapping}) and whether it is pinned.
      */
     public Result<KeyDetail> getMappingDetail(String tenant, String key) {
-        return lookup(tenant(tenant), key, true, (entry, previousUse) -> new KeyDetail(entry.committed(),
-                Math.max(0, (state.now() - previousUse) / 1_000_000), entry.pinned));
+        return lookup(tenant(tenant), key, true, (table, m, previousUse) -> new KeyDetail(table.placement(m),
+                Math.max(0, (state.now() - previousUse) / 1_000_000), table.pinned(m)));
     }
 
     /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
@@ -460,15 +464,15 @@ public final class PageService {
         return lookup(tenant, key, false, COMMITTED);
     }
 
-    /** What a lookup answers, read from the entry under its shard lock; {@code previousUse} is its use before this lookup. */
+    /** What a lookup answers, read from mapping {@code m} under its shard lock; {@code previousUse} is its use before this lookup. */
     @FunctionalInterface
-    private interface EntryView<T> {
-        T of(KeyTable.Entry entry, long previousUse);
+    private interface MappingView<T> {
+        T of(MappingTable table, int m, long previousUse);
     }
 
-    private static final EntryView<Placement> COMMITTED = (entry, previousUse) -> entry.committed();
+    private static final MappingView<Placement> COMMITTED = (table, m, previousUse) -> table.placement(m);
 
-    private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, EntryView<T> view) {
+    private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, MappingView<T> view) {
         String invalid = tenant.problem != null ? tenant.problem : KeyRules.checkKey(key);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
@@ -478,22 +482,23 @@ public final class PageService {
         Result<T> hit;
         shard.lock.lock();
         try {
-            KeyTable.Entry entry = shard.entries.get(scoped);
-            if (entry == null || !entry.hasCommitted()) {
+            MappingTable table = shard.mappings;
+            int m = table.find(scoped);
+            if (m < 0) {
                 if (lease) {
                     tenant.usage().misses.increment();
                 }
-                if (entry != null && entry.inFlight != null) {
+                if (shard.inFlight.get(scoped) != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
             }
-            long previousUse = entry.lastUsedNanos;
+            long previousUse = table.lastUsedNanos(m);
             if (lease) {
-                grantLease(entry);
+                grantLease(table, m);
                 tenant.usage().hits.increment();
             }
-            hit = Result.ok(view.of(entry, previousUse));
+            hit = Result.ok(view.of(table, m, previousUse));
         } finally {
             shard.lock.unlock();
         }
@@ -504,14 +509,14 @@ public final class PageService {
         return hit;
     }
 
-    /** Caller holds the entry's shard lock. */
-    void grantLease(KeyTable.Entry entry) {
+    /** Leases mapping {@code m}'s pages to readers for a lease period from now. Caller holds the table's shard lock. */
+    void grantLease(MappingTable table, int m) {
         long now = state.now();
         long until = now + readLeaseNanos;
-        if (until - entry.leaseUntilNanos > 0) {
-            entry.leaseUntilNanos = until;
+        if (until - table.leaseUntilNanos(m) > 0) {
+            table.setLeaseUntilNanos(m, until);
         }
-        entry.lastUsedNanos = now; // handed out: recently used, for eviction
+        table.setLastUsedNanos(m, now); // handed out: recently used, for eviction
     }
 
     /** Removes the committed mapping of (tenant, key); its pages wait in quarantine until its read leases run out. */
@@ -520,11 +525,13 @@ public final class PageService {
     }
 
     public Result<Void> remove(Tenant tenant, String key) {
-        return underKeyLock(tenant, key, null, (scoped, entry, now) -> {
-            if (entry == null || !entry.hasCommitted()) {
+        return underKeyLock(tenant, key, null, (scoped, shard, now) -> {
+            MappingTable table = shard.mappings;
+            int m = table.find(scoped);
+            if (m < 0) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
             }
-            logAndApply(new Change.Removed(tenant.id, key, entry.committed(), releaseMillis(entry, now)), scoped);
+            logAndApply(new Change.Removed(tenant.id, key, table.placement(m), releaseMillis(table, m, now)), scoped);
             return Result.ok();
         });
     }
@@ -594,12 +601,13 @@ public final class PageService {
             Placement placement = null;
             shard.lock.lock();
             try {
-                KeyTable.Entry entry = shard.entries.get(scoped);
-                if (entry != null && entry.hasCommitted()) {
+                MappingTable table = shard.mappings;
+                int m = table.find(scoped);
+                if (m >= 0) {
                     if (lease) {
-                        grantLease(entry);
+                        grantLease(table, m);
                     }
-                    placement = entry.committed();
+                    placement = table.placement(m);
                 }
             } finally {
                 shard.lock.unlock();
@@ -626,11 +634,13 @@ public final class PageService {
             KeyTable.Shard shard = keys.shard(s);
             shard.lock.lock();
             try {
-                for (KeyTable.Entry entry : shard.entries) {
-                    String scoped = entry.key;
-                    if (entry.hasCommitted() && scoped.startsWith(scopedPrefix)
-                            && (after == null || ListingCursors.compareUtf8(scoped, after) > 0)) {
-                        found.add(scoped);
+                MappingTable table = shard.mappings;
+                for (int m = 0; m < table.size(); m++) {
+                    if (table.keyStartsWith(m, scopedPrefix)) {
+                        String scoped = table.key(m);
+                        if (after == null || ListingCursors.compareUtf8(scoped, after) > 0) {
+                            found.add(scoped);
+                        }
                     }
                 }
             } finally {
@@ -734,8 +744,9 @@ public final class PageService {
      * The release time logged for the committed mapping's pages: when its last read lease runs out, or 0 when
      * they are freed at once.
      */
-    private long releaseMillis(KeyTable.Entry entry, long now) {
-        return entry.leaseUntilNanos - now > 0 ? state.wallMillis(entry.leaseUntilNanos) : 0;
+    private long releaseMillis(MappingTable table, int m, long now) {
+        long until = table.leaseUntilNanos(m);
+        return until - now > 0 ? state.wallMillis(until) : 0;
     }
 
     // ---- eviction ----
@@ -988,12 +999,13 @@ public final class PageService {
         long now = state.now();
         for (int i = 0; i < KeyTable.SHARDS && sampled < EVICTION_SAMPLES; i++) {
             KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
-            if (shard.samples == 0) {
+            if (shard.mappings.isEmptyHint()) {
                 continue; // a hint read without the lock: an empty shard is passed over cheaply
             }
             shard.lock.lock();
             try {
-                int n = shard.samples;
+                MappingTable table = shard.mappings;
+                int n = table.size();
                 if (n == 0) {
                     continue; // emptied since the hint was read
                 }
@@ -1004,27 +1016,27 @@ public final class PageService {
                 int taken = 0;
                 for (int j = 0; j < tries && taken < EVICTION_SAMPLES_PER_SHARD; j++) {
                     int k = onlyPrefix != null ? (from + j) % n : n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
-                    if (onlyPrefix != null && !shard.sampleKeys[k].startsWith(onlyPrefix)) {
+                    if (onlyPrefix != null && !table.keyStartsWith(k, onlyPrefix)) {
                         continue; // another tenant's: a quota evicts only its own tenant's objects
                     }
                     taken++;
-                    KeyTable.Entry entry = shard.sampleEntries[k];
+                    boolean leased = table.leaseUntilNanos(k) - now > 0;
                     // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
                     // now when the room is wanted at once.
                     // An object being promoted counts as used just now: its task pins it while anything else can go.
-                    long age = entry.pinned ? Long.MAX_VALUE
-                            : preferUnleased && entry.leaseUntilNanos - now > 0 || promotions.pinned(shard.sampleKeys[k]) ? Long.MAX_VALUE - 1
-                            : entry.lastUsedNanos;
-                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1 && makesRun(entry.committed(), roomPages);
+                    long age = table.pinned(k) ? Long.MAX_VALUE
+                            : preferUnleased && leased || promotions.any() && promotions.pinned(table.key(k)) ? Long.MAX_VALUE - 1
+                            : table.lastUsedNanos(k);
+                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1 && makesRun(table.placement(k), roomPages);
                     if (victim == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
                         victimJoins = joins;
                         bestAge = age;
-                        victimKey = shard.sampleKeys[k];
+                        victimKey = table.key(k);
                         victimShard = shard;
-                        victim = entry.committed();
-                        victimUsed = entry.lastUsedNanos;
-                        victimPinned = entry.pinned;
-                        victimLeased = entry.leaseUntilNanos - now > 0;
+                        victim = table.placement(k);
+                        victimUsed = table.lastUsedNanos(k);
+                        victimPinned = table.pinned(k);
+                        victimLeased = leased;
                     }
                     sampled++;
                 }
@@ -1043,12 +1055,13 @@ public final class PageService {
         }
         victimShard.lock.lock();
         try {
-            KeyTable.Entry entry = victimShard.entries.get(victimKey);
-            if (entry == null || !entry.committedEquals(victim) || entry.lastUsedNanos != victimUsed) {
+            MappingTable table = victimShard.mappings;
+            int m = table.find(victimKey);
+            if (m < 0 || !table.sameAs(m, victim) || table.lastUsedNanos(m) != victimUsed) {
                 return 0; // changed or used since it was sampled: the next sample decides
             }
             String tenant = KeyRules.tenantOf(victimKey);
-            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(entry, state.now()), reason), victimKey);
+            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(table, m, state.now()), reason), victimKey);
             evictedCount(reason).increment();
             evictedBytes(reason).add(victim.size());
             return layout().pagesFor(victim.size());
@@ -1127,15 +1140,16 @@ public final class PageService {
         long oldest = Long.MAX_VALUE;
         for (int s = 0; s < KeyTable.SHARDS; s += 8) {
             KeyTable.Shard shard = keys.shard(s);
-            if (shard.samples == 0) {
+            if (shard.mappings.isEmptyHint()) {
                 continue;
             }
             shard.lock.lock();
             try {
-                int n = shard.samples;
+                MappingTable table = shard.mappings;
+                int n = table.size();
                 for (int i = 0; i < Math.min(n, AGE_SAMPLES_PER_SHARD); i++) {
                     int k = n <= AGE_SAMPLES_PER_SHARD ? i : java.util.concurrent.ThreadLocalRandom.current().nextInt(n);
-                    oldest = Math.min(oldest, shard.sampleEntries[k].lastUsedNanos);
+                    oldest = Math.min(oldest, table.lastUsedNanos(k));
                 }
             } finally {
                 shard.lock.unlock();
@@ -1295,7 +1309,7 @@ public final class PageService {
             this.inFlight = inFlight;
         }
 
-        /** Entries copied (a key with only an in-flight allocation counts, but yields no mapping). */
+        /** Mappings copied. */
         public int entries() {
             return keys.length;
         }
@@ -1326,27 +1340,25 @@ public final class PageService {
         List<Change.Allocated> inFlight = new ArrayList<>();
         shard.lock.lock();
         try {
-            int n = shard.entries.size();
+            MappingTable table = shard.mappings;
+            int n = table.size();
             String[] scopedKeys = new String[n];
             int[] buckets = new int[n];
             long[] offsets = new long[n];
             long[] sizes = new long[n];
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
-            int i = 0;
-            for (KeyTable.Entry entry : shard.entries) {
-                scopedKeys[i] = entry.key;
-                buckets[i] = entry.bucket;
-                offsets[i] = entry.offset;
-                sizes[i] = entry.size;
-                crcs[i] = entry.crc32c;
-                pinned[i] = entry.pinned;
-                i++;
-                KeyTable.InFlight pending = entry.inFlight;
-                if (pending != null) {
-                    inFlight.add(new Change.Allocated(KeyRules.tenantOf(entry.key), KeyRules.keyOf(entry.key), pending.placement,
-                            state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
-                }
+            for (int m = 0; m < n; m++) {
+                scopedKeys[m] = table.key(m);
+                buckets[m] = table.bucket(m);
+                offsets[m] = table.offset(m);
+                sizes[m] = table.size(m);
+                crcs[m] = table.crc32c(m);
+                pinned[m] = table.pinned(m);
+            }
+            for (KeyTable.InFlight pending : shard.inFlight) {
+                inFlight.add(new Change.Allocated(KeyRules.tenantOf(pending.scopedKey), KeyRules.keyOf(pending.scopedKey), pending.placement,
+                        state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
             }
             return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, inFlight);
         } finally {
@@ -1425,16 +1437,27 @@ public final class PageService {
         public void putAll(List<Batch> batches) {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 int adding = 0;
+                long keyBytes = 0;
                 for (Batch batch : batches) {
-                    adding += batch.entries[i] == null ? 0 : batch.entries[i].size();
+                    if (batch.shards[i] != null) {
+                        adding += batch.shards[i].size();
+                        keyBytes += batch.shards[i].keyBytesHeld();
+                    }
                 }
                 KeyTable.Shard shard = keys.shard(i);
-                if (shard.entries.isEmpty()) {
-                    shard.entries = new KeyTable.Entries(adding); // sized once: no rehash while filling
+                if (adding == 0) {
+                    return;
+                }
+                if (shard.mappings.size() == 0) {
+                    // Sized once: no growth while filling.
+                    shard.mappings = new MappingTable(adding, (int) Math.min(Integer.MAX_VALUE, (keyBytes + adding - 1) / adding));
                 }
                 for (Batch batch : batches) {
-                    if (batch.entries[i] != null) {
-                        batch.entries[i].forEach(shard.entries::put);
+                    MappingTable from = batch.shards[i];
+                    if (from != null) {
+                        for (int m = 0; m < from.size(); m++) {
+                            shard.mappings.putFrom(from, m);
+                        }
                     }
                 }
             });
@@ -1479,30 +1502,34 @@ public final class PageService {
             java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel().forEach(i -> {
                 KeyTable.Shard shard = keys.shard(i);
                 List<KeyTable.InFlight> inFlight = new ArrayList<>();
-                for (KeyTable.Entry entry : shard.entries) {
-                    if (entry.hasCommitted()) {
-                        // Leases granted before a restart are not logged: every mapping counts as read just now, so a
-                        // reader that looked it up before the crash still has its pages for one lease period. Use
-                        // times are not logged either: eviction starts afresh.
-                        entry.leaseUntilNanos = restoredLeaseUntil;
-                        entry.lastUsedNanos = restoredLeaseUntil - readLeaseNanos;
-                        committed[i]++;
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
-                        usage.keys.increment();
-                        usage.bytes.add(entry.size);
-                        if (entry.pinned) {
-                            pinned[i]++;
-                            state.pinnedBytes.add(entry.size);
-                        }
+                MappingTable table = shard.mappings;
+                String lastTenant = null;
+                PageState.TenantUsage usage = null;
+                for (int m = 0; m < table.size(); m++) {
+                    // Leases granted before a restart are not logged: every mapping counts as read just now, so a
+                    // reader that looked it up before the crash still has its pages for one lease period. Use
+                    // times are not logged either: eviction starts afresh.
+                    table.setLeaseUntilNanos(m, restoredLeaseUntil);
+                    table.setLastUsedNanos(m, restoredLeaseUntil - readLeaseNanos);
+                    committed[i]++;
+                    String tenant = KeyRules.tenantOf(table.key(m));
+                    if (!tenant.equals(lastTenant)) {
+                        usage = state.usage(tenant);
+                        lastTenant = tenant;
                     }
-                    if (entry.inFlight != null) {
-                        inFlight.add(entry.inFlight);
-                        PageState.TenantUsage usage = state.usage(KeyRules.tenantOf(entry.key));
-                        usage.inFlight.increment();
-                        usage.inFlightBytes.add(entry.inFlight.placement.size());
+                    usage.keys.increment();
+                    usage.bytes.add(table.size(m));
+                    if (table.pinned(m)) {
+                        pinned[i]++;
+                        state.pinnedBytes.add(table.size(m));
                     }
                 }
-                shard.resetSamples();
+                for (KeyTable.InFlight pending : shard.inFlight) {
+                    inFlight.add(pending);
+                    PageState.TenantUsage owner = state.usage(KeyRules.tenantOf(pending.scopedKey));
+                    owner.inFlight.increment();
+                    owner.inFlightBytes.add(pending.placement.size());
+                }
                 // Replay appended in log order and the snapshot in table order: put each shard's list in deadline order.
                 inFlight.sort((a, b) -> Long.compare(a.deadlineNanos, b.deadlineNanos));
                 shard.head = null;
@@ -1625,25 +1652,18 @@ public final class PageService {
      * filled in parallel. Not thread-safe: one per decoding thread.
      */
     public final class Batch {
-        /** Each entry holds its scoped key. */
-        @SuppressWarnings("unchecked")
-        private final ArrayList<KeyTable.Entry>[] entries = new ArrayList[KeyTable.SHARDS];
+        /** Per shard, the mappings this batch decoded for it (a later one of a key in place of an earlier). */
+        private final MappingTable[] shards = new MappingTable[KeyTable.SHARDS];
 
         private Batch() {
         }
 
         public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
             int shard = KeyTable.shardIndex(scopedKey);
-            if (entries[shard] == null) {
-                entries[shard] = new ArrayList<>();
+            if (shards[shard] == null) {
+                shards[shard] = new MappingTable();
             }
-            KeyTable.Entry entry = new KeyTable.Entry(scopedKey);
-            entry.bucket = bucket;
-            entry.offset = offset;
-            entry.size = size;
-            entry.crc32c = crc32c;
-            entry.pinned = pinned;
-            entries[shard].add(entry);
+            shards[shard].put(scopedKey, bucket, offset, size, crc32c, pinned);
         }
     }
 

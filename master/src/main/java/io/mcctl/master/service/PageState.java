@@ -157,17 +157,18 @@ final class PageState {
 
     private void allocated(Change.Allocated a, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.getOrAdd(scoped);
-        if (entry.inFlight != null) {
-            if (entry.inFlight.placement.sameRange(a.placement())) {
+        KeyTable.InFlight current = shard.inFlight.get(scoped);
+        if (current != null) {
+            if (current.placement.sameRange(a.placement())) {
                 return; // a snapshot taken after this record already holds it
             }
             // Recovery only: the snapshot holds an allocation of this key that this record came before; the records
             // after this one bring the key back to where it was.
-            endInFlight(shard, entry, a.tenant());
+            endInFlight(shard, current, a.tenant());
         }
-        entry.inFlight = new KeyTable.InFlight(scoped, entry, a.placement(), clockOf(a.deadlineMs()), a.overwrite(), a.pin());
-        shard.append(entry.inFlight);
+        KeyTable.InFlight pending = new KeyTable.InFlight(scoped, a.placement(), clockOf(a.deadlineMs()), a.overwrite(), a.pin());
+        shard.inFlight.add(pending);
+        shard.append(pending);
         inFlight.incrementAndGet();
         TenantUsage usage = usage(a.tenant());
         usage.inFlight.increment();
@@ -176,94 +177,93 @@ final class PageState {
 
     private void renewed(Change.Renewed r, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.get(scoped);
-        if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(r.placement())) {
+        KeyTable.InFlight pending = shard.inFlight.get(scoped);
+        if (pending == null || !pending.placement.sameRange(r.placement())) {
             return;
         }
         // The new deadline is now plus the full deadline, the latest of the shard: moving to the end keeps the order.
-        shard.unlink(entry.inFlight);
-        entry.inFlight.deadlineNanos = clockOf(r.deadlineMs());
-        shard.append(entry.inFlight);
+        shard.unlink(pending);
+        pending.deadlineNanos = clockOf(r.deadlineMs());
+        shard.append(pending);
     }
 
     private void committed(Change.Committed c, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.getOrAdd(scoped);
-        // The key string the table holds (the allocation's), so the eviction samples share it instead of keeping a
-        // second copy of every key.
-        String tableKey = entry.key;
         // The allocation this commit ends is in flight no more, even when the snapshot already holds the commit: its
         // Allocated record, replayed just before, has put it back.
-        if (entry.inFlight != null && entry.inFlight.placement.sameRange(c.placement())) {
-            endInFlight(shard, entry, c.tenant());
+        KeyTable.InFlight pending = shard.inFlight.get(scoped);
+        if (pending != null && pending.placement.sameRange(c.placement())) {
+            endInFlight(shard, pending, c.tenant());
         }
-        if (entry.committedEquals(c.placement())) {
+        MappingTable table = shard.mappings;
+        int m = table.find(scoped);
+        if (m >= 0 && table.sameAs(m, c.placement())) {
             return;
         }
         TenantUsage usage = usage(c.tenant());
-        if (entry.hasCommitted()) {
+        Placement placement = c.placement();
+        if (m >= 0) {
             PromotionTask promoting = promotions.get(scoped);
-            if (promoting != null && !promoting.queued.placement().sameRange(c.placement())) {
+            if (promoting != null && !promoting.queued.placement().sameRange(placement)) {
                 promotions.remove(scoped, promoting); // it copied the mapping this commit replaces
             }
-            if (entry.committedSameRange(c.replaced())) {
+            if (table.sameRange(m, c.replaced())) {
                 release(c.replaced(), c.replacedReleaseMs());
             }
-            usage.bytes.add(-entry.size);
-            if (entry.pinned) {
+            usage.bytes.add(-table.size(m));
+            if (table.pinned(m)) {
                 pinnedMappings.decrementAndGet();
-                pinnedBytes.add(-entry.size);
+                pinnedBytes.add(-table.size(m));
             }
+            table.setPlacement(m, placement);
+            table.setLeaseUntilNanos(m, 0);
+            table.setLastUsedNanos(m, now());
+            table.setPinned(m, c.pinned());
         } else {
             mappings.incrementAndGet();
             usage.keys.increment();
-            shard.addSample(tableKey, entry);
+            table.add(scoped, placement.bucket(), placement.offset(), placement.size(), placement.crc32c(), c.pinned(), now());
         }
-        entry.commit(c.placement());
-        entry.leaseUntilNanos = 0;
-        entry.lastUsedNanos = now();
-        entry.pinned = c.pinned();
         if (c.pinned()) {
             pinnedMappings.incrementAndGet();
-            pinnedBytes.add(c.placement().size());
+            pinnedBytes.add(placement.size());
         }
-        usage.bytes.add(c.placement().size());
+        usage.bytes.add(placement.size());
     }
 
     private void dropped(Change.AllocationDropped d, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.get(scoped);
-        if (entry == null || entry.inFlight == null || !entry.inFlight.placement.sameRange(d.placement())) {
+        KeyTable.InFlight pending = shard.inFlight.get(scoped);
+        if (pending == null || !pending.placement.sameRange(d.placement())) {
             return;
         }
-        endInFlight(shard, entry, d.tenant());
+        endInFlight(shard, pending, d.tenant());
         release(d.placement(), d.releaseMs());
-        shard.removeIfEmpty(scoped, entry);
     }
 
     private void removed(Change.Removed r, String scoped) {
         KeyTable.Shard shard = keys.shardOf(scoped);
-        KeyTable.Entry entry = shard.entries.get(scoped);
-        if (entry == null || !entry.committedSameRange(r.placement())) {
+        MappingTable table = shard.mappings;
+        int m = table.find(scoped);
+        if (m < 0 || !table.sameRange(m, r.placement())) {
             return;
         }
+        long size = table.size(m);
         TenantUsage usage = usage(r.tenant());
         usage.keys.decrement();
-        usage.bytes.add(-entry.size);
+        usage.bytes.add(-size);
         if (r.reason() != Change.RemoveReason.REMOVED) {
             usage.evictedKeys.increment();
-            usage.evictedBytes.add(entry.size);
+            usage.evictedBytes.add(size);
         }
-        shard.removeSample(entry);
-        if (entry.pinned) {
+        if (table.pinned(m)) {
             pinnedMappings.decrementAndGet();
-            pinnedBytes.add(-entry.size);
+            pinnedBytes.add(-size);
         }
         endPromotion(scoped, r.placement()); // its source is gone
-        entry.clearCommitted();
+        table.remove(m);
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs());
-        shard.removeIfEmpty(scoped, entry);
     }
 
     /**
@@ -294,12 +294,12 @@ final class PageState {
         }
     }
 
-    private void endInFlight(KeyTable.Shard shard, KeyTable.Entry entry, String tenant) {
+    private void endInFlight(KeyTable.Shard shard, KeyTable.InFlight pending, String tenant) {
         TenantUsage usage = usage(tenant);
         usage.inFlight.decrement();
-        usage.inFlightBytes.add(-entry.inFlight.placement.size());
-        shard.unlink(entry.inFlight);
-        entry.inFlight = null;
+        usage.inFlightBytes.add(-pending.placement.size());
+        shard.unlink(pending);
+        shard.inFlight.remove(pending.scopedKey);
         inFlight.decrementAndGet();
     }
 

@@ -54,9 +54,10 @@ public final class Promotions {
      * OBJECT_NOT_FOUND when it has no committed object; NO_AVAILABLE_HANDLE when the queue is full.
      */
     public Result<Task> queue(String tenant, String key) {
-        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, entry, now) -> {
-            if (entry == null || !entry.hasCommitted()) {
-                return Result.error(entry != null && entry.inFlight != null ? ErrorCode.REPLICA_IS_NOT_READY : ErrorCode.OBJECT_NOT_FOUND,
+        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
+            int m = shard.mappings.find(scoped);
+            if (m < 0) {
+                return Result.error(shard.inFlight.get(scoped) != null ? ErrorCode.REPLICA_IS_NOT_READY : ErrorCode.OBJECT_NOT_FOUND,
                         "key '" + key + "' of tenant '" + tenant + "' has no committed object to promote");
             }
             PageState.PromotionTask current = state.promotions.get(scoped);
@@ -67,7 +68,7 @@ public final class Promotions {
                 return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "the promotion queue holds " + maxTasks
                         + " tasks already (--promotion-max-tasks): key '" + key + "' is not queued");
             }
-            pages.logAndApply(new Change.PromotionQueued(tenant, key, entry.committed(), state.wallMillis(now)), scoped);
+            pages.logAndApply(new Change.PromotionQueued(tenant, key, shard.mappings.placement(m), state.wallMillis(now)), scoped);
             queuedTotal.increment();
             return Result.ok(view(state.promotions.get(scoped), now));
         });
@@ -100,15 +101,16 @@ public final class Promotions {
      * and leases the source's pages to the holder for its copy. False when another node took it or its source changed.
      */
     public boolean take(String tenant, String key, Placement placement, String holder) {
-        Result<Boolean> taken = pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, entry, now) -> {
+        Result<Boolean> taken = pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
             PageState.PromotionTask task = state.promotions.get(scoped);
+            int m = shard.mappings.find(scoped);
             if (task == null || task.holder != null || !task.queued.placement().sameRange(placement)
-                    || entry == null || !entry.committedSameRange(placement)) {
+                    || m < 0 || !shard.mappings.sameRange(m, placement)) {
                 return Result.ok(false);
             }
             task.holder = holder;
             task.takenNanos = now;
-            pages.grantLease(entry);
+            pages.grantLease(shard.mappings, m);
             return Result.ok(true);
         });
         return taken.isOk() && taken.value();
@@ -142,7 +144,7 @@ public final class Promotions {
      * was removed or overwritten meanwhile, which ended it); INVALID_PARAMS when someone else holds it.
      */
     public Result<Placement> end(String tenant, String key, String holder, Change.PromotionOutcome outcome) {
-        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, entry, now) -> {
+        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
             PageState.PromotionTask task = state.promotions.get(scoped);
             if (task == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' of tenant '" + tenant + "' has no promotion task"
@@ -172,6 +174,11 @@ public final class Promotions {
         return failedTotal.sum();
     }
 
+    /** Whether any object has a task: when none does, eviction need not ask about each key it samples. */
+    boolean any() {
+        return !state.promotions.isEmpty();
+    }
+
     /** Whether the committed object of {@code scopedKey} has a task (it is pinned). */
     boolean pinned(String scopedKey) {
         return state.promotions.get(scopedKey) != null;
@@ -189,8 +196,9 @@ public final class Promotions {
     /** Recovery: drops tasks whose source the restored tables do not hold (a fuzzy snapshot's leftovers). */
     void dropOrphans() {
         state.promotions.values().removeIf(task -> {
-            KeyTable.Entry entry = keys.shardOf(task.scopedKey).entries.get(task.scopedKey);
-            return entry == null || !entry.committedSameRange(task.queued.placement());
+            MappingTable table = keys.shardOf(task.scopedKey).mappings;
+            int m = table.find(task.scopedKey);
+            return m < 0 || !table.sameRange(m, task.queued.placement());
         });
     }
 

@@ -1,0 +1,503 @@
+package io.mcctl.master.service;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * One shard's committed mappings, held in arrays of numbers and bytes rather than an object per mapping.
+ *
+ * <p>Why: a table of millions of objects makes every commit a new object that survives, which the collector must
+ * copy and whose references, stored into table arrays it already holds, it must track; measured, that was half
+ * and more of the page service's CPU per offloaded key. Here a commit writes numbers into arrays that hold no
+ * references, so the collector neither copies nor scans anything a mapping adds.
+ *
+ * <p>Layout: mappings are numbered densely {@code 0..size()-1}, each a record of {@value #RECORD} longs in one
+ * array, so that a lookup finds all of a mapping's fields in one or two adjacent cache lines (one array per field
+ * would cost a miss per field); removing one moves the last into its place, so numbers are only good until the
+ * next removal. The index is open addressing with
+ * linear probing over longs holding the key's hash (high half) and the mapping's number plus one (low half, 0 for
+ * an empty slot): a probe compares hashes without touching the mapping. Keys (tenant, NUL, key) live in one byte
+ * arena, each UTF-16 unit encoded alone with UTF-8's byte patterns (1 to 3 bytes): ASCII keys take a byte a
+ * character, and any string, an unpaired surrogate included, comes back exactly as it went in. The arena is
+ * compacted when removed keys make up more than half of it.
+ *
+ * <p>Not thread-safe: guarded by its shard's lock. {@link #isEmptyHint} alone may be read without it.
+ */
+final class MappingTable {
+
+    private static final int MIN_CAPACITY = 8;
+    private static final int MIN_INDEX = 16;
+    /** Arena bytes below which removed keys are not worth a compaction. */
+    private static final int MIN_GARBAGE_TO_COMPACT = 4096;
+
+    /** Longs per mapping record, and where each field sits in it. */
+    static final int RECORD = 7;
+    private static final int KEY = 0;         // key's start in the arena (high half), its length in bytes (low half)
+    private static final int HASH_FLAGS = 1;  // the key's String hash (high half), FLAG_PINNED (low half)
+    private static final int OFFSET = 2;
+    private static final int SIZE = 3;
+    private static final int BUCKET_CRC = 4;  // bucket (high half), CRC32C (low half)
+    private static final int LEASE_UNTIL = 5;
+    private static final int LAST_USED = 6;
+    private static final long FLAG_PINNED = 1;
+
+    private long[] index;
+    private int used;
+    /** {@link #RECORD} longs per mapping. */
+    private long[] records;
+
+    private byte[] keyBytes;
+    private int keyBytesUsed;
+    private int keyBytesRemoved;
+
+    /** True while the table holds no mapping; written only when that changes, so a commit pays no fence. */
+    private volatile boolean emptyHint = true;
+
+    /** Sized for {@code expected} mappings of about {@code keyBytesEach} bytes of key without growing. */
+    MappingTable(int expected, int keyBytesEach) {
+        int capacity = Math.max(MIN_CAPACITY, expected);
+        records = new long[capacity * RECORD];
+        keyBytes = new byte[Math.max(64, capacity * Math.max(1, keyBytesEach))];
+        index = new long[indexCapacityFor(capacity)];
+    }
+
+    MappingTable() {
+        this(0, 0);
+    }
+
+    private static int indexCapacityFor(int mappings) {
+        int capacity = MIN_INDEX;
+        while (capacity * 7L / 10 < mappings) {
+            capacity <<= 1;
+        }
+        return capacity;
+    }
+
+    /** The slot a hash starts probing at: mixed (murmur3's finaliser), since the shard was chosen by the hash's top bits. */
+    private static int home(int hash, int mask) {
+        int h = hash;
+        h ^= h >>> 16;
+        h *= 0x85ebca6b;
+        h ^= h >>> 13;
+        h *= 0xc2b2ae35;
+        h ^= h >>> 16;
+        return h & mask;
+    }
+
+    int size() {
+        return used;
+    }
+
+    /** Whether the table is empty, read without the lock: a hint that may be stale by the time it is used. */
+    boolean isEmptyHint() {
+        return emptyHint;
+    }
+
+    // ---- finding ----
+
+    /** The number of the mapping of {@code scopedKey}, or -1. */
+    int find(String scopedKey) {
+        int hash = scopedKey.hashCode();
+        long[] idx = index;
+        int mask = idx.length - 1;
+        for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
+            long v = idx[slot];
+            if (v == 0) {
+                return -1;
+            }
+            if ((int) (v >>> 32) == hash) {
+                int m = (int) v - 1;
+                if (keyEquals(m, scopedKey)) {
+                    return m;
+                }
+            }
+        }
+    }
+
+    /** The number of the mapping whose key is these encoded bytes, or -1. */
+    private int findEncoded(int hash, byte[] source, int start, int length) {
+        long[] idx = index;
+        int mask = idx.length - 1;
+        for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
+            long v = idx[slot];
+            if (v == 0) {
+                return -1;
+            }
+            if ((int) (v >>> 32) == hash) {
+                int m = (int) v - 1;
+                if (keyLength(m) == length && Arrays.equals(keyBytes, keyStart(m), keyStart(m) + length, source, start, start + length)) {
+                    return m;
+                }
+            }
+        }
+    }
+
+    // ---- reading a mapping ----
+
+    private long field(int m, int f) {
+        return records[m * RECORD + f];
+    }
+
+    private void setField(int m, int f, long value) {
+        records[m * RECORD + f] = value;
+    }
+
+    private int keyStart(int m) {
+        return (int) (records[m * RECORD + KEY] >>> 32);
+    }
+
+    private int keyLength(int m) {
+        return (int) records[m * RECORD + KEY];
+    }
+
+    private int hash(int m) {
+        return (int) (records[m * RECORD + HASH_FLAGS] >>> 32);
+    }
+
+    int bucket(int m) {
+        return (int) (field(m, BUCKET_CRC) >> 32);
+    }
+
+    long offset(int m) {
+        return field(m, OFFSET);
+    }
+
+    long size(int m) {
+        return field(m, SIZE);
+    }
+
+    int crc32c(int m) {
+        return (int) field(m, BUCKET_CRC);
+    }
+
+    long leaseUntilNanos(int m) {
+        return field(m, LEASE_UNTIL);
+    }
+
+    long lastUsedNanos(int m) {
+        return field(m, LAST_USED);
+    }
+
+    boolean pinned(int m) {
+        return (field(m, HASH_FLAGS) & FLAG_PINNED) != 0;
+    }
+
+    Placement placement(int m) {
+        int r = m * RECORD;
+        long bucketCrc = records[r + BUCKET_CRC];
+        return new Placement((int) (bucketCrc >> 32), records[r + OFFSET], records[r + SIZE], (int) bucketCrc);
+    }
+
+    /** Whether mapping {@code m} is of the same pages as {@code p} (its checksum aside). */
+    boolean sameRange(int m, Placement p) {
+        return p != null && p.bucket() == bucket(m) && p.offset() == offset(m) && p.size() == size(m);
+    }
+
+    /** Whether mapping {@code m} is exactly {@code p}, checksum included. */
+    boolean sameAs(int m, Placement p) {
+        return sameRange(m, p) && p.crc32c() == crc32c(m);
+    }
+
+    /** The scoped key of mapping {@code m}, as a new string. */
+    String key(int m) {
+        int start = keyStart(m);
+        int length = keyLength(m);
+        byte[] bytes = keyBytes;
+        int end = start + length;
+        int i = start;
+        while (i < end && bytes[i] >= 0) {
+            i++;
+        }
+        if (i == end) {
+            return new String(bytes, start, length, StandardCharsets.ISO_8859_1); // ASCII: one byte a character
+        }
+        char[] chars = new char[length];
+        int n = 0;
+        for (i = start; i < end; ) {
+            int b = bytes[i] & 0xFF;
+            if (b < 0x80) {
+                chars[n++] = (char) b;
+                i++;
+            } else if (b < 0xE0) {
+                chars[n++] = (char) ((b & 0x1F) << 6 | (bytes[i + 1] & 0x3F));
+                i += 2;
+            } else {
+                chars[n++] = (char) ((b & 0x0F) << 12 | (bytes[i + 1] & 0x3F) << 6 | (bytes[i + 2] & 0x3F));
+                i += 3;
+            }
+        }
+        return new String(chars, 0, n);
+    }
+
+    /** Whether the scoped key of mapping {@code m} starts with {@code prefix}: each unit is encoded alone, so bytes compare as units do. */
+    boolean keyStartsWith(int m, String prefix) {
+        return matchesFrom(m, prefix) >= 0;
+    }
+
+    private boolean keyEquals(int m, String scopedKey) {
+        long key = records[m * RECORD + KEY];
+        return matchesFrom(m, scopedKey) == (int) (key >>> 32) + (int) key;
+    }
+
+    /** Where mapping {@code m}'s key continues after matching all of {@code s}, or -1 when {@code s} is not its start. */
+    private int matchesFrom(int m, String s) {
+        byte[] bytes = keyBytes;
+        long key = records[m * RECORD + KEY];
+        int p = (int) (key >>> 32);
+        int end = p + (int) key;
+        int n = s.length();
+        if (n > end - p) {
+            return -1; // every unit takes at least a byte
+        }
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                if (p >= end || bytes[p] != (byte) c) {
+                    return -1;
+                }
+                p++;
+            } else if (c < 0x800) {
+                if (p + 2 > end || bytes[p] != (byte) (0xC0 | c >> 6) || bytes[p + 1] != (byte) (0x80 | c & 0x3F)) {
+                    return -1;
+                }
+                p += 2;
+            } else {
+                if (p + 3 > end || bytes[p] != (byte) (0xE0 | c >> 12) || bytes[p + 1] != (byte) (0x80 | c >> 6 & 0x3F)
+                        || bytes[p + 2] != (byte) (0x80 | c & 0x3F)) {
+                    return -1;
+                }
+                p += 3;
+            }
+        }
+        return p;
+    }
+
+    // ---- changing a mapping ----
+
+    /** Replaces mapping {@code m}'s pages and checksum. */
+    void setPlacement(int m, Placement p) {
+        setPlacement(m, p.bucket(), p.offset(), p.size(), p.crc32c());
+    }
+
+    private void setPlacement(int m, int bucket, long offset, long size, int crc32c) {
+        int r = m * RECORD;
+        records[r + OFFSET] = offset;
+        records[r + SIZE] = size;
+        records[r + BUCKET_CRC] = (long) bucket << 32 | (crc32c & 0xFFFFFFFFL);
+    }
+
+    void setLeaseUntilNanos(int m, long nanos) {
+        setField(m, LEASE_UNTIL, nanos);
+    }
+
+    void setLastUsedNanos(int m, long nanos) {
+        setField(m, LAST_USED, nanos);
+    }
+
+    void setPinned(int m, boolean pin) {
+        long v = field(m, HASH_FLAGS);
+        setField(m, HASH_FLAGS, pin ? v | FLAG_PINNED : v & ~FLAG_PINNED);
+    }
+
+    /**
+     * Adds the mapping of {@code scopedKey}, which must have none, with no lease; returns its number.
+     */
+    int add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos) {
+        int length = encodedLength(scopedKey);
+        int start = reserveKeyBytes(length);
+        encode(scopedKey, keyBytes, start);
+        return addEncoded(scopedKey.hashCode(), start, length, bucket, offset, size, crc32c, pin, lastUsedNanos);
+    }
+
+    /** Files mapping {@code m} of {@code from} here, in place of any mapping its key has (restore: the later wins). */
+    void putFrom(MappingTable from, int m) {
+        int length = from.keyLength(m);
+        int existing = findEncoded(from.hash(m), from.keyBytes, from.keyStart(m), length);
+        int target = existing;
+        if (target < 0) {
+            int start = reserveKeyBytes(length);
+            System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, length);
+            target = addEncoded(from.hash(m), start, length, 0, 0, 0, 0, false, 0);
+        }
+        int r = target * RECORD;
+        int f = m * RECORD;
+        for (int i = 0; i < RECORD; i++) {
+            if (i != KEY) {
+                records[r + i] = from.records[f + i];
+            }
+        }
+    }
+
+    /** Adds or replaces the mapping of {@code scopedKey} (restore: a later record of a key wins). */
+    void put(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin) {
+        int m = find(scopedKey);
+        if (m < 0) {
+            add(scopedKey, bucket, offset, size, crc32c, pin, 0);
+            return;
+        }
+        setPlacement(m, bucket, offset, size, crc32c);
+        setPinned(m, pin);
+    }
+
+    private int addEncoded(int hash, int start, int length, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos) {
+        if ((used + 1) * RECORD > records.length) {
+            growRecords();
+        }
+        if (used >= index.length * 7L / 10) {
+            rebuildIndex(index.length << 1);
+        }
+        int m = used++;
+        int r = m * RECORD;
+        records[r + KEY] = (long) start << 32 | length;
+        records[r + HASH_FLAGS] = (long) hash << 32 | (pin ? FLAG_PINNED : 0);
+        setPlacement(m, bucket, offset, size, crc32c);
+        records[r + LEASE_UNTIL] = 0;
+        records[r + LAST_USED] = lastUsedNanos;
+        insertIndex(hash, m);
+        if (m == 0) {
+            emptyHint = false;
+        }
+        return m;
+    }
+
+    /** Removes mapping {@code m}; the last mapping takes its number. */
+    void remove(int m) {
+        deleteSlot(slotOf(hash(m), m));
+        keyBytesRemoved += keyLength(m);
+        int last = --used;
+        if (m != last) {
+            int lastHash = hash(last);
+            index[slotOf(lastHash, last)] = (long) lastHash << 32 | (m + 1L);
+            System.arraycopy(records, last * RECORD, records, m * RECORD, RECORD);
+        }
+        if (used == 0) {
+            keyBytesUsed = 0;
+            keyBytesRemoved = 0;
+            emptyHint = true;
+        }
+    }
+
+    /** The index slot that points at mapping {@code m}. */
+    private int slotOf(int hash, int m) {
+        long want = (long) hash << 32 | (m + 1L);
+        int mask = index.length - 1;
+        for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
+            if (index[slot] == want) {
+                return slot;
+            }
+            if (index[slot] == 0) {
+                throw new IllegalStateException("mapping " + m + " is missing from its shard's index");
+            }
+        }
+    }
+
+    private void insertIndex(int hash, int m) {
+        int mask = index.length - 1;
+        int slot = home(hash, mask);
+        while (index[slot] != 0) {
+            slot = (slot + 1) & mask;
+        }
+        index[slot] = (long) hash << 32 | (m + 1L);
+    }
+
+    /** Empties {@code slot}, moving later slots of the run back so that no probe stops early (no tombstones). */
+    private void deleteSlot(int slot) {
+        long[] idx = index;
+        int mask = idx.length - 1;
+        int hole = slot;
+        for (int j = (hole + 1) & mask; idx[j] != 0; j = (j + 1) & mask) {
+            int home = home((int) (idx[j] >>> 32), mask);
+            // The entry at j may fill the hole when its home is not in the cyclic range (hole, j].
+            boolean homeAfterHole = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+            if (!homeAfterHole) {
+                idx[hole] = idx[j];
+                hole = j;
+            }
+        }
+        idx[hole] = 0;
+    }
+
+    private void rebuildIndex(int capacity) {
+        index = new long[capacity];
+        for (int m = 0; m < used; m++) {
+            insertIndex(hash(m), m);
+        }
+    }
+
+    private void growRecords() {
+        int mappings = records.length / RECORD;
+        int grown = mappings + (mappings >> 1) + 1; // by half: a million mappings keep less slack than with doubling
+        records = Arrays.copyOf(records, grown * RECORD);
+    }
+
+    /** Room for {@code length} more key bytes, compacting the arena first when removed keys fill most of it. */
+    private int reserveKeyBytes(int length) {
+        if (keyBytesUsed + length > keyBytes.length) {
+            int live = keyBytesUsed - keyBytesRemoved;
+            if (keyBytesRemoved >= MIN_GARBAGE_TO_COMPACT && keyBytesRemoved > live) {
+                compactKeys(Math.max(keyBytes.length, live + length));
+            }
+            if (keyBytesUsed + length > keyBytes.length) {
+                long wanted = Math.max(keyBytesUsed + (long) length, keyBytes.length + (keyBytes.length >> 1) + 64L);
+                if (wanted > Integer.MAX_VALUE - 16) {
+                    throw new IllegalStateException("a shard's keys take more than 2 GiB");
+                }
+                keyBytes = Arrays.copyOf(keyBytes, (int) wanted);
+            }
+        }
+        int start = keyBytesUsed;
+        keyBytesUsed += length;
+        return start;
+    }
+
+    /** Copies the live keys, in mapping order, into a new arena of {@code capacity} bytes. */
+    private void compactKeys(int capacity) {
+        byte[] compacted = new byte[capacity];
+        int at = 0;
+        for (int m = 0; m < used; m++) {
+            int length = keyLength(m);
+            System.arraycopy(keyBytes, keyStart(m), compacted, at, length);
+            records[m * RECORD + KEY] = (long) at << 32 | length;
+            at += length;
+        }
+        keyBytes = compacted;
+        keyBytesUsed = at;
+        keyBytesRemoved = 0;
+    }
+
+    /** Bytes the arena holds for keys, live and removed: restore sizes a shard's arena by it. */
+    int keyBytesHeld() {
+        return keyBytesUsed;
+    }
+
+    /** The arena's length (for tests of its compaction). */
+    int keyArenaCapacity() {
+        return keyBytes.length;
+    }
+
+    static int encodedLength(String s) {
+        int bytes = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+        }
+        return bytes;
+    }
+
+    private static void encode(String s, byte[] into, int at) {
+        int p = at;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                into[p++] = (byte) c;
+            } else if (c < 0x800) {
+                into[p++] = (byte) (0xC0 | c >> 6);
+                into[p++] = (byte) (0x80 | c & 0x3F);
+            } else {
+                into[p++] = (byte) (0xE0 | c >> 12);
+                into[p++] = (byte) (0x80 | c >> 6 & 0x3F);
+                into[p++] = (byte) (0x80 | c & 0x3F);
+            }
+        }
+    }
+}
