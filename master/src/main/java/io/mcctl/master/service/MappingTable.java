@@ -200,9 +200,35 @@ final class MappingTable {
 
     /** The scoped key of mapping {@code m}, as a new string. */
     String key(int m) {
-        int start = keyStart(m);
-        int length = keyLength(m);
-        byte[] bytes = keyBytes;
+        return decode(keyBytes, keyStart(m), keyLength(m));
+    }
+
+    /** The encoded keys of every mapping, in mapping order: for a copy taken under the lock and decoded after it. */
+    record EncodedKeys(byte[] bytes, int[] ends) {
+        String key(int i) {
+            int start = i == 0 ? 0 : ends[i - 1];
+            return decode(bytes, start, ends[i] - start);
+        }
+    }
+
+    EncodedKeys copyKeys() {
+        int total = 0;
+        for (int m = 0; m < used; m++) {
+            total += keyLength(m);
+        }
+        byte[] bytes = new byte[total];
+        int[] ends = new int[used];
+        int at = 0;
+        for (int m = 0; m < used; m++) {
+            int length = keyLength(m);
+            System.arraycopy(keyBytes, keyStart(m), bytes, at, length);
+            at += length;
+            ends[m] = at;
+        }
+        return new EncodedKeys(bytes, ends);
+    }
+
+    private static String decode(byte[] bytes, int start, int length) {
         int end = start + length;
         int i = start;
         while (i < end && bytes[i] >= 0) {

@@ -1291,7 +1291,7 @@ public final class PageService {
      * no record object per mapping) and immutable after, so it can be handed to another thread.
      */
     public static final class ShardCopy {
-        private final String[] keys;
+        private final MappingTable.EncodedKeys keys;
         private final int[] buckets;
         private final long[] offsets;
         private final long[] sizes;
@@ -1299,7 +1299,7 @@ public final class PageService {
         private final boolean[] pinned;
         private final List<Change.Allocated> inFlight;
 
-        private ShardCopy(String[] keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned, List<Change.Allocated> inFlight) {
+        private ShardCopy(MappingTable.EncodedKeys keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned, List<Change.Allocated> inFlight) {
             this.keys = keys;
             this.buckets = buckets;
             this.offsets = offsets;
@@ -1311,14 +1311,14 @@ public final class PageService {
 
         /** Mappings copied. */
         public int entries() {
-            return keys.length;
+            return buckets.length;
         }
 
         /** Hands entries {@code [from, to)} to {@code sink} as mappings. */
         public void emitMappings(int from, int to, MappingSink sink) throws IOException {
             for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
-                    sink.mapping(keys[i], buckets[i], offsets[i], sizes[i], crcs[i], pinned[i]);
+                    sink.mapping(keys.key(i), buckets[i], offsets[i], sizes[i], crcs[i], pinned[i]);
                 }
             }
         }
@@ -1342,14 +1342,13 @@ public final class PageService {
         try {
             MappingTable table = shard.mappings;
             int n = table.size();
-            String[] scopedKeys = new String[n];
+            MappingTable.EncodedKeys scopedKeys = table.copyKeys(); // decoded after the lock is let go
             int[] buckets = new int[n];
             long[] offsets = new long[n];
             long[] sizes = new long[n];
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
             for (int m = 0; m < n; m++) {
-                scopedKeys[m] = table.key(m);
                 buckets[m] = table.bucket(m);
                 offsets[m] = table.offset(m);
                 sizes[m] = table.size(m);
@@ -1636,9 +1635,10 @@ public final class PageService {
     public void visit(StateVisitor visitor) {
         for (int s = 0; s < KeyTable.SHARDS; s++) {
             ShardCopy copy = copyShard(s);
-            for (int i = 0; i < copy.keys.length; i++) {
+            for (int i = 0; i < copy.entries(); i++) {
+                String scoped = copy.keys.key(i);
                 if (copy.buckets[i] >= 0) {
-                    visitor.mapping(KeyRules.tenantOf(copy.keys[i]), KeyRules.keyOf(copy.keys[i]),
+                    visitor.mapping(KeyRules.tenantOf(scoped), KeyRules.keyOf(scoped),
                             new Placement(copy.buckets[i], copy.offsets[i], copy.sizes[i], copy.crcs[i]), copy.pinned[i]);
                 }
             }
