@@ -114,24 +114,6 @@ final class MappingTable {
         }
     }
 
-    /** The number of the mapping whose key is these encoded bytes, or -1. */
-    private int findEncoded(int hash, byte[] source, int start, int length) {
-        long[] idx = index;
-        int mask = idx.length - 1;
-        for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
-            long v = idx[slot];
-            if (v == 0) {
-                return -1;
-            }
-            if ((int) (v >>> 32) == hash) {
-                int m = (int) v - 1;
-                if (keyLength(m) == length && Arrays.equals(keyBytes, keyStart(m), keyStart(m) + length, source, start, start + length)) {
-                    return m;
-                }
-            }
-        }
-    }
-
     // ---- reading a mapping ----
 
     private long field(int m, int f) {
@@ -338,8 +320,7 @@ final class MappingTable {
     /** Files mapping {@code m} of {@code from} here, in place of any mapping its key has (restore: the later wins). */
     void putFrom(MappingTable from, int m) {
         int length = from.keyLength(m);
-        int existing = findEncoded(from.hash(m), from.keyBytes, from.keyStart(m), length);
-        int target = existing;
+        int target = find(from.key(m));
         if (target < 0) {
             int start = reserveKeyBytes(length);
             System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, length);
