@@ -52,7 +52,10 @@ class MemoryReader:
 
     def __init__(self, deadline_s: float, max_message_bytes: int):
         self.deadline_s = deadline_s
-        self._options = [("grpc.max_receive_message_length", max_message_bytes)]
+        # Reconnection waits capped as on the master's channel (client.py): a node back after a restart is reached
+        # within a second or so.
+        self._options = [("grpc.max_receive_message_length", max_message_bytes), ("grpc.max_reconnect_backoff_ms", 1000),
+                         ("grpc.dns_min_time_between_resolutions_ms", 1000)]
         self._lock = threading.Lock()
         self._channels: Dict[str, grpc.Channel] = {}
         self._stubs: Dict[str, Any] = {}

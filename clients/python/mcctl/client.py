@@ -30,7 +30,12 @@ MAX_KEY_BYTES = 4096  # KeyRules.MAX_KEY_BYTES
 MAX_TENANT_LENGTH = 64  # KeyRules.MAX_TENANT_LENGTH
 MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one message
 LAYOUT_FILE = "mooncake.layout.json"
-_READ_ATTEMPTS = 3
+_READ_ATTEMPTS = 5  # a read refused for want of a connection is tried again after 0.1, 0.2, 0.4 and 0.8 s
+# While a master is down, gRPC waits longer and longer before it tries to connect again (up to two minutes), and a
+# channel that is waiting refuses every call, even once the master is back. After a connection that was up breaks, what
+# it waits on is a new resolution of the master's address, spaced by the resolver's own minimum (30 s by default) and
+# backoff. Both capped at a second (plus jitter), a read's retries outlast one wait.
+_MAX_RECONNECT_BACKOFF_MS = 1000
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
 
@@ -65,7 +70,9 @@ def _read_pem(path: Optional[str], what: str) -> Optional[bytes]:
 
 def _channel(master: str, tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]) -> grpc.Channel:
     """Plaintext without tls_ca; TLS trusting only tls_ca's CAs with it, presenting tls_cert/tls_key when given."""
-    options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+    options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+               ("grpc.max_reconnect_backoff_ms", _MAX_RECONNECT_BACKOFF_MS),
+               ("grpc.dns_min_time_between_resolutions_ms", _MAX_RECONNECT_BACKOFF_MS)]
     if (tls_cert is None) != (tls_key is None):
         raise InvalidParams("tls_cert and tls_key go together: give both, or neither")
     if tls_ca is None:
@@ -389,7 +396,7 @@ class Client:
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts:
                     raise errors.from_rpc_error(e, self.master, self.timeout) from None
-                time.sleep(0.1 * attempt)
+                time.sleep(0.1 * 2 ** (attempt - 1))
 
     def _read(self, method: str, request: Any) -> Any:
         return self._call(method, request, True)

@@ -160,6 +160,7 @@ public final class MasterClient implements AutoCloseable {
         try {
             return call.get();
         } catch (StatusRuntimeException e) {
+            reconnectSoonIfLost(e);
             throw translate(e);
         }
     }
@@ -169,6 +170,7 @@ public final class MasterClient implements AutoCloseable {
             try {
                 return call.get();
             } catch (StatusRuntimeException e) {
+                reconnectSoonIfLost(e);
                 if (!connectionLost(e) || attempt == READ_ATTEMPTS) {
                     throw translate(e);
                 }
@@ -179,6 +181,17 @@ public final class MasterClient implements AutoCloseable {
                     throw translate(e);
                 }
             }
+        }
+    }
+
+    /**
+     * After a call failed for want of a connection, the channel tries to connect again at once rather than after its
+     * backoff, which grows to seconds while a master is down: a master restarted meanwhile is reached by the next
+     * attempt, not refused until the backoff runs out.
+     */
+    private void reconnectSoonIfLost(StatusRuntimeException e) {
+        if (connectionLost(e)) {
+            channel.resetConnectBackoff();
         }
     }
 
@@ -407,6 +420,7 @@ public final class MasterClient implements AutoCloseable {
             throw new MasterException(ErrorCode.INTERNAL_ERROR, "interrupted while waiting for the master at " + target, false, e);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof StatusRuntimeException status) {
+                reconnectSoonIfLost(status);
                 throw translate(status);
             }
             throw new MasterException(ErrorCode.INTERNAL_ERROR, "call to the master at " + target + " failed: " + e.getCause(), false, e);
