@@ -57,7 +57,7 @@ final class MappingTable {
     MappingTable(int expected, int keyBytesEach) {
         int capacity = Math.max(MIN_CAPACITY, expected);
         records = new long[capacity * RECORD];
-        keyBytes = new byte[Math.max(64, capacity * Math.max(1, keyBytesEach))];
+        keyBytes = new byte[(int) Math.min(Integer.MAX_VALUE - 16, Math.max(64L, (long) capacity * Math.max(1, keyBytesEach)))];
         index = new long[indexCapacityFor(capacity)];
     }
 
