@@ -1,11 +1,12 @@
-package io.mcctl.master.client;
+package io.mcctl.master.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TierCluster;
-import io.mcctl.master.server.MasterServer;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
 import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,14 +21,10 @@ class MasterRestartReadTest {
     @TempDir
     Path root;
 
-    static MasterServer.Options options(BucketLayout layout, int port) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", port, 0, Duration.ofSeconds(60), Duration.ofSeconds(5));
-    }
-
     @Test
     void the_first_read_after_the_master_is_back_reaches_it_instead_of_waiting_out_the_reconnect_backoff() throws Exception {
         BucketLayout layout = TierCluster.smallLayout(root, 4);
-        MasterServer first = MasterServer.start(options(layout, 0));
+        MasterServer first = MasterServer.start(MasterServerTest.options(layout, 0));
         int port = first.port();
         try (MasterClient client = new MasterClient("127.0.0.1:" + port, Duration.ofSeconds(5))) {
             long pages = client.stats().getPagesTotal();
@@ -40,7 +37,7 @@ class MasterRestartReadTest {
                 assertTrue(down.unreachable(), down.getMessage());
                 Thread.sleep(200);
             }
-            try (MasterServer second = MasterServer.start(options(layout, port))) {
+            try (MasterServer second = MasterServer.start(MasterServerTest.options(layout, port))) {
                 assertEquals(pages, client.stats().getPagesTotal(), "one read, at once, reaches the restarted master");
             }
         }
