@@ -14,9 +14,9 @@ import java.util.Arrays;
  * <p>Layout: mappings are numbered densely {@code 0..size()-1}, each a record of {@value #RECORD} longs in one
  * array, so that a lookup finds all of a mapping's fields in one or two adjacent cache lines (one array per field
  * would cost a miss per field); removing one moves the last into its place, so numbers are only good until the
- * next removal. The index is open addressing with
- * linear probing over longs holding the key's hash (high half) and the mapping's number plus one (low half, 0 for
- * an empty slot): a probe compares hashes without touching the mapping. Keys (tenant, NUL, key) live in one byte
+ * next removal. The index is open addressing with linear probing over longs holding the key's hash (high half)
+ * and the mapping's number plus one (low half, 0 for an empty slot), at most 70% full: a probe compares hashes
+ * without touching the mapping, and a removal shifts the rest of its run back (no tombstones). Keys (tenant, NUL, key) live in one byte
  * arena, each UTF-16 unit encoded alone with UTF-8's byte patterns (1 to 3 bytes): ASCII keys take a byte a
  * character, and any string, an unpaired surrogate included, comes back exactly as it went in. The arena is
  * compacted when removed keys make up more than half of it.
