@@ -206,17 +206,13 @@ final class KeyTable {
             return size;
         }
 
-        boolean isEmpty() {
-            return size == 0;
-        }
-
-        private void link(InFlight entry) {
+        private void link(InFlight pending) {
             if (size >= table.length * 3L / 4) {
                 grow();
             }
-            int slot = entry.hash & (table.length - 1);
-            entry.chainNext = table[slot];
-            table[slot] = entry;
+            int slot = pending.hash & (table.length - 1);
+            pending.chainNext = table[slot];
+            table[slot] = pending;
             size++;
         }
 

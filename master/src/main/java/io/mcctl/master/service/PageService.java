@@ -1314,7 +1314,7 @@ public final class PageService {
             return buckets.length;
         }
 
-        /** Hands entries {@code [from, to)} to {@code sink} as mappings. */
+        /** Hands the copy's mappings {@code [from, to)} to {@code sink}. */
         public void emitMappings(int from, int to, MappingSink sink) throws IOException {
             for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
