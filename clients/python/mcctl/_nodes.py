@@ -50,12 +50,11 @@ class MemoryReader:
     lock and is held only to look up or record, never across a call.
     """
 
-    def __init__(self, deadline_s: float, max_message_bytes: int):
+    def __init__(self, deadline_s: float, channel_options: List[Tuple[str, int]]):
+        """``channel_options``: gRPC options of every channel to a node (the client's message limit and reconnection
+        waits)."""
         self.deadline_s = deadline_s
-        # Reconnection waits capped as on the master's channel (client.py): a node back after a restart is reached
-        # within a second or so.
-        self._options = [("grpc.max_receive_message_length", max_message_bytes), ("grpc.max_reconnect_backoff_ms", 1000),
-                         ("grpc.dns_min_time_between_resolutions_ms", 1000)]
+        self._options = channel_options
         self._lock = threading.Lock()
         self._channels: Dict[str, grpc.Channel] = {}
         self._stubs: Dict[str, Any] = {}

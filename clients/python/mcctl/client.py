@@ -34,8 +34,8 @@ _READ_ATTEMPTS = 5  # a read refused for want of a connection is tried again aft
 # While a master is down, gRPC waits longer and longer before it tries to connect again (up to two minutes), and a
 # channel that is waiting refuses every call, even once the master is back. After a connection that was up breaks, what
 # it waits on is a new resolution of the master's address, spaced by the resolver's own minimum (30 s by default) and
-# backoff. Both capped at a second (plus jitter), a read's retries outlast one wait.
-_MAX_RECONNECT_BACKOFF_MS = 1000
+# backoff. Both capped at a second (plus jitter), a read's retries outlast one wait. The same for channels to nodes.
+_RECONNECT_OPTIONS = [("grpc.max_reconnect_backoff_ms", 1000), ("grpc.dns_min_time_between_resolutions_ms", 1000)]
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
 
@@ -71,8 +71,7 @@ def _read_pem(path: Optional[str], what: str) -> Optional[bytes]:
 def _channel(master: str, tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]) -> grpc.Channel:
     """Plaintext without tls_ca; TLS trusting only tls_ca's CAs with it, presenting tls_cert/tls_key when given."""
     options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-               ("grpc.max_reconnect_backoff_ms", _MAX_RECONNECT_BACKOFF_MS),
-               ("grpc.dns_min_time_between_resolutions_ms", _MAX_RECONNECT_BACKOFF_MS)]
+               *_RECONNECT_OPTIONS]
     if (tls_cert is None) != (tls_key is None):
         raise InvalidParams("tls_cert and tls_key go together: give both, or neither")
     if tls_ca is None:
@@ -337,7 +336,8 @@ class Client:
             self._channel.close()
             raise
         self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size)
-        self._memory = _nodes.MemoryReader(float(node_timeout), MAX_MESSAGE_BYTES) if read_memory_replicas else None
+        node_options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), *_RECONNECT_OPTIONS]
+        self._memory = _nodes.MemoryReader(float(node_timeout), node_options) if read_memory_replicas else None
 
     # ---- life cycle ----
 

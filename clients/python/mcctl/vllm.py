@@ -99,8 +99,8 @@ class McctlTier(SecondaryTierManager):
     side by side; default and meaning as mcctl.Client's).
 
     Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and
-    ``_pending`` (``_lookups`` has a lock of its own); ``_finished`` is a deque (appends and pops are atomic). No lock is held during IO or a master
-    call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time looks every
+    ``_pending`` (``_lookups`` has a lock of its own); ``_finished`` is a deque (appends and pops are atomic). No
+    lock is held during IO or a master call. Lookups are answered from verdicts: a key without one is queued, and one pool thread at a time looks every
     queued key up in one call, keeping the mappings for the loads that follow.
     """
 

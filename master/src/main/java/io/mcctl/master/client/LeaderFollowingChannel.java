@@ -421,6 +421,15 @@ final class LeaderFollowingChannel extends ManagedChannel {
 
     // ---- life cycle ----
 
+    /** The channel to the leader as last known tries to connect again at once (a client's call failed for want of one). */
+    @Override
+    public void resetConnectBackoff() {
+        ManagedChannel channel = current();
+        if (channel != null) {
+            channel.resetConnectBackoff();
+        }
+    }
+
     @Override
     public String authority() {
         ManagedChannel channel = current();

@@ -97,7 +97,21 @@ final class KeyTable {
     /** Receives one claim on pages. */
     @FunctionalInterface
     interface ClaimVisitor {
-        void claim(ClaimKind kind, String scopedKey, int bucket, long offset, long size);
+        void claim(ClaimKind kind, ClaimKey key, int bucket, long offset, long size);
+    }
+
+    /**
+     * The scoped key of the claim being visited, made into a string only when asked: a check or a restore visits
+     * every claim but names only the few it reports. Good only during that visit (one is reused for a whole shard).
+     */
+    static final class ClaimKey {
+        private MappingTable table;
+        private int mapping;
+        private String inFlightKey;
+
+        String get() {
+            return inFlightKey != null ? inFlightKey : table.key(mapping);
+        }
     }
 
     private final Shard[] shards = new Shard[SHARDS];
@@ -125,12 +139,16 @@ final class KeyTable {
     /** Every claim of a shard: committed mappings and in-flight allocations. Caller holds the shard's lock. */
     static void forEachClaim(Shard shard, ClaimVisitor visitor) {
         MappingTable mappings = shard.mappings;
+        ClaimKey key = new ClaimKey();
+        key.table = mappings;
         for (int m = 0; m < mappings.size(); m++) {
-            visitor.claim(ClaimKind.MAPPING, mappings.key(m), mappings.bucket(m), mappings.offset(m), mappings.size(m));
+            key.mapping = m;
+            visitor.claim(ClaimKind.MAPPING, key, mappings.bucket(m), mappings.offset(m), mappings.size(m));
         }
         for (InFlight pending : shard.inFlight) {
             Placement p = pending.placement;
-            visitor.claim(ClaimKind.IN_FLIGHT, pending.scopedKey, p.bucket(), p.offset(), p.size());
+            key.inFlightKey = pending.scopedKey;
+            visitor.claim(ClaimKind.IN_FLIGHT, key, p.bucket(), p.offset(), p.size());
         }
     }
 

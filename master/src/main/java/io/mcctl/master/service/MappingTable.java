@@ -97,7 +97,14 @@ final class MappingTable {
 
     /** The number of the mapping of {@code scopedKey}, or -1. */
     int find(String scopedKey) {
-        int hash = scopedKey.hashCode();
+        return probe(scopedKey.hashCode(), scopedKey, null, 0, 0);
+    }
+
+    /**
+     * The number of the mapping whose key is {@code scopedKey}, or, when that is null, the encoded bytes
+     * {@code encoded[start, start + length)} (a restore filing another table's mappings, with no string made); -1 if none.
+     */
+    private int probe(int hash, String scopedKey, byte[] encoded, int start, int length) {
         long[] idx = index;
         int mask = idx.length - 1;
         for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
@@ -107,7 +114,8 @@ final class MappingTable {
             }
             if ((int) (v >>> 32) == hash) {
                 int m = (int) v - 1;
-                if (keyEquals(m, scopedKey)) {
+                if (scopedKey != null ? keyEquals(m, scopedKey)
+                        : keyLength(m) == length && Arrays.equals(keyBytes, keyStart(m), keyStart(m) + length, encoded, start, start + length)) {
                     return m;
                 }
             }
@@ -320,7 +328,7 @@ final class MappingTable {
     /** Files mapping {@code m} of {@code from} here, in place of any mapping its key has (restore: the later wins). */
     void putFrom(MappingTable from, int m) {
         int length = from.keyLength(m);
-        int target = find(from.key(m));
+        int target = probe(from.hash(m), null, from.keyBytes, from.keyStart(m), length);
         if (target < 0) {
             int start = reserveKeyBytes(length);
             System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, length);

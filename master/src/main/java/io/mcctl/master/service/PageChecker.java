@@ -79,9 +79,9 @@ final class PageChecker {
             shard.lock.lock();
             long held = System.nanoTime();
             try {
-                KeyTable.forEachClaim(shard, (kind, scopedKey, bucket, offset, size) -> {
+                KeyTable.forEachClaim(shard, (kind, key, bucket, offset, size) -> {
                     counts[kind == KeyTable.ClaimKind.MAPPING ? 0 : 1]++;
-                    claim(claims, before, kindName(kind), scopedKey, bucket, offset / pageSize, layout.pagesFor(size));
+                    claim(claims, before, kindName(kind), key, bucket, offset / pageSize, layout.pagesFor(size));
                 });
             } finally {
                 hold(held);
@@ -130,7 +130,8 @@ final class PageChecker {
     // ---- false free: claim by claim, under the claim's own lock ----
 
     /** Records a claim; when the early copy shows any of its pages free, checks them live. Caller holds the claim's lock. */
-    private void claim(ClaimedPages claims, BitmapPageAllocator.Copy[] before, String kind, String scopedKey, int bucket, long first, long pages) {
+    private void claim(ClaimedPages claims, BitmapPageAllocator.Copy[] before, String kind, KeyTable.ClaimKey key, int bucket, long first,
+                       long pages) {
         claims.add(bucket, first, pages);
         if (PageWords.allSet(before[bucket].words(), first, pages)) {
             return;
@@ -150,7 +151,7 @@ final class PageChecker {
                     }
                     falseFreePages += n;
                     if (falseFree.size() < maxRanges) {
-                        falseFree.add(new PageCheck.PageRun(bucket, runStart, n, List.of(claimant(kind, scopedKey)), repair));
+                        falseFree.add(new PageCheck.PageRun(bucket, runStart, n, List.of(claimant(kind, key == null ? null : key.get())), repair));
                     }
                     runStart = -1;
                 }
@@ -270,8 +271,8 @@ final class PageChecker {
             shard.lock.lock();
             long held = System.nanoTime();
             try {
-                KeyTable.forEachClaim(shard, (kind, scopedKey, bucket, offset, size) -> collect(candidates, candidatePages, found, kind,
-                        scopedKey, shardIndex, bucket, offset / pageSize, layout.pagesFor(size), offset, size));
+                KeyTable.forEachClaim(shard, (kind, key, bucket, offset, size) -> collect(candidates, candidatePages, found, kind,
+                        key, shardIndex, bucket, offset / pageSize, layout.pagesFor(size), offset, size));
             } finally {
                 hold(held);
                 shard.lock.unlock();
@@ -292,10 +293,11 @@ final class PageChecker {
 
     /** {@code kind} null: a quarantined range. */
     private void collect(List<PageCheck.PageRun> candidates, long[][] candidatePages, List<List<Found>> found, KeyTable.ClaimKind kind,
-                         String scopedKey, int shard, int bucket, long first, long pages, long offset, long size) {
+                         KeyTable.ClaimKey key, int shard, int bucket, long first, long pages, long offset, long size) {
         if (candidatePages[bucket] == null || !PageWords.anySet(candidatePages[bucket], first, pages)) {
             return;
         }
+        String scopedKey = key == null ? null : key.get();
         for (int i = 0; i < candidates.size(); i++) {
             PageCheck.PageRun run = candidates.get(i);
             if (run.bucket() == bucket && first < run.firstPage() + run.pages() && first + pages > run.firstPage()) {

@@ -1502,7 +1502,7 @@ public final class PageService {
                 KeyTable.Shard shard = keys.shard(i);
                 List<KeyTable.InFlight> inFlight = new ArrayList<>();
                 MappingTable table = shard.mappings;
-                String lastTenant = null;
+                String tenantPrefix = null; // the last mapping's tenant and NUL: most neighbours share it, so few keys are decoded
                 PageState.TenantUsage usage = null;
                 for (int m = 0; m < table.size(); m++) {
                     // Leases granted before a restart are not logged: every mapping counts as read just now, so a
@@ -1511,10 +1511,10 @@ public final class PageService {
                     table.setLeaseUntilNanos(m, restoredLeaseUntil);
                     table.setLastUsedNanos(m, restoredLeaseUntil - readLeaseNanos);
                     committed[i]++;
-                    String tenant = KeyRules.tenantOf(table.key(m));
-                    if (!tenant.equals(lastTenant)) {
+                    if (tenantPrefix == null || !table.keyStartsWith(m, tenantPrefix)) {
+                        String tenant = KeyRules.tenantOf(table.key(m));
                         usage = state.usage(tenant);
-                        lastTenant = tenant;
+                        tenantPrefix = tenant + '\0';
                     }
                     usage.keys.increment();
                     usage.bytes.add(table.size(m));
@@ -1562,16 +1562,19 @@ public final class PageService {
         long pageSize = layout().pageSize();
         ClaimedPages claims = new ClaimedPages(layout().bucketCount(), layout().pagesPerBucket());
         for (int s = 0; s < KeyTable.SHARDS; s++) {
-            KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, bucket, offset, size) -> {
+            KeyTable.forEachClaim(keys.shard(s), (kind, key, bucket, offset, size) -> {
                 Placement p = new Placement(bucket, offset, size, 0);
-                String what = (kind == KeyTable.ClaimKind.MAPPING ? "mapping of " : "in-flight allocation of ") + describeKey(scopedKey);
-                checkInLayout(p, what);
+                if (!inLayout(p)) { // named only then: a restore visits every claim
+                    throw outsideLayout(p, (kind == KeyTable.ClaimKind.MAPPING ? "mapping of " : "in-flight allocation of ") + describeKey(key.get()));
+                }
                 claims.add(bucket, offset / pageSize, layout().pagesFor(size));
             });
         }
         for (Quarantine.Range q : quarantine.ranges()) {
             Placement p = new Placement(q.bucket(), q.firstPage() * pageSize, q.pages() * pageSize, 0);
-            checkInLayout(p, "quarantined range");
+            if (!inLayout(p)) {
+                throw outsideLayout(p, "quarantined range");
+            }
             claims.add(q.bucket(), q.firstPage(), q.pages());
         }
         for (int b = 0; b < layout().bucketCount(); b++) {
@@ -1585,12 +1588,14 @@ public final class PageService {
         return claims;
     }
 
-    private void checkInLayout(Placement p, String what) {
-        if (p.bucket() < 0 || p.bucket() >= layout().bucketCount() || p.offset() < 0 || p.offset() % layout().pageSize() != 0 || p.size() <= 0
-                || p.offset() + p.size() > layout().bucketSize()) {
-            throw new IllegalStateException(what + " at " + describe(p) + " is outside the layout (" + layout().bucketCount()
-                    + " buckets of " + layout().bucketSize() + " bytes, pages of " + layout().pageSize() + ")");
-        }
+    private boolean inLayout(Placement p) {
+        return p.bucket() >= 0 && p.bucket() < layout().bucketCount() && p.offset() >= 0 && p.offset() % layout().pageSize() == 0 && p.size() > 0
+                && p.offset() + p.size() <= layout().bucketSize();
+    }
+
+    private IllegalStateException outsideLayout(Placement p, String what) {
+        return new IllegalStateException(what + " at " + describe(p) + " is outside the layout (" + layout().bucketCount()
+                + " buckets of " + layout().bucketSize() + " bytes, pages of " + layout().pageSize() + ")");
     }
 
     private static long firstSetBit(long[] words) {
@@ -1607,9 +1612,9 @@ public final class PageService {
         long pageSize = layout().pageSize();
         List<String> owners = new ArrayList<>();
         for (int s = 0; s < KeyTable.SHARDS; s++) {
-            KeyTable.forEachClaim(keys.shard(s), (kind, scopedKey, b, offset, size) -> {
+            KeyTable.forEachClaim(keys.shard(s), (kind, key, b, offset, size) -> {
                 if (b == bucket && page >= offset / pageSize && page < offset / pageSize + layout().pagesFor(size)) {
-                    owners.add((kind == KeyTable.ClaimKind.MAPPING ? "the mapping of " : "the in-flight allocation of ") + describeKey(scopedKey)
+                    owners.add((kind == KeyTable.ClaimKind.MAPPING ? "the mapping of " : "the in-flight allocation of ") + describeKey(key.get())
                             + " at " + describe(new Placement(b, offset, size, 0)));
                 }
             });
