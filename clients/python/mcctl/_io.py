@@ -244,14 +244,36 @@ class BucketFiles:
     ``_lock`` guards ``_fds`` and ``_closed``; it is held only to look up or open an fd, never for IO.
     """
 
-    def __init__(self, root: str, master_root: str, bucket_size: int):
+    def __init__(self, root: str, master_root: str, bucket_size: int, bucket_count: int):
         self.root = os.path.abspath(root)
         self.master_root = os.path.normpath(master_root)
         self.bucket_size = bucket_size
+        self.bucket_count = bucket_count
         self._lock = threading.Lock()
         self._fds: dict = {}
         self._local: dict = {}  # master path -> local path; written without the lock, every writer stores the same value
+        # Bucket index -> fd, in front of _fds for reads that name buckets by index: written under the lock once the
+        # fd is in _fds, read without it (a list item is read whole).
+        self._by_bucket: List[Optional[int]] = [None] * bucket_count
         self._closed = False
+
+    def bucket_path(self, bucket: int) -> str:
+        """The local path of bucket file ``bucket`` (the layout names them <root>/bucket_%02x.data)."""
+        if not 0 <= bucket < self.bucket_count:
+            raise OSError(f"bucket {bucket} is not one of the layout's {self.bucket_count} (0 to {self.bucket_count - 1})")
+        return os.path.join(self.root, "bucket_%02x.data" % bucket)
+
+    def bucket_fd(self, bucket: int) -> int:
+        """The fd of bucket file ``bucket``: a list look-up once it is open."""
+        fd = self._by_bucket[bucket] if 0 <= bucket < self.bucket_count else None
+        if fd is not None and not self._closed:
+            return fd
+        path = self.bucket_path(bucket)
+        fd = self.fd(path)
+        with self._lock:
+            if not self._closed:
+                self._by_bucket[bucket] = fd
+        return fd
 
     def local_path(self, master_path: str) -> str:
         path = self._local.get(master_path)
@@ -292,5 +314,6 @@ class BucketFiles:
         with self._lock:
             self._closed = True
             fds, self._fds = list(self._fds.values()), {}
+            self._by_bucket = [None] * self.bucket_count
         for fd in fds:
             os.close(fd)

@@ -1,6 +1,8 @@
 """python3 -m mcctl.bench --master HOST:PORT: the Python client's read path against a plain preadv, and its
 batch throughput from several threads.
 
+0. untimed: batch reads and writes of small objects for --warmup-seconds, so the master's JIT has compiled what it
+   serves (a master started for the run is otherwise timed on interpreted code).
 1. batch_get_into of 128 objects (64 KiB, then 2 MiB) into one torch tensor, against os.preadv of the same
    bytes of the same bucket files into the same tensor, in the same run, in turns; medians over the rounds;
    with the files in the page cache (warm), then dropped from it before each timed read (cold,
@@ -54,6 +56,24 @@ def _drop_cache(fds) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
+def warm_up(client: Client, seconds: float) -> int:
+    """Batch reads (each with its lookup) and some writes of small objects for ``seconds``, untimed, so the master's
+    compiler has compiled its call paths before anything is timed, as it has in a master that has been serving (a
+    master started for the benchmark answers its first thousands of calls from interpreted code, several times
+    slower). The reads it made."""
+    keys = [f"bench/warm-up/{i}" for i in range(128)]
+    data = [os.urandom(4096) for _ in keys]
+    buffers = [bytearray(4096) for _ in keys]
+    reads = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if reads % 50 == 0:
+            client.batch_put_from(keys, data, overwrite=True)
+        client.batch_get_into(keys, buffers)
+        reads += 1
+    return reads
+
+
 def read_path(client: Client, object_size: int, count: int, rounds: int, cold: bool) -> dict:
     """Medians over ``rounds`` rounds; each round times batch_get_into and plain preadv once each, in turns
     (which goes first alternates), so both see the same machine at the same moment."""
@@ -64,8 +84,9 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         raise SystemExit(f"bench: offload of the read set failed: {codes[:4]}")
     tensor = _tensor(object_size * count)
     slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
-    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count)
-    mappings = client._read("BatchGetDistributedPageMapping", request).results
+    mappings = client._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
+        keys=keys, tenant_ids=[client.tenant] * count)).results
+    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count, packed=True)
     places = [(client._files.local_path(m.distributed_disk.file_path), m.distributed_disk.offset) for m in mappings]
     fds = {path: os.open(path, os.O_RDONLY) for path, _ in places}
     views = [memoryview(s.numpy()) for s in slices]
@@ -237,7 +258,11 @@ def main(argv=None) -> int:
     parser.add_argument("--object-size", type=int, default=64 * 1024, help="bytes per object in the throughput run")
     parser.add_argument("--memory", action="store_true",
                         help="only time reads served by nodes' MEMORY replicas against the shared files (needs a node started with --memory)")
+    parser.add_argument("--warmup-seconds", type=float, default=10.0,
+                        help="seconds of untimed reads and writes first, so the master's call paths are compiled (default: 10)")
     args = parser.parse_args(argv)
+    if not 0 <= args.warmup_seconds <= 3600:
+        parser.error(f"invalid --warmup-seconds {args.warmup_seconds:g}: allowed is 0 to 3600")
     try:
         with Client(master=args.master, tenant=args.tenant) as client:
             print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}, "
@@ -251,6 +276,9 @@ def main(argv=None) -> int:
                                   f"replicas {r['memory_ms']:.2f} ms ({r['memory_gib_s']:.2f} GiB/s), from the shared files "
                                   f"{r['files_ms']:.2f} ms ({r['files_gib_s']:.2f} GiB/s, {'cold' if cold else 'warm'} page cache)")
                 return 0
+            if args.warmup_seconds:
+                reads = warm_up(client, args.warmup_seconds)
+                print(f"warm-up: {reads} batch reads of 128 x 4 KiB in {args.warmup_seconds:g} s, untimed")
             print(f"CRC32C of the client: {_crc32c.backend}, {crc_speed(lambda v: _io.crc32c([v])):.2f} GiB/s on one thread; "
                   f"crc32c package: hardware_based={crc32c.hardware_based}, {crc_speed(crc32c.crc32c):.2f} GiB/s")
             for cold in (False, True):

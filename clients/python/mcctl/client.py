@@ -21,6 +21,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _io, _leader, _nodes, errors
+from ._placements import DONE, Placements
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
@@ -38,10 +39,6 @@ _READ_ATTEMPTS = 5  # a read refused for want of a connection is tried again aft
 _RECONNECT_OPTIONS = [("grpc.max_reconnect_backoff_ms", 1000), ("grpc.dns_min_time_between_resolutions_ms", 1000)]
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
-
-# Stands in a batch's results for a key whose outcome is set already (read from a MEMORY replica, or its buffer is
-# too small), so the pread pass skips it; seen only on the pread pass's error branch, so it costs the fast path nothing.
-_DONE = pb.MappingResult(status=pb.KeyError(error=pb.INTERNAL_ERROR, message="outcome set already"))
 
 
 def check_master(master: str) -> str:
@@ -180,10 +177,10 @@ class Mappings:
     lease is too short for a read to start, the read looks its keys up again, as a long batch does.
     """
 
-    __slots__ = ("_owner", "keys", "_results", "_safe_until", "_index")
+    __slots__ = ("_owner", "keys", "_placements", "_safe_until", "_index")
 
-    def __init__(self, owner: "Client", keys: List[str], results: list, safe_until: float):
-        self._owner, self.keys, self._results, self._safe_until = owner, keys, results, safe_until
+    def __init__(self, owner: "Client", keys: List[str], placements: Placements, safe_until: float):
+        self._owner, self.keys, self._placements, self._safe_until = owner, keys, placements, safe_until
         self._index: Optional[Dict[str, int]] = None
 
     def __len__(self) -> int:
@@ -191,13 +188,13 @@ class Mappings:
 
     def found(self) -> List[bool]:
         """Per key, whether it had a committed mapping when it was looked up."""
-        return [result.status.error == pb.OK for result in self._results]
+        return [bucket >= 0 for bucket in self._placements.buckets]
 
     def leading_hits(self) -> int:
         """How many of the keys, from the first on, had a committed mapping: what a prefix cache may read."""
         hits = 0
-        for result in self._results:
-            if result.status.error != pb.OK:
+        for bucket in self._placements.buckets:
+            if bucket < 0:
                 break
             hits += 1
         return hits
@@ -210,18 +207,18 @@ class Mappings:
         """Whether every one of ``keys`` was looked up here and reads may still start with these mappings."""
         return self.seconds_left() > 0 and self._for(list(keys)) is not None
 
-    def _for(self, keys: List[str]) -> Optional[Tuple[list, float]]:
-        """The results for ``keys`` (every one of them looked up here) and until when reads may start; None when
-        some key was not."""
+    def _for(self, keys: List[str]) -> Optional[Tuple[Placements, float]]:
+        """The placements of ``keys`` (every one of them looked up here; a copy, the read's own) and until when reads
+        may start; None when some key was not."""
         n = len(keys)
         if n <= len(self.keys) and self.keys[:n] == keys:
-            return self._results[:n], self._safe_until
+            return self._placements.slice(0, n), self._safe_until
         if self._index is None:
             self._index = {key: i for i, key in enumerate(self.keys)}  # a racing thread builds the same dict
         picked = [self._index.get(key) for key in keys]
         if None in picked:
             return None
-        return [self._results[i] for i in picked], self._safe_until
+        return self._placements.pick(picked), self._safe_until
 
 
 class RecentLookups:
@@ -335,7 +332,7 @@ class Client:
         except BaseException:
             self._channel.close()
             raise
-        self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size)
+        self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size, self.layout.bucket_count)
         node_options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), *_RECONNECT_OPTIONS]
         self._memory = _nodes.MemoryReader(float(node_timeout), node_options) if read_memory_replicas else None
 
@@ -564,25 +561,25 @@ class Client:
 
     # ---- get ----
 
-    def _lookup(self, keys: List[str]) -> Tuple[Any, float]:
+    def _lookup(self, keys: List[str]) -> Tuple[Placements, float]:
         asked = time.monotonic()  # the master counts the lease from no earlier than this
-        mappings = self._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
-            keys=keys, tenant_ids=[self.tenant] * len(keys)))
-        lease_s = mappings.lease_ms / 1000.0
-        return list(mappings.results), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
+        answer = self._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
+            keys=keys, tenant_ids=[self.tenant] * len(keys), packed=True))
+        lease_s = answer.lease_ms / 1000.0
+        return Placements.of(answer, len(keys)), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
 
     def _get(self, keys: List[str], destination: Callable[[int, int], Optional[List[Tuple[int, int]]]],
-             looked_up: Optional[Tuple[list, float]] = None) -> List[Tuple[int, str]]:
+             looked_up: Optional[Tuple[Placements, float]] = None) -> List[Tuple[int, str]]:
         """Reads one batch; ``destination(i, size)`` gives the (address, size) regions to fill, or None when they
-        are too small. ``looked_up``: the batch's mapping results and until when reads may start with them, from
-        an earlier lookup; without it the batch is looked up here."""
+        are too small. ``looked_up``: the batch's placements and until when reads may start with them, from an
+        earlier lookup; without it the batch is looked up here."""
         if looked_up is not None:
-            results, safe_until = looked_up  # the batch's own list (Mappings hands out copies): marked _DONE below
+            found, safe_until = looked_up  # the batch's own copy (Mappings hands out copies): marked DONE below
             if time.monotonic() <= safe_until:
                 self._count("lookups_saved")  # else the loop below looks the batch up again at once
         else:
             try:
-                results, safe_until = self._lookup(keys)
+                found, safe_until = self._lookup(keys)
             except McctlError as e:
                 return [(e.result, str(e))] * len(keys)
         n = len(keys)
@@ -591,10 +588,8 @@ class Client:
         read_from = self._read_native if _io.native is not None else self._read_python
         done: List[int] = []  # keys whose outcome the MEMORY pass set
         try:
-            if self._memory is not None:
-                promoted = [i for i, result in enumerate(results) if result.memory]
-                if promoted:
-                    done = self._read_memory_replicas(promoted, keys, results, destination, outcomes, counts)
+            if self._memory is not None and found.memory:
+                done = self._read_memory_replicas(sorted(found.memory), keys, found, destination, outcomes, counts)
             i = 0
             while i < n:
                 if time.monotonic() > safe_until:
@@ -604,129 +599,131 @@ class Client:
                     except McctlError as e:
                         outcomes[i:] = [(e.result, str(e))] * (n - i)
                         break
-                    results = results[:i] + fresh
+                    found = found.then(i, fresh)
                     for j in done:
                         if j >= i:
-                            results[j] = _DONE
+                            found.buckets[j] = DONE
                     counts["lease_refreshes"] += 1
-                i = read_from(i, keys, results, destination, safe_until, outcomes, counts)
+                i = read_from(i, keys, found, destination, safe_until, outcomes, counts)
         finally:
             for name, count in counts.items():
                 self._count(name, count)
         return outcomes
 
-    def _read_memory_replicas(self, promoted: List[int], keys, results, destination, outcomes, counts) -> List[int]:
+    def _read_memory_replicas(self, promoted: List[int], keys, found: Placements, destination, outcomes, counts) -> List[int]:
         """Reads the keys ``promoted`` (their mappings carry MEMORY replicas) from the nodes holding them; marks those
-        read, and those whose buffer is too small, _DONE in ``results``; the indices marked. The rest are left to the
+        read, and those whose buffer is too small, DONE in ``found``; the indices marked. The rest are left to the
         pread pass, as are keys the lease refresh looks up again."""
         wanted = []
         done = []
         for i in promoted:
-            if results[i].status.error != pb.OK:
+            if found.buckets[i] < 0:
                 continue  # the pread pass answers the master's error
-            target = self._target(i, keys, results, destination, outcomes)
+            target = self._target(i, keys, found, destination, outcomes)
             if target is None:
-                results[i] = _DONE
+                found.buckets[i] = DONE
                 done.append(i)
                 continue
-            place, size, regions = target
-            wanted.append((i, keys[i], results[i].memory, size, place.crc32c, regions))
+            size, regions = target
+            wanted.append((i, keys[i], found.memory[i], size, found.crcs[i], regions))
         served = self._memory.read_batch(self.tenant, wanted, counts)
         for i in served:
-            outcomes[i] = (results[i].distributed_disk.object_size, "")
-            results[i] = _DONE
+            outcomes[i] = (found.sizes[i], "")
+            found.buckets[i] = DONE
         counts["memory_reads"] += len(served)
         counts["memory_fallbacks"] += len(wanted) - len(served)
         return sorted(done + served)
 
-    @staticmethod
-    def _target(i: int, keys, results, destination, outcomes) -> Optional[Tuple[Any, int, List[Tuple[int, int]]]]:
-        """(descriptor, size, the destination cut to the object) of object i; None when its outcome is set
-        already: the master's error for the key, BUFFER_OVERFLOW, or the MEMORY pass's read (_DONE)."""
-        result = results[i]
-        if result.status.error != pb.OK:
-            if result is _DONE:
-                return None
-            name = pb.ErrorCode.Name(result.status.error)
-            outcomes[i] = (errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}")
+    def _target(self, i: int, keys, found: Placements, destination, outcomes) -> Optional[Tuple[int, List[Tuple[int, int]]]]:
+        """(size, the destination cut to the object) of object i; None when its outcome is set already: the master's
+        error for the key, BUFFER_OVERFLOW, or the MEMORY pass's read (DONE)."""
+        bucket = found.buckets[i]
+        if bucket < 0:
+            if bucket != DONE:
+                outcomes[i] = found.error(i, keys[i], self.tenant)
             return None
-        place = result.distributed_disk
-        size = place.object_size
+        size = found.sizes[i]
         regions = destination(i, size)
         if regions is None:
             outcomes[i] = (errors.BUFFER_OVERFLOW, f"BUFFER_OVERFLOW: object {keys[i]!r} of {size} bytes does not fit its buffer")
             return None
-        return place, size, _io.first_regions(regions, size)
+        return size, _io.first_regions(regions, size)
 
     @staticmethod
-    def _read_failed(key: str, place: Any, e: BaseException, counts: Counter) -> Tuple[int, str]:
+    def _read_failed(key: str, path: str, e: BaseException, counts: Counter) -> Tuple[int, str]:
         counts["read_errors"] += 1
-        return errors.INVALID_READ, f"INVALID_READ: read of {key!r} from {place.file_path} failed: {e}"
+        return errors.INVALID_READ, f"INVALID_READ: read of {key!r} from {path} failed: {e}"
 
     @staticmethod
-    def _checksum_failed(key: str, place: Any, actual: int, counts: Counter) -> Tuple[int, str]:
+    def _checksum_failed(key: str, path: str, offset: int, expected: int, actual: int, counts: Counter) -> Tuple[int, str]:
         counts["checksum_failures"] += 1
-        return errors.INVALID_READ, (f"INVALID_READ: object {key!r} at {place.file_path} offset {place.offset} has "
-                                     f"CRC32C {actual:#010x}, expected {place.crc32c:#010x}: a miss")
+        return errors.INVALID_READ, (f"INVALID_READ: object {key!r} at {path} offset {offset} has "
+                                     f"CRC32C {actual:#010x}, expected {expected:#010x}: a miss")
 
-    def _read_python(self, start: int, keys, results, destination, safe_until: float, outcomes, counts) -> int:
+    def _path_of(self, bucket: int) -> str:
+        try:
+            return self._files.bucket_path(bucket)
+        except OSError:
+            return f"bucket {bucket}"
+
+    def _read_python(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
         """Reads objects ``start``... one by one with os.preadv; the index of the first one left for a fresh lease."""
         for i in range(start, len(keys)):
             if i > start and time.monotonic() > safe_until:
                 return i
-            target = self._target(i, keys, results, destination, outcomes)
+            target = self._target(i, keys, found, destination, outcomes)
             if target is None:
                 continue
-            place, size, regions = target
+            size, regions = target
+            bucket, offset = found.buckets[i], found.offsets[i]
             views = [_io.region_view(address, length) for address, length in regions]
             try:
-                path = self._files.local_path(place.file_path)
-                self._files.check_range(path, place.offset, size)
-                _io.pread_all(self._files.fd(path), views, place.offset, path)
+                path = self._files.bucket_path(bucket)
+                self._files.check_range(path, offset, size)
+                _io.pread_all(self._files.bucket_fd(bucket), views, offset, path)
             except (OSError, EOFError) as e:
-                outcomes[i] = self._read_failed(keys[i], place, e, counts)
+                outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
                 continue
             actual = _io.crc32c(views)
-            if actual != place.crc32c:
-                outcomes[i] = self._checksum_failed(keys[i], place, actual, counts)
+            if actual != found.crcs[i]:
+                outcomes[i] = self._checksum_failed(keys[i], path, offset, found.crcs[i], actual, counts)
                 continue
             counts["reads"] += 1
             outcomes[i] = (size, "")
         return len(keys)
 
-    def _read_native(self, start: int, keys, results, destination, safe_until: float, outcomes, counts) -> int:
+    def _read_native(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
         """Reads objects ``start``... in one call of the native batch reader (preadv and CRC32C of each, without
         the GIL); the index of the first one left for a fresh lease."""
         plan = _io.ReadPlan()
-        fds: Dict[str, int] = {}  # master path -> fd, so the pool's lock is taken once per file and batch
         planned: List[int] = []
         planned_bytes = 0
         files = self._files
         bucket_size = files.bucket_size
+        bucket_fd = files.bucket_fd
+        buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
         sources: List[Tuple[int, int, int, int]] = []
         destinations: List[List[Tuple[int, int]]] = []
         for i in range(start, len(keys)):
-            # The common case written out, each descriptor field read once: this loop runs for every key of a batch.
-            result = results[i]
-            if result.status.error != pb.OK:
-                self._target(i, keys, results, destination, outcomes)  # the master's error, or done by the MEMORY pass
+            # The common case written out over plain lists: this loop runs for every key of a batch.
+            bucket = buckets[i]
+            if bucket < 0:
+                self._target(i, keys, found, destination, outcomes)  # the master's error, or done by the MEMORY pass
                 continue
-            place = result.distributed_disk
-            size, offset, file_path = place.object_size, place.offset, place.file_path
+            size = sizes[i]
             regions = destination(i, size)
             if regions is None:
-                self._target(i, keys, results, destination, outcomes)  # BUFFER_OVERFLOW
+                self._target(i, keys, found, destination, outcomes)  # BUFFER_OVERFLOW
                 continue
+            offset = offsets[i]
             try:
-                fd = fds.get(file_path)
-                if fd is None:
-                    fd = fds[file_path] = files.fd(files.local_path(file_path))
+                fd = bucket_fd(bucket)
                 if offset < 0 or size < 0 or offset > bucket_size - size:
-                    files.check_range(file_path, offset, size)  # raises, with the message
+                    files.check_range(files.bucket_path(bucket), offset, size)  # raises, with the message
             except OSError as e:
-                outcomes[i] = self._read_failed(keys[i], place, e, counts)
+                outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
                 continue
-            sources.append((fd, offset, size, place.crc32c))
+            sources.append((fd, offset, size, crcs[i]))
             destinations.append(regions if len(regions) == 1 and regions[0][1] == size else _io.first_regions(regions, size))
             planned.append(i)
             planned_bytes += size
@@ -749,22 +746,21 @@ class Client:
                 continue
             failed += 1
             i, detail = planned[k], details[k]
-            place = results[i].distributed_disk
+            path = files.bucket_path(buckets[i])
             if result == _io.READ_CHECKSUM:
-                outcomes[i] = self._checksum_failed(keys[i], place, detail, counts)
+                outcomes[i] = self._checksum_failed(keys[i], path, offsets[i], crcs[i], detail, counts)
             elif result == _io.READ_END_OF_FILE:
-                path = self._files.local_path(place.file_path)
-                outcomes[i] = self._read_failed(keys[i], place, EOFError(
+                outcomes[i] = self._read_failed(keys[i], path, EOFError(
                     f"{path} ends at {os.path.getsize(path)} bytes, before the object at offset {detail} does"), counts)
             else:
-                outcomes[i] = self._read_failed(keys[i], place, OSError(detail, os.strerror(detail)), counts)
+                outcomes[i] = self._read_failed(keys[i], path, OSError(detail, os.strerror(detail)), counts)
         counts["reads"] += done - failed
         return planned[done] if done < len(planned) else len(keys)
 
-    def _get_all(self, keys: List[str], destination, looked_up: Optional[Tuple[list, float]] = None) -> List[Tuple[int, str]]:
+    def _get_all(self, keys: List[str], destination, looked_up: Optional[Tuple[Placements, float]] = None) -> List[Tuple[int, str]]:
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
-            part = None if looked_up is None else (looked_up[0][start:end], looked_up[1])
+            part = None if looked_up is None else (looked_up[0].slice(start, end), looked_up[1])
             outcomes.extend(self._get(keys[start:end], lambda i, size, s=start: destination(s + i, size), part))
         return outcomes
 
@@ -773,13 +769,13 @@ class Client:
         one master call per 10,000 keys, as a read's own lookup. A key without a committed mapping is a miss
         of that read. Raises the McctlError of the call when the master cannot answer."""
         keys = _check_keys(keys)
-        results: list = []
+        found: Optional[Placements] = None
         safe_until = float("inf")
         for start, end in _chunks(len(keys)):
             part, until = self._lookup(keys[start:end])
-            results.extend(part)
+            found = part if found is None else found.then(len(found), part)
             safe_until = min(safe_until, until)
-        return Mappings(self, keys, results, safe_until)
+        return Mappings(self, keys, found if found is not None else Placements([], [], [], [], {}, {}), safe_until)
 
     def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Any], mappings: Optional[Mappings] = None) -> List[int]:
         """Reads key i into buffers[i] in place; the bytes read, or a negative code (mcctl.errors), per key.

@@ -18,7 +18,7 @@ class BenchCommandsTest {
                 "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         JsonNode phases = report.get("phases");
-        assertEquals(10, phases.size());
+        assertEquals(12, phases.size());
         for (int i = 0; i < phases.size(); i++) {
             JsonNode phase = phases.get(i);
             assertEquals(i % 2 == 0 ? "unary" : "stream", phase.get("transport").asText(), phase::toString);
@@ -29,8 +29,10 @@ class BenchCommandsTest {
             assertTrue(phase.get("client_cores").asDouble() > 0, phase::toString);
         }
         assertEquals(64, phases.get(2).get("batch").asInt());
-        assertEquals(1, phases.get(8).get("callers").asInt());
-        assertEquals(5, report.get("stream_over_unary").size());
+        assertEquals("mapping lookup, packed", phases.get(8).get("phase").asText());
+        assertEquals(64, phases.get(8).get("batch").asInt());
+        assertEquals(1, phases.get(10).get("callers").asInt());
+        assertEquals(6, report.get("stream_over_unary").size());
         assertTrue(report.get("tcp_echo_p50_us").asDouble() > 0);
         assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0);
         assertTrue(report.get("heap_bytes_per_mapping").asDouble() > 0);
@@ -44,10 +46,10 @@ class BenchCommandsTest {
         JsonNode wal = report.get("phases");
         JsonNode snapshot = report.get("snapshot_durability_phases");
         JsonNode ratios = report.get("snapshot_over_wal");
-        assertEquals(10, wal.size());
-        assertEquals(10, snapshot.size());
-        assertEquals(10, ratios.size());
-        for (int i = 0; i < 10; i++) {
+        assertEquals(12, wal.size());
+        assertEquals(12, snapshot.size());
+        assertEquals(12, ratios.size());
+        for (int i = 0; i < 12; i++) {
             assertEquals(wal.get(i).get("phase").asText(), snapshot.get(i).get("phase").asText());
             assertEquals(wal.get(i).get("transport").asText(), ratios.get(i).get("transport").asText());
             assertEquals(0, snapshot.get(i).get("failures").asLong(), snapshot.get(i)::toString);

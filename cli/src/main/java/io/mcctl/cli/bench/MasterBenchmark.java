@@ -8,6 +8,7 @@ import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MappingResult;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
+import io.mcctl.master.server.PackedPlacements;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -110,8 +111,11 @@ public final class MasterBenchmark {
         return runTimed("offload cycle", batch, tasks, recorders, 2);
     }
 
-    /** Mapping lookups of {@code batch} keys per call, cycling over each thread's keys, for {@code seconds}. */
-    public Phase lookupFor(int batch, List<List<String>> keysPerThread, double seconds) throws Exception {
+    /**
+     * Mapping lookups of {@code batch} keys per call, cycling over each thread's keys, for {@code seconds}; with
+     * {@code packed}, answered packed (the placements of a batch in one array), as the Python client asks.
+     */
+    public Phase lookupFor(int batch, List<List<String>> keysPerThread, double seconds, boolean packed) throws Exception {
         List<LatencyRecorder> recorders = new ArrayList<>();
         List<Callable<long[]>> tasks = new ArrayList<>();
         long end = System.nanoTime() + (long) (seconds * 1e9);
@@ -132,11 +136,23 @@ public final class MasterBenchmark {
                         from = 0;
                     }
                     long start = System.nanoTime();
-                    BatchGetDistributedPageMappingResponse response = client.batchGetMapping(keys.subList(from, from + batch), tenants);
-                    recorder.record(System.nanoTime() - start);
-                    for (MappingResult r : response.getResultsList()) {
-                        if (r.getStatus().getError() != ErrorCode.OK) {
-                            failures++;
+                    List<String> asked = keys.subList(from, from + batch);
+                    if (packed) {
+                        BatchGetDistributedPageMappingResponse response = client.batchGetMappingPacked(asked, tenants);
+                        recorder.record(System.nanoTime() - start);
+                        PackedPlacements placements = PackedPlacements.of(response.getPlacements(), batch);
+                        for (int k = 0; k < batch; k++) {
+                            if (placements.error(k) != ErrorCode.OK) {
+                                failures++;
+                            }
+                        }
+                    } else {
+                        BatchGetDistributedPageMappingResponse response = client.batchGetMapping(asked, tenants);
+                        recorder.record(System.nanoTime() - start);
+                        for (MappingResult r : response.getResultsList()) {
+                            if (r.getStatus().getError() != ErrorCode.OK) {
+                                failures++;
+                            }
                         }
                     }
                     looked += batch;
@@ -145,7 +161,7 @@ public final class MasterBenchmark {
                 return new long[] {looked, failures};
             });
         }
-        return runTimed("mapping lookup", batch, tasks, recorders, 1);
+        return runTimed(packed ? "mapping lookup, packed" : "mapping lookup", batch, tasks, recorders, 1);
     }
 
     /** One offload cycle; the keys committed. */

@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl bench master}: page RPC throughput, latency and the master's CPU per key, unary beside stream, with a TCP echo as the floor. */
 @Command(name = "master", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping)",
-                "from client threads at batch sizes 1 and 64, each phase once as unary calls and once over the Session stream,",
+                "from client threads at batch sizes 1 and 64 (lookups at 64 also answered packed, one array per batch), each phase",
+                "once as unary calls and once over the Session stream,",
                 "for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary",
                 "root (write-ahead log on) or --master. Reports the master's CPU per key and per call (from /proc of its process),",
                 "the cores the callers' side used, the stream's gains over unary calls, a plain TCP echo on loopback, and master",
@@ -89,11 +90,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
     private static final int LOOKUP_KEYS_PER_THREAD = 50_000;
 
     /** One phase of the benchmark: what it does, how many callers, how many keys per call. */
-    private record PhaseSpec(boolean offload, int callers, int batch) {
+    /** One phase: offload cycles or lookups, by {@code callers} threads (0: --threads), with lookups answered packed or not. */
+    private record PhaseSpec(boolean offload, int callers, int batch, boolean packed) {
     }
 
-    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec(true, 0, 1), new PhaseSpec(true, 0, 64), new PhaseSpec(false, 0, 1),
-            new PhaseSpec(false, 0, 64), new PhaseSpec(false, 1, 1));
+    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec(true, 0, 1, false), new PhaseSpec(true, 0, 64, false),
+            new PhaseSpec(false, 0, 1, false), new PhaseSpec(false, 0, 64, false), new PhaseSpec(false, 0, 64, true),
+            new PhaseSpec(false, 1, 1, false));
 
     @Override
     public Integer call() throws Exception {
@@ -228,7 +231,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             for (MasterClient client : clients) {
                 MasterBenchmark bench = new MasterBenchmark(client, callers, 64 << 10, runId).withServerCpu(serverCpu);
                 phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, LOOKUP_KEYS_PER_THREAD)
-                        : bench.lookupFor(phase.batch(), written, seconds));
+                        : bench.lookupFor(phase.batch(), written, seconds, phase.packed()));
             }
         }
         return phases;

@@ -348,8 +348,19 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public BatchGetDistributedPageMappingResponse batchGetMapping(List<String> keys, List<String> tenants) {
-        BatchGetDistributedPageMappingRequest request = BatchGetDistributedPageMappingRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).build();
+        return batchGetMapping(BatchGetDistributedPageMappingRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants).build());
+    }
+
+    /**
+     * {@link #batchGetMapping} answered packed: the placements in one array ({@code PackedPlacements.of(
+     * response.getPlacements(), keys.size())}), errors other than OBJECT_NOT_FOUND and MEMORY replicas by key index.
+     */
+    public BatchGetDistributedPageMappingResponse batchGetMappingPacked(List<String> keys, List<String> tenants) {
+        return batchGetMapping(BatchGetDistributedPageMappingRequest.newBuilder().addAllKeys(keys).addAllTenantIds(tenants)
+                .setPacked(true).build());
+    }
+
+    private BatchGetDistributedPageMappingResponse batchGetMapping(BatchGetDistributedPageMappingRequest request) {
         return read(() -> viaStream(SessionRequest.newBuilder().setLookup(request), SessionResponse::getLookup,
                 () -> stub().batchGetDistributedPageMapping(request)));
     }

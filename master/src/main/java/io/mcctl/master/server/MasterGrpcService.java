@@ -36,6 +36,7 @@ import io.mcctl.master.proto.v1.KeyInfo;
 import io.mcctl.master.proto.v1.ListKeysRequest;
 import io.mcctl.master.proto.v1.ListKeysResponse;
 import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.proto.v1.MemoryReplicas;
 import io.mcctl.master.proto.v1.MasterServiceGrpc;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessRequest;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
@@ -300,25 +301,49 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
                 .setLeaseMs(pages.readLeaseMillis());
         Tenant.Batch tenants = pages.batchTenants();
-        for (int i = 0; i < request.getKeysCount(); i++) {
+        int count = request.getKeysCount();
+        PackedPlacements packed = request.getPacked() ? PackedPlacements.forKeys(count) : null;
+        for (int i = 0; i < count; i++) {
             Result<Placement> result = pages.getMapping(tenants.of(request.getTenantIds(i)), request.getKeys(i));
+            Replica inDram = result.isOk() ? readableInDram(request.getTenantIds(i), request.getKeys(i), result.value()) : null;
+            if (packed != null) {
+                if (result.isOk()) {
+                    packed.place(i, result.value());
+                    if (inDram != null) {
+                        response.putMemory(i, MemoryReplicas.newBuilder().addReplicas(inDram).build());
+                    }
+                } else {
+                    packed.miss(i, result.error());
+                    if (result.error() != ErrorCode.OBJECT_NOT_FOUND) {
+                        response.putErrors(i, keyError(result));
+                    }
+                }
+                continue;
+            }
             MappingResult.Builder item = MappingResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value()));
-                ClientRegistry registry = clients;
-                if (registry != null && !registry.memory().isEmpty()) {
-                    Replica inDram = registry.memory().readable(KeyRules.scopedKey(request.getTenantIds(i), request.getKeys(i)),
-                            result.value());
-                    if (inDram != null) {
-                        item.addMemory(inDram);
-                    }
+                if (inDram != null) {
+                    item.addMemory(inDram);
                 }
             } else {
                 item.setStatus(keyError(result));
             }
             response.addResults(item);
         }
+        if (packed != null) {
+            response.setPlacements(packed.toByteString());
+        }
         return response.build();
+    }
+
+    /** The COMPLETE copy of (tenant, key) in a node's DRAM that holds the same bytes as {@code placement}, or null. */
+    private Replica readableInDram(String tenant, String key, Placement placement) {
+        ClientRegistry registry = clients;
+        if (registry == null || registry.memory().isEmpty()) {
+            return null;
+        }
+        return registry.memory().readable(KeyRules.scopedKey(tenant, key), placement);
     }
 
     NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {

@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -107,6 +108,10 @@ class PromotionTest {
         assertEquals(1, mapped.getMemoryCount(), "lookups name the DRAM copy beside the descriptor");
         assertEquals(task.getStaged().getBufferAddress(), mapped.getMemory(0).getMemory().getBufferAddress());
         assertEquals(source.getCrc32C(), mapped.getMemory(0).getMemory().getCrc32C());
+        io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse packed = client.batchGetMappingPacked(List.of("cold", "hot"),
+                List.of("t", "t"));
+        assertEquals(Set.of(1), packed.getMemoryMap().keySet(), "a packed answer names the DRAM copy by the key's index");
+        assertEquals(mapped.getMemoryList(), packed.getMemoryOrThrow(1).getReplicasList());
         ListPromotionsResponse after = client.listPromotions();
         assertEquals(0, after.getTasksCount(), "the task and its pin are gone");
         assertEquals(1, after.getSucceededTotal());

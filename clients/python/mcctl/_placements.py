@@ -1,0 +1,137 @@
+"""A batch lookup's answer as the master packs it (BatchGetDistributedPageMappingRequest.packed): per key a bucket,
+a CRC32C, an offset and a size, here as four lists, so a read plans a batch from plain lists instead of one message
+and one descriptor per key. The layout is the wire protocol's (docs/wire-protocol.md): 24 bytes a key,
+little-endian int32 bucket, uint32 crc32c, int64 offset, int64 object_size; a key without a readable mapping has
+bucket -(its ErrorCode)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from typing import Any, Dict, List, Sequence, Tuple
+
+from . import errors
+from ._proto import master_pb2 as pb
+
+RECORD_BYTES = 24
+_RECORD = struct.Struct("<iIqq")
+
+# The bucket of a key whose outcome a read has set already (served from a node's DRAM, or its buffer too small):
+# below every -(ErrorCode).
+DONE = -(1 << 31)
+
+_KNOWN_CODES = frozenset(pb.ErrorCode.values())
+
+
+class Placements:
+    """One batch's placements, in the keys' order. ``buckets[i]`` is the bucket of key i, or -(its ErrorCode), or
+    DONE; ``messages`` holds the master's message for errors other than OBJECT_NOT_FOUND, ``memory`` the MEMORY
+    replicas of promoted keys, both by index. Not shared between threads: a read marks keys DONE in its own copy."""
+
+    __slots__ = ("buckets", "crcs", "offsets", "sizes", "messages", "memory")
+
+    def __init__(self, buckets: List[int], crcs: List[int], offsets: List[int], sizes: List[int],
+                 messages: Dict[int, str], memory: Dict[int, Sequence[Any]]):
+        self.buckets, self.crcs, self.offsets, self.sizes = buckets, crcs, offsets, sizes
+        self.messages, self.memory = messages, memory
+
+    @staticmethod
+    def of(answer: Any, count: int) -> "Placements":
+        """The placements of a lookup of ``count`` keys: from the packed fields, or from one MappingResult per key
+        when the master answered so (one that does not know the packed flag)."""
+        raw = answer.placements
+        if not raw and len(answer.results) == count and count:
+            return Placements._of_results(answer.results)
+        if len(raw) != count * RECORD_BYTES:
+            raise errors.InternalError(f"the master answered {len(raw)} bytes of placements for {count} "
+                                       f"keys, not {RECORD_BYTES} a key")
+        buckets, crcs, offsets, sizes = columns(raw, sys.byteorder == "little")
+        messages = {int(i): e.message for i, e in answer.errors.items()}
+        memory = {int(i): list(m.replicas) for i, m in answer.memory.items()}
+        return Placements(buckets, crcs, offsets, sizes, messages, memory)
+
+    @staticmethod
+    def _of_results(results: Sequence[Any]) -> "Placements":
+        buckets, crcs, offsets, sizes = [], [], [], []
+        messages: Dict[int, str] = {}
+        memory: Dict[int, Sequence[Any]] = {}
+        for i, result in enumerate(results):
+            place = result.distributed_disk
+            if result.status.error != pb.OK:
+                buckets.append(-result.status.error)
+                messages[i] = result.status.message
+                crcs.append(0), offsets.append(0), sizes.append(0)
+                continue
+            buckets.append(place.bucket if place.HasField("bucket") else bucket_of_name(place.file_path))
+            crcs.append(place.crc32c), offsets.append(place.offset), sizes.append(place.object_size)
+            if result.memory:
+                memory[i] = list(result.memory)
+        return Placements(buckets, crcs, offsets, sizes, messages, memory)
+
+    def __len__(self) -> int:
+        return len(self.buckets)
+
+    def copy(self) -> "Placements":
+        return self.slice(0, len(self.buckets))
+
+    def slice(self, start: int, end: int) -> "Placements":
+        return Placements(self.buckets[start:end], self.crcs[start:end], self.offsets[start:end], self.sizes[start:end],
+                          {i - start: m for i, m in self.messages.items() if start <= i < end},
+                          {i - start: r for i, r in self.memory.items() if start <= i < end})
+
+    def pick(self, indices: Sequence[int]) -> "Placements":
+        """Keys ``indices``, in that order."""
+        at = {i: k for k, i in enumerate(indices)} if self.messages or self.memory else {}
+        return Placements([self.buckets[i] for i in indices], [self.crcs[i] for i in indices],
+                          [self.offsets[i] for i in indices], [self.sizes[i] for i in indices],
+                          {at[i]: m for i, m in self.messages.items() if i in at},
+                          {at[i]: r for i, r in self.memory.items() if i in at})
+
+    def then(self, start: int, fresh: "Placements") -> "Placements":
+        """The first ``start`` keys of these, then ``fresh`` (the rest, looked up again)."""
+        head = self.slice(0, start)
+        head.buckets += fresh.buckets
+        head.crcs += fresh.crcs
+        head.offsets += fresh.offsets
+        head.sizes += fresh.sizes
+        head.messages.update({start + i: m for i, m in fresh.messages.items()})
+        head.memory.update({start + i: r for i, r in fresh.memory.items()})
+        return head
+
+    def found(self, i: int) -> bool:
+        return self.buckets[i] >= 0
+
+    def error(self, i: int, key: str, tenant: str) -> Tuple[int, str]:
+        """(negative result code, "NAME: message") of key i, which has no placement."""
+        code = -self.buckets[i]
+        name = pb.ErrorCode.Name(code) if code in _KNOWN_CODES else "INTERNAL_ERROR"
+        message = self.messages.get(i)
+        if message is None:
+            message = (f"key '{key}' not found in tenant '{tenant}'" if code == pb.OBJECT_NOT_FOUND
+                       else f"the master answered error code {code}")
+        return errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {message}"
+
+
+def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[int], List[int]]:
+    """The records' buckets, CRC32Cs, offsets and sizes. ``native_order``: this machine is little-endian, so the
+    bytes are cast in place rather than unpacked record by record."""
+    if native_order:
+        view = memoryview(raw)
+        longs = view.cast("q")
+        return view.cast("i")[0::6].tolist(), view.cast("I")[1::6].tolist(), longs[1::3].tolist(), longs[2::3].tolist()
+    if not raw:
+        return [], [], [], []
+    buckets, crcs, offsets, sizes = zip(*_RECORD.iter_unpack(raw))
+    return list(buckets), list(crcs), list(offsets), list(sizes)
+
+
+def bucket_of_name(path: str) -> int:
+    """The index of a bucket file from its name (bucket_%02x.data), for answers that carry paths alone."""
+    name = os.path.basename(path)
+    if not (name.startswith("bucket_") and name.endswith(".data")):
+        return -pb.INTERNAL_ERROR
+    try:
+        return int(name[len("bucket_"):-len(".data")], 16)
+    except ValueError:
+        return -pb.INTERNAL_ERROR
