@@ -10,6 +10,8 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -142,12 +144,15 @@ public final class PageServiceBenchmark {
         return failures;
     }
 
+    /** One batch of lookups of random committed keys, as the master serves a lookup call: the batch's keys at once. */
     private long lookupBatch(int from) {
-        Tenant.Batch tenants = pages.batchTenants();
-        long failures = 0;
+        List<String> keys = new ArrayList<>(batch);
         for (int i = 0; i < batch; i++) {
-            String key = keyOf(committed[random.nextInt(from)]); // a new string, as off the wire
-            if (!pages.getMapping(tenants.of(TENANT), key).isOk()) {
+            keys.add(keyOf(committed[random.nextInt(from)])); // a new string, as off the wire
+        }
+        long failures = 0;
+        for (Result<Placement> result : pages.getMappings(pages.batchTenants(), java.util.Collections.nCopies(batch, TENANT), keys)) {
+            if (!result.isOk()) {
                 failures++;
             }
         }

@@ -300,11 +300,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
                 .setLeaseMs(pages.readLeaseMillis());
-        Tenant.Batch tenants = pages.batchTenants();
         int count = request.getKeysCount();
+        List<Result<Placement>> results = pages.getMappings(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList());
         PackedPlacements packed = request.getPacked() ? PackedPlacements.forKeys(count) : null;
         for (int i = 0; i < count; i++) {
-            Result<Placement> result = pages.getMapping(tenants.of(request.getTenantIds(i)), request.getKeys(i));
+            Result<Placement> result = results.get(i);
             Replica inDram = result.isOk() ? readableInDram(request.getTenantIds(i), request.getKeys(i), result.value()) : null;
             if (packed != null) {
                 if (result.isOk()) {

@@ -122,6 +122,46 @@ final class MappingTable {
         }
     }
 
+    // ---- reading ahead for a batch of lookups, without the lock ----
+    //
+    // KeyTable.touch reads, for every key of a batch, what its lookup will read, so that the keys' cache misses overlap
+    // instead of queueing one behind another. These are read without the shard lock: a racing change may make what
+    // they return stale or meaningless, so it is used for nothing but further loads, each within its array's bounds.
+
+    /** The index slot holding {@code hash}, or the first empty slot at or after its home (within a few slots). */
+    long slotHint(int hash) {
+        long[] idx = index;
+        int mask = idx.length - 1;
+        int slot = home(hash, mask);
+        long v = idx[slot];
+        for (int step = 0; step < 3 && v != 0 && (int) (v >>> 32) != hash; step++) {
+            slot = (slot + 1) & mask;
+            v = idx[slot];
+        }
+        return v;
+    }
+
+    /** The key field of the record that slot value {@code slot} names; 0 when none. */
+    long recordHint(long slot) {
+        long[] r = records;
+        long at = ((int) slot - 1L) * RECORD;
+        return at < 0 || at + RECORD > r.length ? 0 : r[(int) at + KEY];
+    }
+
+    /** The last field of the record that slot value {@code slot} names (a record of 56 bytes mostly spans two lines); 0 when none. */
+    long recordTailHint(long slot) {
+        long[] r = records;
+        long at = ((int) slot - 1L) * RECORD;
+        return at < 0 || at + RECORD > r.length ? 0 : r[(int) at + RECORD - 1];
+    }
+
+    /** A byte of the key that a key field from {@link #recordHint} places. */
+    int keyByteHint(long key) {
+        byte[] b = keyBytes;
+        int p = (int) (key >>> 32);
+        return p >= 0 && p < b.length ? b[p] : 0;
+    }
+
     // ---- reading a mapping ----
 
     private long field(int m, int f) {

@@ -472,12 +472,43 @@ public final class PageService {
 
     private static final MappingView<Placement> COMMITTED = (table, m, previousUse) -> table.placement(m);
 
+    /**
+     * {@link #getMapping} of each key of a batch, {@code tenantIds.get(i)}'s {@code keys.get(i)}, in order. The
+     * batch's index slots, records and key bytes are read ahead first ({@link KeyTable#touch}), so that the cache
+     * misses of its keys overlap: per key, the same lookup, lease and counting as {@link #getMapping}.
+     */
+    public List<Result<Placement>> getMappings(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList) {
+        int n = keyList.size();
+        Tenant[] owners = new Tenant[n];
+        String[] scoped = new String[n];
+        for (int i = 0; i < n; i++) {
+            owners[i] = tenants.of(tenantIds.get(i));
+            String key = keyList.get(i);
+            if (owners[i].problem == null && KeyRules.checkKey(key) == null) {
+                scoped[i] = KeyRules.scopedKey(owners[i].id, key);
+            }
+        }
+        if (n > 1) {
+            keys.touch(scoped);
+        }
+        List<Result<Placement>> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            results.add(scoped[i] == null ? lookup(owners[i], keyList.get(i), true, COMMITTED)
+                    : lookupScoped(owners[i], keyList.get(i), scoped[i], true, COMMITTED));
+        }
+        return results;
+    }
+
     private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, MappingView<T> view) {
         String invalid = tenant.problem != null ? tenant.problem : KeyRules.checkKey(key);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
-        String scoped = KeyRules.scopedKey(tenant.id, key);
+        return lookupScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), lease, view);
+    }
+
+    /** {@link #lookup} of a valid key of a valid tenant, {@code scoped} being the two as the table keys them. */
+    private <T> Result<T> lookupScoped(Tenant tenant, String key, String scoped, boolean lease, MappingView<T> view) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         Result<T> hit;
         shard.lock.lock();

@@ -1,0 +1,104 @@
+package io.mcctl.master.service;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.mcctl.storage.layout.BucketLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A batch of lookups ({@link PageService#getMappings}, which reads the batch's table lines ahead without the locks)
+ * answers each key as {@link PageService#getMapping} does, with the same leases and counters: two services given the
+ * same changes on the same clock, one asked in batches and the other key by key, stay alike through random commits,
+ * overwrites, removals, in-flight keys, bad keys and bad tenants, and tables that grow and compact.
+ */
+@Timeout(120)
+class BatchLookupTest {
+
+    static final long PAGE = 4096;
+    static final BucketLayout LAYOUT = new BucketLayout(Path.of("/nonexistent/mcctl-batch-lookup"), 4, PAGE, 4096 * PAGE);
+
+    long now = 1_000_000_000L;
+
+    PageService service() {
+        return new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5), Duration.ofSeconds(3), () -> now);
+    }
+
+    @Property(tries = 40)
+    void a_batch_answers_each_key_as_a_lookup_of_it_alone(@ForAll @IntRange(min = 1, max = 400) int steps, @ForAll long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        PageService batched = service();
+        PageService alone = service();
+        List<String> tenants = List.of("t", "u", "bad tenant!");
+        int keySpace = 20 + random.nextInt(600);
+        for (int step = 0; step < steps; step++) {
+            now += random.nextInt(200_000_000);
+            int what = random.nextInt(10);
+            if (what < 7) {
+                String tenant = tenants.get(random.nextInt(2));
+                String key = "k" + random.nextInt(keySpace);
+                long size = 1 + random.nextInt(3) * PAGE;
+                boolean commit = random.nextInt(8) != 0; // the rest stay in flight
+                for (PageService s : List.of(batched, alone)) {
+                    Result<Placement> allocated = s.allocate(tenant, key, size, true);
+                    if (allocated.isOk() && commit) {
+                        s.notifySuccess(tenant, key, allocated.value().withCrc(key.hashCode() ^ step));
+                    }
+                }
+            } else if (what < 8) {
+                String tenant = tenants.get(random.nextInt(2));
+                String key = "k" + random.nextInt(keySpace);
+                assertEquals(batched.remove(tenant, key).isOk(), alone.remove(tenant, key).isOk());
+            } else {
+                int n = 1 + random.nextInt(random.nextBoolean() ? 8 : 130);
+                List<String> keys = new ArrayList<>();
+                List<String> owners = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    int kind = random.nextInt(40);
+                    keys.add(kind == 0 ? "" : kind == 1 ? "x".repeat(KeyRules.MAX_KEY_BYTES + 1) : "k" + random.nextInt(keySpace + 10));
+                    owners.add(tenants.get(random.nextInt(40) == 0 ? 2 : random.nextInt(2)));
+                }
+                List<Result<Placement>> answers = batched.getMappings(batched.batchTenants(), owners, keys);
+                assertEquals(n, answers.size());
+                for (int i = 0; i < n; i++) {
+                    Result<Placement> expected = alone.getMapping(owners.get(i), keys.get(i));
+                    Result<Placement> got = answers.get(i);
+                    String where = "key " + i + " (" + owners.get(i) + ", " + keys.get(i) + ") at step " + step;
+                    assertEquals(expected.isOk(), got.isOk(), where);
+                    assertEquals(expected.error(), got.error(), where);
+                    assertEquals(expected.message(), got.message(), where);
+                    if (expected.isOk()) {
+                        assertEquals(expected.value(), got.value(), where);
+                    }
+                }
+            }
+        }
+        Map<String, long[]> expected = alone.tenantCounters();
+        Map<String, long[]> got = batched.tenantCounters();
+        assertEquals(expected.keySet(), got.keySet());
+        for (String tenant : expected.keySet()) {
+            assertArrayEquals(expected.get(tenant), got.get(tenant), "hits and misses of " + tenant);
+        }
+        // The leases granted: a key looked up in a batch is held as long as one looked up alone.
+        for (int k = 0; k < keySpace; k++) {
+            for (String tenant : tenants.subList(0, 2)) {
+                Result<PageService.KeyDetail> a = alone.getMappingDetail(tenant, "k" + k);
+                Result<PageService.KeyDetail> b = batched.getMappingDetail(tenant, "k" + k);
+                assertEquals(a.isOk(), b.isOk());
+                if (a.isOk()) {
+                    assertEquals(a.value(), b.value(), tenant + " k" + k);
+                }
+            }
+        }
+        assertEquals(alone.stats().quarantinedPages(), batched.stats().quarantinedPages(), "removed pages wait out the same leases");
+    }
+}
