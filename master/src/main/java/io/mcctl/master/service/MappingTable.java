@@ -21,7 +21,8 @@ import java.util.Arrays;
  * character, and any string, an unpaired surrogate included, comes back exactly as it went in. The arena is
  * compacted when removed keys make up more than half of it.
  *
- * <p>Not thread-safe: guarded by its shard's lock. {@link #isEmptyHint} alone may be read without it.
+ * <p>Not thread-safe: guarded by its shard's lock. {@link #isEmptyHint} and the read-ahead hints ({@link #slotHint} and
+ * the two after it, whose answers decide nothing) alone may be read without it.
  */
 final class MappingTable {
 
