@@ -370,8 +370,13 @@ public final class MasterClient implements AutoCloseable {
      * while it reads the current one. {@link #await} turns the future into the response or a MasterException.
      */
     public ListenableFuture<BatchGetDistributedPageMappingResponse> batchGetMappingAsync(List<String> keys, List<String> tenants) {
+        return batchGetMappingAsync(keys, tenants, false);
+    }
+
+    /** {@link #batchGetMappingAsync}, answered packed when {@code packed} (see {@link #batchGetMappingPacked}). */
+    public ListenableFuture<BatchGetDistributedPageMappingResponse> batchGetMappingAsync(List<String> keys, List<String> tenants, boolean packed) {
         BatchGetDistributedPageMappingRequest request = BatchGetDistributedPageMappingRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).build();
+                .addAllKeys(keys).addAllTenantIds(tenants).setPacked(packed).build();
         if (session == null || streamUnsupported) {
             return futureStub.withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS).batchGetDistributedPageMapping(request);
         }

@@ -78,6 +78,31 @@ public final class TierNode implements AutoCloseable {
         return layout;
     }
 
+    /** Bucket file paths as the master spells them in descriptors (its root and the layout's file names), by index. */
+    private volatile com.google.protobuf.ByteString[] bucketPaths;
+
+    /**
+     * The path of bucket file {@code bucket} as a descriptor from the master names it, for answers that name buckets by
+     * index alone (packed lookups).
+     *
+     * @throws IllegalArgumentException when the layout has no such bucket
+     */
+    public com.google.protobuf.ByteString bucketPath(int bucket) {
+        com.google.protobuf.ByteString[] paths = bucketPaths;
+        if (paths == null) {
+            GetLayoutResponse known = layout;
+            paths = new com.google.protobuf.ByteString[known.getBucketCount()];
+            for (int b = 0; b < paths.length; b++) {
+                paths[b] = com.google.protobuf.ByteString.copyFromUtf8(Path.of(known.getRootDir()).resolve(BucketLayout.bucketFileName(b)).toString());
+            }
+            bucketPaths = paths; // a racing thread builds the same array: bucket counts never change
+        }
+        if (bucket < 0 || bucket >= paths.length) {
+            throw new IllegalArgumentException("bucket " + bucket + " is outside the layout's 0.." + (paths.length - 1));
+        }
+        return paths[bucket];
+    }
+
     public BucketFileIo io() {
         return io;
     }

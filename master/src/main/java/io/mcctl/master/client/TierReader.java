@@ -3,8 +3,12 @@ package io.mcctl.master.client;
 import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
+import io.mcctl.master.proto.v1.KeyError;
 import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.proto.v1.MemoryReplicas;
 import io.mcctl.master.server.MasterGrpcService;
+import io.mcctl.master.server.PackedPlacements;
+import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.IOException;
@@ -16,7 +20,7 @@ import java.util.List;
 import com.google.common.util.concurrent.ListenableFuture;
 
 /**
- * Get: one BatchGetDistributedPageMapping for the whole batch, then a direct pread of each object from the
+ * Get: one BatchGetDistributedPageMapping for the whole batch (answered packed), then a direct pread of each object from the
  * shared bucket file and a CRC32C check. No byte passes through the node that wrote the object. A read that
  * would start after the mapping's read lease has run out asks for the mapping again first.
  */
@@ -100,17 +104,18 @@ public final class TierReader {
             while (ahead.size() <= LOOKUPS_AHEAD && nextFrom < keys.size()) {
                 List<String> lookup = keys.subList(nextFrom, Math.min(keys.size(), nextFrom + lookupKeys));
                 ahead.add(new Lookahead(lookup, System.nanoTime(),
-                        node.master().batchGetMappingAsync(lookup, Collections.nCopies(lookup.size(), tenant))));
+                        node.master().batchGetMappingAsync(lookup, Collections.nCopies(lookup.size(), tenant), true)));
                 nextFrom += lookup.size();
                 lookupKeys = (int) Math.min(mostKeys, 2L * lookupKeys);
             }
             Lookahead current = ahead.poll();
             BatchGetDistributedPageMappingResponse mappings = node.master().await(current.mappings());
             Lease lease = Lease.askedAt(current.askedNanos(), mappings.getLeaseMs());
+            List<MappingResult> results = resultsOf(mappings, tenant, current.keys());
             for (int from = 0; from < current.keys().size(); from += batchSize) {
                 int to = Math.min(current.keys().size(), from + batchSize);
                 List<String> batch = current.keys().subList(from, to);
-                sink.accept(readBatch(tenant, batch, sink.destinations(batch), mappings.getResultsList().subList(from, to), lease));
+                sink.accept(readBatch(tenant, batch, sink.destinations(batch), results.subList(from, to), lease));
             }
             mostKeys = shrinkLookups(mostKeys, batchSize, System.nanoTime() - current.askedNanos(), mappings.getLeaseMs());
             lookupKeys = Math.min(lookupKeys, mostKeys);
@@ -153,8 +158,48 @@ public final class TierReader {
 
     private List<Outcome> get(String tenant, List<String> keys, List<ByteBuffer> destinations) {
         long asked = System.nanoTime();
-        BatchGetDistributedPageMappingResponse mappings = node.master().batchGetMapping(keys, Collections.nCopies(keys.size(), tenant));
-        return readBatch(tenant, keys, destinations, mappings.getResultsList(), Lease.askedAt(asked, mappings.getLeaseMs()));
+        BatchGetDistributedPageMappingResponse mappings = node.master().batchGetMappingPacked(keys, Collections.nCopies(keys.size(), tenant));
+        return readBatch(tenant, keys, destinations, resultsOf(mappings, tenant, keys), Lease.askedAt(asked, mappings.getLeaseMs()));
+    }
+
+    /**
+     * A lookup's answer for {@code keys} as one MappingResult per key. Lookups are asked for packed, which spares the
+     * master a message, a descriptor and a path per key; the descriptors are made here from the bucket indexes. A
+     * master that answered unpacked is read as it answered.
+     */
+    private List<MappingResult> resultsOf(BatchGetDistributedPageMappingResponse answer, String tenant, List<String> keys) {
+        if (answer.getPlacements().isEmpty() && answer.getResultsCount() == keys.size()) {
+            return answer.getResultsList();
+        }
+        PackedPlacements placements = PackedPlacements.of(answer.getPlacements(), keys.size());
+        List<MappingResult> results = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            ErrorCode code = placements.error(i);
+            MappingResult.Builder result = MappingResult.newBuilder();
+            if (code != ErrorCode.OK) {
+                KeyError why = answer.getErrorsOrDefault(i, null);
+                results.add(result.setStatus(why != null ? why : KeyError.newBuilder().setError(code)
+                        .setMessage("key '" + keys.get(i) + "' not found in tenant '" + tenant + "'").build()).build());
+                continue;
+            }
+            Placement place = placements.placement(i);
+            DistributedDiskDescriptor.Builder descriptor = DistributedDiskDescriptor.newBuilder().setBucket(place.bucket())
+                    .setOffset(place.offset()).setObjectSize(place.size()).setCrc32C(place.crc32c());
+            try {
+                descriptor.setFilePathBytes(node.bucketPath(place.bucket()));
+            } catch (IllegalArgumentException e) {
+                results.add(result.setStatus(KeyError.newBuilder().setError(ErrorCode.INTERNAL_ERROR)
+                        .setMessage("the master placed key '" + keys.get(i) + "' in " + e.getMessage())).build());
+                continue;
+            }
+            result.setDistributedDisk(descriptor);
+            MemoryReplicas memory = answer.getMemoryOrDefault(i, null);
+            if (memory != null) {
+                result.addAllMemory(memory.getReplicasList());
+            }
+            results.add(result.build());
+        }
+        return results;
     }
 
     /**
@@ -168,9 +213,9 @@ public final class TierReader {
                 List<String> rest = keys.subList(i, keys.size());
                 long asked = System.nanoTime();
                 try {
-                    BatchGetDistributedPageMappingResponse fresh = node.master().batchGetMapping(rest, Collections.nCopies(rest.size(), tenant));
+                    BatchGetDistributedPageMappingResponse fresh = node.master().batchGetMappingPacked(rest, Collections.nCopies(rest.size(), tenant));
                     List<MappingResult> refreshed = new ArrayList<>(results.subList(0, i));
-                    refreshed.addAll(fresh.getResultsList());
+                    refreshed.addAll(resultsOf(fresh, tenant, rest));
                     results = refreshed;
                     lease = Lease.askedAt(asked, fresh.getLeaseMs());
                 } catch (MasterException e) {
