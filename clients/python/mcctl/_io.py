@@ -234,6 +234,21 @@ def pread_all(fd: int, views: Sequence[memoryview], offset: int, path: str) -> N
         left = _advance(left, n)
 
 
+BUCKET_FILE_NAME = "bucket_%02x.data"  # the layout's name of bucket file i (BucketLayout.bucketFileName)
+
+
+def bucket_of_file_name(path: str) -> Optional[int]:
+    """The index of the bucket file a path names, or None when its name is not a bucket file's."""
+    name = os.path.basename(path)
+    prefix, suffix = BUCKET_FILE_NAME.split("%02x")
+    if not (name.startswith(prefix) and name.endswith(suffix)):
+        return None
+    try:
+        return int(name[len(prefix):len(name) - len(suffix)], 16)
+    except ValueError:
+        return None
+
+
 class BucketFiles:
     """The fd pool: at most one open fd per bucket file, shared by every thread (positional IO needs no
     shared position). Files are never created or truncated here; a missing one is FileNotFoundError.
@@ -261,7 +276,7 @@ class BucketFiles:
         """The local path of bucket file ``bucket`` (the layout names them <root>/bucket_%02x.data)."""
         if not 0 <= bucket < self.bucket_count:
             raise OSError(f"bucket {bucket} is not one of the layout's {self.bucket_count} (0 to {self.bucket_count - 1})")
-        return os.path.join(self.root, "bucket_%02x.data" % bucket)
+        return os.path.join(self.root, BUCKET_FILE_NAME % bucket)
 
     def bucket_fd(self, bucket: int) -> int:
         """The fd of bucket file ``bucket``: a list look-up once it is open."""

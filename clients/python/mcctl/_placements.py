@@ -6,12 +6,11 @@ bucket -(its ErrorCode)."""
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
-from . import errors
+from . import _io, errors
 from ._proto import master_pb2 as pb
 
 RECORD_BYTES = 24
@@ -63,7 +62,8 @@ class Placements:
                 messages[i] = result.status.message
                 crcs.append(0), offsets.append(0), sizes.append(0)
                 continue
-            buckets.append(place.bucket if place.HasField("bucket") else bucket_of_name(place.file_path))
+            bucket = place.bucket if place.HasField("bucket") else _io.bucket_of_file_name(place.file_path)
+            buckets.append(bucket if bucket is not None else -pb.INTERNAL_ERROR)
             crcs.append(place.crc32c), offsets.append(place.offset), sizes.append(place.object_size)
             if result.memory:
                 memory[i] = list(result.memory)
@@ -124,14 +124,3 @@ def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[
         return [], [], [], []
     buckets, crcs, offsets, sizes = zip(*_RECORD.iter_unpack(raw))
     return list(buckets), list(crcs), list(offsets), list(sizes)
-
-
-def bucket_of_name(path: str) -> int:
-    """The index of a bucket file from its name (bucket_%02x.data), for answers that carry paths alone."""
-    name = os.path.basename(path)
-    if not (name.startswith("bucket_") and name.endswith(".data")):
-        return -pb.INTERNAL_ERROR
-    try:
-        return int(name[len("bucket_"):-len(".data")], 16)
-    except ValueError:
-        return -pb.INTERNAL_ERROR

@@ -45,6 +45,10 @@ public final class TierNode implements AutoCloseable {
         return new TierNode(master, layout, new BucketFilePool(writable), metrics);
     }
 
+    private static BucketLayout layoutOf(GetLayoutResponse layout) {
+        return new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(), layout.getBucketSize());
+    }
+
     /** Throws a one-line explanation when this node's view of the root differs from the master's. */
     static void checkMount(GetLayoutResponse layout) throws IOException {
         Path root = Path.of(layout.getRootDir());
@@ -52,7 +56,7 @@ public final class TierNode implements AutoCloseable {
             throw new NoSuchFileException(root.toString(), null, "the master's root " + root
                     + " is not visible on this node: check that the shared filesystem is mounted there (mcctl mount validate)");
         }
-        BucketLayout expected = new BucketLayout(root, layout.getBucketCount(), layout.getPageSize(), layout.getBucketSize());
+        BucketLayout expected = layoutOf(layout);
         LayoutFile.Record record;
         try {
             record = LayoutFile.read(expected.layoutFile());
@@ -90,10 +94,10 @@ public final class TierNode implements AutoCloseable {
     public com.google.protobuf.ByteString bucketPath(int bucket) {
         com.google.protobuf.ByteString[] paths = bucketPaths;
         if (paths == null) {
-            GetLayoutResponse known = layout;
-            paths = new com.google.protobuf.ByteString[known.getBucketCount()];
+            BucketLayout known = layoutOf(layout);
+            paths = new com.google.protobuf.ByteString[known.bucketCount()];
             for (int b = 0; b < paths.length; b++) {
-                paths[b] = com.google.protobuf.ByteString.copyFromUtf8(Path.of(known.getRootDir()).resolve(BucketLayout.bucketFileName(b)).toString());
+                paths[b] = com.google.protobuf.ByteString.copyFromUtf8(known.bucketPath(b).toString());
             }
             bucketPaths = paths; // a racing thread builds the same array: bucket counts never change
         }

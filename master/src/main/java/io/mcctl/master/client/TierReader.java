@@ -8,6 +8,7 @@ import io.mcctl.master.proto.v1.MappingResult;
 import io.mcctl.master.proto.v1.MemoryReplicas;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.PackedPlacements;
+import io.mcctl.master.service.KeyRules;
 import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
@@ -179,7 +180,7 @@ public final class TierReader {
             if (code != ErrorCode.OK) {
                 KeyError why = answer.getErrorsOrDefault(i, null);
                 results.add(result.setStatus(why != null ? why : KeyError.newBuilder().setError(code)
-                        .setMessage("key '" + keys.get(i) + "' not found in tenant '" + tenant + "'").build()).build());
+                        .setMessage(KeyRules.notFound(tenant, keys.get(i))).build()).build());
                 continue;
             }
             Placement place = placements.placement(i);

@@ -30,7 +30,7 @@ public final class PackedPlacements {
         this.records = records;
     }
 
-    /** Room for the placements of {@code keys} keys, each a miss until {@link #place} or {@link #miss} sets it. */
+    /** Room for the placements of {@code keys} keys; each must then be set once, by {@link #place} or {@link #miss}. */
     public static PackedPlacements forKeys(int keys) {
         return new PackedPlacements(new byte[Math.multiplyExact(keys, RECORD_BYTES)]);
     }
@@ -58,11 +58,7 @@ public final class PackedPlacements {
     }
 
     public void miss(int key, ErrorCode why) {
-        int at = key * RECORD_BYTES;
-        INT.set(records, at, -why.getNumber());
-        INT.set(records, at + 4, 0);
-        LONG.set(records, at + 8, 0L);
-        LONG.set(records, at + 16, 0L);
+        INT.set(records, key * RECORD_BYTES, -why.getNumber()); // the rest of the record stays zero
     }
 
     /** The records as the answer's field. The array is handed over, not copied: nothing may change it after. */

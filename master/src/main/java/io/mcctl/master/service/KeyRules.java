@@ -10,6 +10,11 @@ public final class KeyRules {
     private KeyRules() {
     }
 
+    /** What a miss of {@code key} in {@code tenant} says: the master's answer, and a client's that rebuilds it from a code. */
+    public static String notFound(String tenant, String key) {
+        return "key '" + key + "' not found in tenant '" + tenant + "'";
+    }
+
     /** Why {@code tenant} is not a tenant id, or null when it is one. */
     public static String checkTenant(String tenant) {
         if (tenant == null || tenant.isEmpty()) {

@@ -522,7 +522,7 @@ public final class PageService {
                 if (shard.inFlight.get(scoped) != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
                 }
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, KeyRules.notFound(tenant.id, key));
             }
             long previousUse = table.lastUsedNanos(m);
             if (lease) {
@@ -560,7 +560,7 @@ public final class PageService {
             MappingTable table = shard.mappings;
             int m = table.find(scoped);
             if (m < 0) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' not found in tenant '" + tenant.id + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, KeyRules.notFound(tenant.id, key));
             }
             logAndApply(new Change.Removed(tenant.id, key, table.placement(m), releaseMillis(table, m, now)), scoped);
             return Result.ok();
