@@ -31,11 +31,12 @@ MAX_KEY_BYTES = 4096  # KeyRules.MAX_KEY_BYTES
 MAX_TENANT_LENGTH = 64  # KeyRules.MAX_TENANT_LENGTH
 MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one message
 LAYOUT_FILE = "mooncake.layout.json"
-_READ_ATTEMPTS = 5  # a read refused for want of a connection is tried again after 0.1, 0.2, 0.4 and 0.8 s
+_READ_ATTEMPTS = 6  # a read refused for want of a connection is tried again after 0.1, 0.2, 0.4, 0.8 and 1.6 s
 # While a master is down, gRPC waits longer and longer before it tries to connect again (up to two minutes), and a
 # channel that is waiting refuses every call, even once the master is back. After a connection that was up breaks, what
 # it waits on is a new resolution of the master's address, spaced by the resolver's own minimum (30 s by default) and
-# backoff. Both capped at a second (plus jitter), a read's retries outlast one wait. The same for channels to nodes.
+# backoff. Both capped at a second (plus jitter); the two can follow one another, so a read's retries (3.1 s) outlast
+# both with room for a slow host. The same for channels to nodes.
 _RECONNECT_OPTIONS = [("grpc.max_reconnect_backoff_ms", 1000), ("grpc.dns_min_time_between_resolutions_ms", 1000)]
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
