@@ -155,9 +155,10 @@ class ReadPlan:
     """The objects of one batch for the native reader: where each is in which file, where its bytes go, and
     the CRC32C they must have. Built as flat int64 arrays, so a batch costs one call into C."""
 
-    __slots__ = ("_reads", "_iovecs", "_records")
+    __slots__ = ("_reads", "_iovecs", "_records", "_handle")
 
     def __init__(self):
+        self._handle = None  # a read started by start() until wait()
         self._reads = array.array("q")
         self._iovecs = array.array("q")  # (address, length) pairs: struct iovec on 64-bit Linux
         self._records = 0
@@ -169,6 +170,8 @@ class ReadPlan:
     def add_all(self, sources: Sequence[Tuple[int, int, int, int]], destinations: Sequence[Sequence[Tuple[int, int]]]) -> None:
         """Objects ``(fd, offset, size, crc)`` into their regions, as add() one by one: the arrays are built from
         lists in one pass each, which for a batch of small objects is most of what planning costs."""
+        if self._handle is not None:
+            raise RuntimeError("this plan is being read: its arrays must stay in place")
         reads: List[int] = []
         iovecs: List[int] = []
         first = len(self._iovecs) // 2
@@ -193,6 +196,24 @@ class ReadPlan:
         reads, _ = self._reads.buffer_info()
         iovecs, _ = self._iovecs.buffer_info()
         return native.read_batch_threads(reads, self._records, iovecs, int(safe_until * 1e9), threads)
+
+    def start(self, safe_until: float, threads: int) -> bool:
+        """As run(), on ``threads`` threads of its own (the first object too only before ``safe_until``), returning
+        at once; wait() must follow, and until it returns the plan's memory must stay in place. False when no
+        thread could be started (nothing is read; wait() answers 0)."""
+        if self._handle is not None:
+            raise RuntimeError("this plan is being read already")
+        if not self._records:
+            return False
+        reads, _ = self._reads.buffer_info()
+        iovecs, _ = self._iovecs.buffer_info()
+        self._handle = native.read_batch_start(reads, self._records, iovecs, int(safe_until * 1e9), threads)
+        return self._handle is not None
+
+    def wait(self) -> int:
+        """How many objects the reading started by start() read (the first so many of the plan), once it is done."""
+        handle, self._handle = self._handle, None
+        return 0 if handle is None else native.read_batch_wait(handle)
 
     def outcomes(self) -> Tuple[Sequence[int], Sequence[int]]:
         """Per object, in the order added: bytes read and checked, or READ_*; and the detail of a READ_*."""

@@ -6,9 +6,11 @@ bucket -(its ErrorCode)."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 import sys
-from typing import Any, Dict, List, Sequence, Tuple
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _io, errors
 from ._proto import master_pb2 as pb
@@ -124,3 +126,61 @@ def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[
         return [], [], [], []
     buckets, crcs, offsets, sizes = zip(*_RECORD.iter_unpack(raw))
     return list(buckets), list(crcs), list(offsets), list(sizes)
+
+
+class Remembered:
+    """Per key, the placement this client's last lookup of it answered and until when a read may start under that
+    lookup's lease: what a later read of the key may read while its own lookup is in flight (Client's
+    ``read_during_lookup``). At most ``kept`` keys; the ones remembered first go first.
+
+    Thread-safe: ``_lock`` guards ``_by_key``; it nests inside no other lock and is held only to copy or update."""
+
+    def __init__(self, kept: int):
+        self._kept = kept
+        self._by_key: Dict[str, Tuple[int, int, int, int, float]] = {}  # key -> (bucket, offset, size, crc, safe_until)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def remember(self, keys: Sequence[str], found: "Placements", safe_until: float, memory_read: bool) -> None:
+        """The answer of a lookup of ``keys``: found keys are remembered, the others forgotten, as are keys with a
+        MEMORY replica when ``memory_read`` (the client reads those from a node's DRAM, which is why they were
+        promoted)."""
+        buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
+        memory = found.memory if memory_read else {}
+        with self._lock:
+            by_key = self._by_key
+            for i, key in enumerate(keys):
+                by_key.pop(key, None)  # re-inserted last, so the keys read most recently are kept longest
+                bucket = buckets[i]
+                if bucket >= 0 and i not in memory:
+                    by_key[key] = (bucket, offsets[i], sizes[i], crcs[i], safe_until)
+            excess = len(by_key) - self._kept
+            if excess > 0:
+                for key in list(itertools.islice(by_key, excess + self._kept // 4)):
+                    del by_key[key]
+
+    def forget(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._by_key.pop(key, None)
+
+    def recall(self, keys: Sequence[str], not_before: float) -> Optional[Tuple["Placements", float, int]]:
+        """The remembered placements of ``keys`` whose reads may still start at ``not_before`` (the others DONE: not
+        to be read), the earliest time until which all of them may, and how many there are; None when none may."""
+        with self._lock:
+            remembered = [self._by_key.get(key) for key in keys]
+        n = len(keys)
+        buckets, offsets, sizes, crcs = [DONE] * n, [0] * n, [0] * n, [0] * n
+        until = float("inf")
+        count = 0
+        for i, r in enumerate(remembered):
+            if r is None or r[4] < not_before:
+                continue
+            buckets[i], offsets[i], sizes[i], crcs[i] = r[0], r[1], r[2], r[3]
+            until = min(until, r[4])
+            count += 1
+        if not count:
+            return None
+        return Placements(buckets, crcs, offsets, sizes, {}, {}), until, count

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -167,5 +168,54 @@ int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iove
     for (int64_t t = 0; t < started; t++)
         pthread_join(helpers[t], NULL);
     int64_t taken = __atomic_load_n(&batch.next, __ATOMIC_ACQUIRE);
+    return taken < n ? taken : n;
+}
+
+/* A batch read on threads of its own while the caller does something else (looks the batch up): from
+ * mcctl_read_batch_start to mcctl_read_batch_wait. */
+typedef struct {
+    shared_batch batch;
+    pthread_t helpers[MAX_READ_THREADS];
+    int64_t started;
+} started_batch;
+
+/* Starts reading reads[0..n) on up to `threads` threads of their own (none is the caller's), each object only while
+ * CLOCK_MONOTONIC has not passed `stop_after_ns`, the first one included; returns at once. The plan and the memory
+ * it names must stay in place until mcctl_read_batch_wait returns, which must be called exactly once. NULL when
+ * no thread could be started: nothing was read. */
+void *mcctl_read_batch_start(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
+    if (threads > n)
+        threads = n;
+    if (threads > MAX_READ_THREADS)
+        threads = MAX_READ_THREADS;
+    if (threads < 1)
+        return NULL;
+    started_batch *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->batch = (shared_batch){reads, n, iov, stop_after_ns, 0};
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
+    for (int64_t t = 0; t < threads; t++) {
+        if (pthread_create(&b->helpers[b->started], NULL, take_and_read, &b->batch) == 0)
+            b->started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    if (b->started == 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Waits for a batch from mcctl_read_batch_start and frees it; how many objects were read: always the first so many. */
+int64_t mcctl_read_batch_wait(void *handle) {
+    started_batch *b = handle;
+    for (int64_t t = 0; t < b->started; t++)
+        pthread_join(b->helpers[t], NULL);
+    int64_t taken = __atomic_load_n(&b->batch.next, __ATOMIC_ACQUIRE);
+    int64_t n = b->batch.n;
+    free(b);
     return taken < n ? taken : n;
 }

@@ -11,6 +11,8 @@ batch throughput from several threads.
    time, to show where the time goes on a busy machine. batch_get_into reads a batch on the client's read_threads;
    the same call on one thread (read_threads=1) is timed in the same rounds too, and the same call with mappings
    from a lookup() made just before, untimed (an engine that looks its next batch up while it reads this one).
+   Each round reads the same keys, so batch_get_into reads them during its lookup (read_during_lookup); the same
+   call reading nothing until its lookup answers (read_during_lookup=False) is timed in the same rounds.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
@@ -103,6 +105,13 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         if got != [object_size] * count:
             raise SystemExit(f"bench: batch_get_into answered {got[:4]}")
 
+    def mcctl_read_after_lookup():  # nothing read before the batch's own lookup answers
+        during, client.read_during_lookup = client.read_during_lookup, False
+        try:
+            mcctl_read()
+        finally:
+            client.read_during_lookup = during
+
     def mcctl_read_one_thread():
         threads, client.read_threads = client.read_threads, 1
         try:
@@ -124,7 +133,7 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
         if plan.run(0, client.read_threads) != count or list(plan.outcomes()[0]) != [object_size] * count:
             raise SystemExit("bench: the batch reader did not read every object")
 
-    parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone)] if _io.native else [])
+    parts = [("mcctl", mcctl_read), ("plain", plain_read)] + ([("reader", reader_alone), ("after", mcctl_read_after_lookup)] if _io.native else [])
     if client.read_threads > 1:
         parts.append(("mcctl1", mcctl_read_one_thread))
     parts.append(("ahead", mcctl_read_looked_up))
@@ -156,6 +165,8 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     if "mcctl1" in timed:
         figures["one_thread_ratio"] = plain_s / statistics.median(timed["mcctl1"])
         figures["one_thread_cpu_ratio"] = statistics.median(cpu["plain"]) / statistics.median(cpu["mcctl1"])
+    if "after" in timed:
+        figures["after_lookup_ratio"] = plain_s / statistics.median(timed["after"])
     figures["read_threads"] = client.read_threads
     figures["looked_up_ratio"] = plain_s / statistics.median(timed["ahead"])
     return figures
@@ -290,6 +301,9 @@ def main(argv=None) -> int:
                           f"the lookup alone {r['lookup_ms']:.2f} ms; in process CPU time {r['cpu_ratio']:.2f}x")
                     print(f"    batch_get_into of keys looked up beforehand (lookup(), mappings=): {r['looked_up_ratio']:.2f}x "
                           f"of plain preadv")
+                    if "after_lookup_ratio" in r:
+                        print(f"    batch_get_into reading nothing until its lookup answers (read_during_lookup=False): "
+                              f"{r['after_lookup_ratio']:.2f}x of plain preadv")
                     if "one_thread_ratio" in r:
                         print(f"    batch_get_into on one thread (read_threads=1): {r['one_thread_ratio']:.2f}x of plain preadv, "
                               f"{r['one_thread_cpu_ratio']:.2f}x in process CPU time")

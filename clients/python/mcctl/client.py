@@ -21,7 +21,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _io, _leader, _nodes, errors
-from ._placements import DONE, Placements
+from ._placements import DONE, Placements, Remembered
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
@@ -39,6 +39,8 @@ _READ_ATTEMPTS = 6  # a read refused for want of a connection is tried again aft
 # both with room for a slow host. The same for channels to nodes.
 _RECONNECT_OPTIONS = [("grpc.max_reconnect_backoff_ms", 1000), ("grpc.dns_min_time_between_resolutions_ms", 1000)]
 _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
+REMEMBERED_KEYS = 1 << 14  # placements kept for reads during their lookup (read_during_lookup): about 5 MiB
+_READ_DURING_LOOKUP_MIN_S = 0.02  # a remembered placement is read during the lookup only with this much of its window left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
 
 
@@ -286,18 +288,29 @@ class Client:
     batch on the calling thread, as does the reader written in Python (when the native one cannot be built).
     Batches read at the same time from several threads share ``read_threads``: each caller is a reading thread
     already.
+
+    ``read_during_lookup`` (default True): a batch whose keys this client looked up before, while that lookup's
+    lease lasts, is read at the placements it answered while the batch's own lookup is in flight, and a read is
+    kept only for a key the new answer places on the same pages (see _read_during_lookup for why that is exact).
+    Reading a batch again soon, as a cache's hot blocks are, then costs about the longer of the two rather than
+    their sum. ``stats()`` counts ``reads_during_lookup`` and ``reads_during_lookup_wasted`` (read, then read again
+    from where the new answer placed the key). Not with an etcd:// master: each call there may go to another
+    leader.
     """
 
     def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
                  root: Optional[str] = None, write_margin: Optional[float] = None, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None,
-                 read_memory_replicas: bool = True, node_timeout: float = 2.0, read_threads: Optional[int] = None):
+                 read_memory_replicas: bool = True, node_timeout: float = 2.0, read_threads: Optional[int] = None,
+                 read_during_lookup: bool = True):
         self.master = check_master(master)
         self.tenant = check_tenant(tenant)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidParams(f"timeout {timeout!r} must be a positive number of seconds")
         if not isinstance(read_memory_replicas, bool):
             raise InvalidParams(f"read_memory_replicas {read_memory_replicas!r} must be True or False")
+        if not isinstance(read_during_lookup, bool):
+            raise InvalidParams(f"read_during_lookup {read_during_lookup!r} must be True or False")
         if not isinstance(node_timeout, (int, float)) or isinstance(node_timeout, bool) or node_timeout <= 0:
             raise InvalidParams(f"node_timeout {node_timeout!r} must be a positive number of seconds")
         if write_margin is not None and (not isinstance(write_margin, (int, float)) or write_margin < 0):
@@ -307,6 +320,8 @@ class Client:
         if not isinstance(read_threads, int) or isinstance(read_threads, bool) or not 1 <= read_threads <= MAX_READ_THREADS:
             raise InvalidParams(f"read_threads {read_threads!r} must be a whole number from 1 to {MAX_READ_THREADS}")
         self.read_threads = read_threads
+        self.read_during_lookup = read_during_lookup
+        self._remembered = Remembered(REMEMBERED_KEYS)
         self.timeout = float(timeout)
         self.write_margin = write_margin
         # _stats_lock guards _calls, _counters and _batches_reading; it nests inside no other lock and is held only
@@ -541,6 +556,8 @@ class Client:
                 raise InvalidParams(f"buffer for key {keys[i]!r} (index {i}) of {size} bytes is larger than a bucket "
                                     f"({self.layout.bucket_size} bytes)")
             views.append(v)
+        if overwrite:
+            self._remembered.forget(keys)  # moved by the overwrite: not worth reading during a lookup
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
             outcomes.extend(self._put(keys[start:end], views[start:end], overwrite))
@@ -567,30 +584,36 @@ class Client:
         answer = self._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
             keys=keys, tenant_ids=[self.tenant] * len(keys), packed=True))
         lease_s = answer.lease_ms / 1000.0
-        return Placements.of(answer, len(keys)), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
+        found, safe_until = Placements.of(answer, len(keys)), asked + lease_s * (1 - _LEASE_KEPT_FOR_READ)
+        if self.read_during_lookup:
+            self._remembered.remember(keys, found, safe_until, self._memory is not None)
+        return found, safe_until
 
     def _get(self, keys: List[str], destination: Callable[[int, int], Optional[List[Tuple[int, int]]]],
              looked_up: Optional[Tuple[Placements, float]] = None) -> List[Tuple[int, str]]:
         """Reads one batch; ``destination(i, size)`` gives the (address, size) regions to fill, or None when they
         are too small. ``looked_up``: the batch's placements and until when reads may start with them, from an
         earlier lookup; without it the batch is looked up here."""
-        if looked_up is not None:
-            found, safe_until = looked_up  # the batch's own copy (Mappings hands out copies): marked DONE below
-            if time.monotonic() <= safe_until:
-                self._count("lookups_saved")  # else the loop below looks the batch up again at once
-        else:
-            try:
-                found, safe_until = self._lookup(keys)
-            except McctlError as e:
-                return [(e.result, str(e))] * len(keys)
         n = len(keys)
         outcomes: List[Tuple[int, str]] = [(errors.INTERNAL_ERROR, "INTERNAL_ERROR: not read")] * n
         counts: Counter = Counter()  # counted once per batch: the stats lock is not taken per key
-        read_from = self._read_native if _io.native is not None else self._read_python
-        done: List[int] = []  # keys whose outcome the MEMORY pass set
+        done: List[int] = []  # keys whose outcome is set: read during the lookup, or by the MEMORY pass
         try:
+            if looked_up is not None:
+                found, safe_until = looked_up  # the batch's own copy (Mappings hands out copies): marked DONE below
+                if time.monotonic() <= safe_until:
+                    self._count("lookups_saved")  # else the loop below looks the batch up again at once
+            else:
+                try:
+                    early = None
+                    if self.read_during_lookup and _io.native is not None and self._stub is not None:
+                        early = self._read_during_lookup(keys, destination, outcomes, counts)
+                    found, safe_until, done = early if early is not None else (*self._lookup(keys), [])
+                except McctlError as e:
+                    return [(e.result, str(e))] * n
+            read_from = self._read_native if _io.native is not None else self._read_python
             if self._memory is not None and found.memory:
-                done = self._read_memory_replicas(sorted(found.memory), keys, found, destination, outcomes, counts)
+                done = sorted(done + self._read_memory_replicas(sorted(found.memory), keys, found, destination, outcomes, counts))
             i = 0
             while i < n:
                 if time.monotonic() > safe_until:
@@ -610,6 +633,54 @@ class Client:
             for name, count in counts.items():
                 self._count(name, count)
         return outcomes
+
+    def _read_during_lookup(self, keys: List[str], destination, outcomes, counts) -> Optional[Tuple[Placements, float, List[int]]]:
+        """Reads the keys this client looked up before, while their earlier lookup's lease lasts, at the placements
+        that lookup answered, while the batch's own lookup is in flight; then keeps each read whose key the new
+        answer places exactly where it was read from (bucket, offset, size and CRC32C), received while the earlier
+        lease still held. Such a read is exact, not a guess: the earlier lease kept those pages from reuse for the
+        whole read, so they held the object the earlier lookup named, and a key whose answer names the same pages
+        before that lease ends still has that object, since the pages could not be given to another commit in
+        between. The new answer, its lease and the indices whose outcomes are set (marked DONE in it); None when no
+        key of the batch may be read so (the caller then looks up as usual); the lookup's McctlError when it failed."""
+        recalled = self._remembered.recall(keys, time.monotonic() + _READ_DURING_LOOKUP_MIN_S)
+        if recalled is None:
+            return None
+        previous, previous_until, attempted = recalled
+        n = len(keys)
+        early: List[Optional[Tuple[int, str]]] = [None] * n
+        early_counts: Counter = Counter()
+        plan, planned, planned_bytes = self._plan_native(0, keys, previous, destination, early, early_counts)
+        threads = self._start_reading(planned_bytes)
+        try:
+            # The reader's own threads read while this one waits for the master, in a blocking call without the GIL.
+            if not plan.start(previous_until, threads):
+                return None
+            try:
+                found, safe_until = self._lookup(keys)
+            except McctlError:
+                counts["reads_during_lookup_wasted"] += attempted
+                raise
+            finally:
+                done = plan.wait()  # always: until then the reader's threads write into the caller's buffers
+        finally:
+            self._stop_reading()
+        answered = time.monotonic()
+        self._read_outcomes(plan, done, planned, keys, previous, early, early_counts)
+        confirmed: List[int] = []
+        if answered < previous_until:
+            buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
+            for i in range(n):
+                outcome = early[i]
+                if (outcome is not None and outcome[0] >= 0 and buckets[i] == previous.buckets[i] and offsets[i] == previous.offsets[i]
+                        and sizes[i] == previous.sizes[i] and crcs[i] == previous.crcs[i]):
+                    outcomes[i] = outcome
+                    buckets[i] = DONE
+                    confirmed.append(i)
+        counts["reads"] += len(confirmed)  # early_counts is dropped: a read not kept is read again and counted then
+        counts["reads_during_lookup"] += len(confirmed)
+        counts["reads_during_lookup_wasted"] += attempted - len(confirmed)
+        return found, safe_until, confirmed
 
     def _read_memory_replicas(self, promoted: List[int], keys, found: Placements, destination, outcomes, counts) -> List[int]:
         """Reads the keys ``promoted`` (their mappings carry MEMORY replicas) from the nodes holding them; marks those
@@ -696,6 +767,28 @@ class Client:
     def _read_native(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
         """Reads objects ``start``... in one call of the native batch reader (preadv and CRC32C of each, without
         the GIL); the index of the first one left for a fresh lease."""
+        plan, planned, planned_bytes = self._plan_native(start, keys, found, destination, outcomes, counts)
+        threads = self._start_reading(planned_bytes)
+        try:
+            done = plan.run(safe_until, threads)
+        finally:
+            self._stop_reading()
+        return self._read_outcomes(plan, done, planned, keys, found, outcomes, counts)
+
+    def _start_reading(self, planned_bytes: int) -> int:
+        """Counts a batch in the native reader until _stop_reading; the threads it may read on. Batches read at the
+        same moment share the client's read_threads: callers already fill the cores."""
+        with self._stats_lock:
+            self._batches_reading += 1
+            return max(1, min(self.read_threads - self._batches_reading + 1, 1 + planned_bytes // READ_BYTES_PER_THREAD))
+
+    def _stop_reading(self) -> None:
+        with self._stats_lock:
+            self._batches_reading -= 1
+
+    def _plan_native(self, start: int, keys, found: Placements, destination, outcomes, counts) -> Tuple[_io.ReadPlan, List[int], int]:
+        """The plan of objects ``start``... for the native reader, the indices planned, in order, and their bytes;
+        the outcomes of keys that cannot be read (the master's error, a buffer too small, a bad range) are set."""
         plan = _io.ReadPlan()
         planned: List[int] = []
         planned_bytes = 0
@@ -729,15 +822,13 @@ class Client:
             planned.append(i)
             planned_bytes += size
         plan.add_all(sources, destinations)
-        with self._stats_lock:
-            self._batches_reading += 1
-            # Batches read at the same moment share the client's read_threads: callers already fill the cores.
-            threads = max(1, min(self.read_threads - self._batches_reading + 1, 1 + planned_bytes // READ_BYTES_PER_THREAD))
-        try:
-            done = plan.run(safe_until, threads)
-        finally:
-            with self._stats_lock:
-                self._batches_reading -= 1
+        return plan, planned, planned_bytes
+
+    def _read_outcomes(self, plan: _io.ReadPlan, done: int, planned: List[int], keys, found: Placements, outcomes, counts) -> int:
+        """Sets the outcomes of the first ``done`` objects of a plan that was read; the index of the first key left
+        unread (for a fresh lease), or len(keys)."""
+        files = self._files
+        buckets, offsets, crcs = found.buckets, found.offsets, found.crcs
         read, details = plan.outcomes()
         failed = 0
         for k in range(done):
@@ -781,8 +872,9 @@ class Client:
     def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Any], mappings: Optional[Mappings] = None) -> List[int]:
         """Reads key i into buffers[i] in place; the bytes read, or a negative code (mcctl.errors), per key.
 
-        A buffer smaller than its object gets BUFFER_OVERFLOW and nothing is written to it. Buffers are as for
-        batch_put_from, but writable; a list of buffers is filled one after another. ``mappings``, from
+        A buffer smaller than its object gets BUFFER_OVERFLOW and nothing is written past it (nor into it, unless
+        an earlier, smaller object of the key was read into it during the lookup: see read_during_lookup). Buffers
+        are as for batch_put_from, but writable; a list of buffers is filled one after another. ``mappings``, from
         ``lookup()`` of these keys (or of more, these among them) by this client, spares the read its lookup call
         while their lease lasts; mappings that do not cover every key are not used.
         """
@@ -838,6 +930,7 @@ class Client:
         """Removes each key; 0 or a negative code (OBJECT_NOT_FOUND, ...) per key."""
         keys = _check_keys(keys)
         codes: List[int] = []
+        self._remembered.forget(keys)  # a read would find them moved or gone: not worth reading during its lookup
         for start, end in _chunks(len(keys)):
             try:
                 answer = self._mutate("BatchRemove", pb.BatchRemoveRequest(keys=keys[start:end],
