@@ -802,7 +802,8 @@ class Client:
             # The common case written out over plain lists: this loop runs for every key of a batch.
             bucket = buckets[i]
             if bucket < 0:
-                self._target(i, keys, found, destination, outcomes)  # the master's error, or done by the MEMORY pass
+                if bucket != DONE:  # done already: read during the lookup, or by the MEMORY pass
+                    self._target(i, keys, found, destination, outcomes)  # the master's error
                 continue
             size = sizes[i]
             regions = destination(i, size)
