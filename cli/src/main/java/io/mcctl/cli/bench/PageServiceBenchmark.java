@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.SplittableRandom;
 
@@ -151,7 +152,7 @@ public final class PageServiceBenchmark {
             keys.add(keyOf(committed[random.nextInt(from)])); // a new string, as off the wire
         }
         long failures = 0;
-        for (Result<Placement> result : pages.getMappings(pages.batchTenants(), java.util.Collections.nCopies(batch, TENANT), keys)) {
+        for (Result<Placement> result : pages.getMappings(pages.batchTenants(), Collections.nCopies(batch, TENANT), keys)) {
             if (!result.isOk()) {
                 failures++;
             }

@@ -1,5 +1,6 @@
 package io.mcctl.master.client;
 
+import com.google.protobuf.ByteString;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.io.BucketFilePool;
@@ -83,7 +84,7 @@ public final class TierNode implements AutoCloseable {
     }
 
     /** Bucket file paths as the master spells them in descriptors (its root and the layout's file names), by index. */
-    private volatile com.google.protobuf.ByteString[] bucketPaths;
+    private volatile ByteString[] bucketPaths;
 
     /**
      * The path of bucket file {@code bucket} as a descriptor from the master names it, for answers that name buckets by
@@ -91,13 +92,13 @@ public final class TierNode implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the layout has no such bucket
      */
-    public com.google.protobuf.ByteString bucketPath(int bucket) {
-        com.google.protobuf.ByteString[] paths = bucketPaths;
+    public ByteString bucketPath(int bucket) {
+        ByteString[] paths = bucketPaths;
         if (paths == null) {
             BucketLayout known = layoutOf(layout);
-            paths = new com.google.protobuf.ByteString[known.bucketCount()];
+            paths = new ByteString[known.bucketCount()];
             for (int b = 0; b < paths.length; b++) {
-                paths[b] = com.google.protobuf.ByteString.copyFromUtf8(known.bucketPath(b).toString());
+                paths[b] = ByteString.copyFromUtf8(known.bucketPath(b).toString());
             }
             bucketPaths = paths; // a racing thread builds the same array: bucket counts never change
         }
