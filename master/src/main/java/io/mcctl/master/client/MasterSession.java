@@ -11,6 +11,10 @@ import io.mcctl.master.proto.v1.SessionError;
 import io.mcctl.master.proto.v1.SessionRequest;
 import io.mcctl.master.proto.v1.SessionResponse;
 import io.mcctl.master.server.WireErrors;
+import io.mcctl.master.proto.v1.SessionRequests;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -20,8 +24,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * went away, the connection broke) fails every request still waiting on it with the stream's status, exactly as a
  * unary call cut at that moment fails; the next request opens a new stream.
  *
- * <p>Thread-safe. {@code this} guards {@link #current} and the opening of a stream; each {@link Stream} guards
- * sending on its own observer with its own lock (gRPC observers are not thread-safe). The locks do not nest.
+ * <p>Requests that callers hand over while another message is being sent go together in the next one, as a bundle
+ * (the master serves and answers each as if it had come alone).
+ *
+ * <p>Thread-safe. {@code this} guards {@link #current} and the opening of a stream; each {@link Stream} guards its
+ * queue of unsent requests with one lock and sending on its observer with another (gRPC observers are not
+ * thread-safe). No lock nests inside another.
  */
 final class MasterSession {
 
@@ -66,6 +74,28 @@ final class MasterSession {
     /** Fresh streams one request is tried on when each ends before taking it. */
     private static final int STREAMS_PER_REQUEST = 3;
 
+    /** Most requests in one bundle. */
+    private static final int BUNDLE_MAX_REQUESTS = 64;
+    /**
+     * Most keys in one bundle: what one request may carry, so that a bundle's answers are never larger than those
+     * of the largest request (and well within the client's receive limit).
+     */
+    private static final long BUNDLE_MAX_KEYS = 10_000;
+    /** Most request bytes in one bundle. */
+    private static final long BUNDLE_MAX_BYTES = 4 << 20;
+
+    /** The keys a request carries. */
+    static long keysOf(SessionRequest request) {
+        return switch (request.getRequestCase()) {
+            case ALLOCATE -> request.getAllocate().getKeysCount();
+            case NOTIFY -> request.getNotify().getKeysCount();
+            case LOOKUP -> request.getLookup().getKeysCount();
+            case FREE -> request.getFree().getKeysCount();
+            case REMOVE -> request.getRemove().getKeysCount();
+            case BUNDLE, REQUEST_NOT_SET -> 0;
+        };
+    }
+
     /** Half-closes the open stream, if any, so the master ends it once its answers are out. */
     void close() {
         Stream stream;
@@ -93,8 +123,15 @@ final class MasterSession {
     /** One stream and the requests waiting for an answer on it. */
     private static final class Stream implements ClientResponseObserver<SessionRequest, SessionResponse> {
         private final Map<Long, SettableFuture<SessionResponse>> waiting = new ConcurrentHashMap<>();
-        /** Sending is serialized on this lock. */
+        /** Sending is serialized on this lock; it guards {@link #halfClosed}. */
         private final Object sendLock = new Object();
+        /** Guards {@link #unsent} and {@link #sending}; taken alone, never with {@code sendLock}. */
+        private final Object queueLock = new Object();
+        /** Requests taken and not sent yet, in the order they were taken. */
+        private final ArrayDeque<SessionRequest> unsent = new ArrayDeque<>();
+        /** A thread is sending what is queued. */
+        private boolean sending;
+        private boolean halfClosed;
         private ClientCallStreamObserver<SessionRequest> requests;
         private volatile boolean ended;
         /** Why the stream ended; written before {@code ended}. */
@@ -111,33 +148,88 @@ final class MasterSession {
             this.requests = requestStream;
         }
 
-        /** The request's answer, or null when the stream had ended before it could be sent (so it was not). */
+        /** The request's answer, or null when the stream had ended before it could be taken (so it was not sent). */
         SettableFuture<SessionResponse> send(SessionRequest request) {
             SettableFuture<SessionResponse> answer = SettableFuture.create();
-            synchronized (sendLock) {
-                if (ended) {
-                    return null;
+            if (ended) {
+                return null;
+            }
+            // If the caller gives up (its deadline), nothing more is kept for it; a late answer is dropped.
+            answer.addListener(() -> waiting.remove(request.getId()), Runnable::run);
+            waiting.put(request.getId(), answer);
+            if (ended) {
+                // ended while being registered: end() may have missed it, and it was not sent
+                waiting.remove(request.getId());
+                return null;
+            }
+            synchronized (queueLock) {
+                unsent.add(request);
+                if (sending) {
+                    return answer; // the thread sending now takes it with whatever else is queued
                 }
-                // If the caller gives up (its deadline), nothing more is kept for it; a late answer is dropped.
-                answer.addListener(() -> waiting.remove(request.getId()), Runnable::run);
-                waiting.put(request.getId(), answer);
-                if (ended) {
-                    // ended while being registered: end() may have missed it, and it was not sent
-                    waiting.remove(request.getId());
-                    return null;
+                sending = true;
+            }
+            sendQueued();
+            return answer;
+        }
+
+        /**
+         * Sends what is queued until nothing is: a request alone, or several in one bundle. Requests queue while a
+         * message is being sent, so callers that come together share a message (and the master's work per message)
+         * without anyone waiting for a timer; a caller alone sends its request at once.
+         */
+        private void sendQueued() {
+            while (true) {
+                List<SessionRequest> batch = new ArrayList<>();
+                synchronized (queueLock) {
+                    long keys = 0;
+                    long bytes = 0;
+                    while (!unsent.isEmpty()) {
+                        SessionRequest next = unsent.peek();
+                        long nextKeys = keysOf(next);
+                        long nextBytes = next.getSerializedSize();
+                        if (!batch.isEmpty() && (batch.size() == BUNDLE_MAX_REQUESTS || keys + nextKeys > BUNDLE_MAX_KEYS
+                                || bytes + nextBytes > BUNDLE_MAX_BYTES)) {
+                            break;
+                        }
+                        batch.add(unsent.poll());
+                        keys += nextKeys;
+                        bytes += nextBytes;
+                    }
+                    if (batch.isEmpty()) {
+                        sending = false;
+                        return;
+                    }
                 }
-                try {
-                    requests.onNext(request);
-                } catch (RuntimeException e) {
-                    answer.setException(Status.fromThrowable(e).asRuntimeException());
+                SessionRequest message = batch.size() == 1 ? batch.get(0)
+                        : SessionRequest.newBuilder().setBundle(SessionRequests.newBuilder().addAllRequests(batch)).build();
+                synchronized (sendLock) {
+                    StatusRuntimeException refused = null;
+                    if (halfClosed) {
+                        refused = Status.UNAVAILABLE.withDescription("the client closed its stream to the master").asRuntimeException();
+                    } else if (!ended) {
+                        try {
+                            requests.onNext(message);
+                        } catch (RuntimeException e) {
+                            refused = Status.fromThrowable(e).asRuntimeException();
+                        }
+                    } // else the stream ended: end() failed every request registered, these included
+                    if (refused != null) {
+                        for (SessionRequest request : batch) {
+                            SettableFuture<SessionResponse> answer = waiting.remove(request.getId());
+                            if (answer != null) {
+                                answer.setException(refused);
+                            }
+                        }
+                    }
                 }
             }
-            return answer;
         }
 
         void halfClose() {
             synchronized (sendLock) {
-                if (!ended) {
+                if (!ended && !halfClosed) {
+                    halfClosed = true;
                     requests.onCompleted();
                 }
             }
@@ -145,6 +237,12 @@ final class MasterSession {
 
         @Override
         public void onNext(SessionResponse response) {
+            if (response.hasBundle()) {
+                for (SessionResponse one : response.getBundle().getResponsesList()) {
+                    onNext(one);
+                }
+                return;
+            }
             SettableFuture<SessionResponse> answer = waiting.remove(response.getId());
             if (answer != null) {
                 answer.set(response);

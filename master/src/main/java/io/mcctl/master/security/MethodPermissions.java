@@ -127,7 +127,7 @@ public final class MethodPermissions {
             case LOOKUP -> request.getLookup();
             case FREE -> request.getFree();
             case REMOVE -> request.getRemove();
-            case REQUEST_NOT_SET -> null;
+            case BUNDLE, REQUEST_NOT_SET -> null; // a bundle's requests are each checked by their own kinds
         };
     }
 

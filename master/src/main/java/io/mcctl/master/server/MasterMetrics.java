@@ -163,13 +163,28 @@ public final class MasterMetrics {
         java.util.Map<io.mcctl.master.proto.v1.SessionRequest.RequestCase, SessionKind> kinds = new java.util.EnumMap<>(
                 io.mcctl.master.proto.v1.SessionRequest.RequestCase.class);
         for (io.mcctl.master.proto.v1.SessionRequest.RequestCase kind : io.mcctl.master.proto.v1.SessionRequest.RequestCase.values()) {
+            if (kind == io.mcctl.master.proto.v1.SessionRequest.RequestCase.BUNDLE) {
+                continue; // a bundle's requests are counted by their own kinds, the bundles below
+            }
             kinds.put(kind, new SessionKind(kind == io.mcctl.master.proto.v1.SessionRequest.RequestCase.REQUEST_NOT_SET ? "none"
                     : kind.name().toLowerCase(java.util.Locale.ROOT)));
         }
         return kinds;
     }
 
-    /** The series of one kind of Session request (REQUEST_NOT_SET: one that carried nothing). */
+    private final Counter sessionBundles = Counter.builder().name("mcctl_master_session_bundles_total")
+            .help("Session messages that carried a bundle of requests (each request is counted by its kind as well)")
+            .withoutExemplars().register(registry);
+    private final Counter sessionBundledRequests = Counter.builder().name("mcctl_master_session_bundled_requests_total")
+            .help("Requests that came in Session bundles").withoutExemplars().register(registry);
+
+    /** A bundle of {@code requests} requests arrived on a Session stream. */
+    void sessionBundle(int requests) {
+        sessionBundles.inc();
+        sessionBundledRequests.inc(requests);
+    }
+
+    /** The series of one kind of Session request (REQUEST_NOT_SET: one that carried nothing; null for BUNDLE). */
     SessionKind session(io.mcctl.master.proto.v1.SessionRequest.RequestCase kind) {
         return sessionKinds.get(kind);
     }

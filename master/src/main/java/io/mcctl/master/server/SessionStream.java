@@ -9,9 +9,12 @@ import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.SessionError;
 import io.mcctl.master.proto.v1.SessionRequest;
 import io.mcctl.master.proto.v1.SessionResponse;
+import io.mcctl.master.proto.v1.SessionResponses;
 import io.mcctl.master.security.AccessControl;
 import io.mcctl.master.security.MethodPermissions;
 import io.mcctl.master.service.ChangeLog;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * One Session stream: each request it carries is checked by its unary twin's access rule, handed to the very method
  * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once, mutations once their
  * changes are durable (so answers may overtake each other). A request that fails whole is answered with the status
- * its twin's call would have closed with; the stream goes on.
+ * its twin's call would have closed with; the stream goes on. A bundle's requests are served the same way, one after
+ * the other, and answered in bundles: one message for what is answered at once, one for the mutations.
  *
  * <p>Thread-safe. Requests arrive one at a time on the call's executor; answers are sent from that thread or the
  * reply threads, under the lock of {@code responses} (a gRPC observer is not thread-safe), which guards sending,
@@ -52,38 +56,99 @@ final class SessionStream implements StreamObserver<SessionRequest> {
 
     @Override
     public void onNext(SessionRequest request) {
+        long arrived = System.nanoTime();
+        if (request.getRequestCase() == SessionRequest.RequestCase.BUNDLE) {
+            onBundle(request, arrived);
+            return;
+        }
         synchronized (responses) {
             outstanding++;
         }
-        long id = request.getId();
-        long arrived = System.nanoTime();
-        SessionRequest.RequestCase kind = request.getRequestCase();
+        Served served = serve(request, arrived);
+        if (!served.afterDurable) {
+            answer(List.of(served));
+        } else {
+            service.whenDurable(() -> answer(List.of(served)), e -> answer(List.of(served.failedWith(e))));
+        }
+    }
+
+    /**
+     * The requests of a bundle, served one after the other as if each had come alone; what is answered at once goes
+     * out in one message, and the mutations' answers in another once the last of their changes is durable (one
+     * wait covers them all: it waits for every change made so far).
+     */
+    private void onBundle(SessionRequest bundle, long arrived) {
+        List<SessionRequest> members = bundle.getBundle().getRequestsList();
         MasterMetrics metrics = service.metrics();
-        MasterMetrics.SessionKind series = metrics == null ? null : metrics.session(kind);
-        java.util.function.Consumer<SessionResponse> reply = series == null ? this::answer : response -> {
-            series.answered(System.nanoTime() - arrived,
-                    response.hasError() ? Status.fromCodeValue(response.getError().getGrpcCode()).getCode().name() : null);
-            answer(response);
-        };
+        if (metrics != null) {
+            metrics.sessionBundle(members.size());
+        }
+        if (members.isEmpty()) {
+            synchronized (responses) {
+                outstanding++;
+            }
+            answer(List.of(new Served(null, arrived, failure(bundle.getId(), WireErrors.exception(ErrorCode.INVALID_PARAMS,
+                    "session bundle " + bundle.getId() + " carries no request")), false)));
+            return;
+        }
+        synchronized (responses) {
+            outstanding += members.size();
+        }
+        List<Served> atOnce = new ArrayList<>(members.size());
+        List<Served> afterDurable = new ArrayList<>(members.size());
+        for (SessionRequest member : members) {
+            Served served = serve(member, arrived);
+            (served.afterDurable ? afterDurable : atOnce).add(served);
+        }
+        if (!atOnce.isEmpty()) {
+            answer(atOnce);
+        }
+        if (!afterDurable.isEmpty()) {
+            service.whenDurable(() -> answer(afterDurable), e -> {
+                List<Served> failed = new ArrayList<>(afterDurable.size());
+                for (Served served : afterDurable) {
+                    failed.add(served.failedWith(e));
+                }
+                answer(failed);
+            });
+        }
+    }
+
+    /**
+     * What one request came to: its answer, and whether that answer must wait until the changes made so far are
+     * durable (a mutation that was done). {@code kind} is null for a bundle's own answer.
+     */
+    private record Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, boolean afterDurable) {
+        /** The answer instead, when the log could not make the changes durable. */
+        Served failedWith(StatusRuntimeException e) {
+            return new Served(kind, arrived, failure(response.getId(), e), false);
+        }
+    }
+
+    /** Checks and does one request; nothing of it is sent here. */
+    private Served serve(SessionRequest request, long arrived) {
+        long id = request.getId();
+        SessionRequest.RequestCase kind = request.getRequestCase();
         try {
+            if (kind == SessionRequest.RequestCase.BUNDLE) {
+                return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
+                        + " is a bundle inside a bundle: bundles do not nest")), false);
+            }
             String twin = MethodPermissions.sessionTwin(kind);
             if (twin == null) {
-                reply.accept(failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
-                        + " carries no request: allowed are allocate, notify, lookup, free and remove")));
-                return;
+                return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
+                        + " carries no request: allowed are allocate, notify, lookup, free, remove and a bundle of these")), false);
             }
             Status refused = guard == null
                     ? Status.PERMISSION_DENIED.withDescription("this master checks no access on its streams: use the unary calls")
                     : guard.refusal(twin, MethodPermissions.sessionInner(request));
             if (refused != null) {
-                reply.accept(failure(id, refused.asRuntimeException()));
-                return;
+                return new Served(kind, arrived, failure(id, refused.asRuntimeException()), false);
             }
             SessionResponse.Builder response = SessionResponse.newBuilder().setId(id);
             switch (kind) {
                 case LOOKUP -> {
-                    reply.accept(response.setLookup(service.batchLookup(request.getLookup())).build());
-                    return;
+                    return new Served(kind, arrived, response.setLookup(service.batchLookup(request.getLookup())).build(), false);
                 }
                 case ALLOCATE -> response.setAllocate(service.batchAllocate(request.getAllocate()));
                 case NOTIFY -> response.setNotify(service.notifySuccess(request.getNotify()));
@@ -91,15 +156,14 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                 case REMOVE -> response.setRemove(service.batchRemove(request.getRemove()));
                 default -> throw new IllegalStateException("no handler for " + kind);
             }
-            SessionResponse done = response.build();
-            service.whenDurable(() -> reply.accept(done), e -> reply.accept(failure(id, e)));
+            return new Served(kind, arrived, response.build(), true);
         } catch (StatusRuntimeException e) {
-            reply.accept(failure(id, e)); // the check of the request as a whole: nothing of it was done
+            return new Served(kind, arrived, failure(id, e), false); // the check of the request as a whole: nothing of it was done
         } catch (ChangeLog.Refused e) {
-            reply.accept(failure(id, WireErrors.changesRefused(e.getMessage())));
+            return new Served(kind, arrived, failure(id, WireErrors.changesRefused(e.getMessage())), false);
         } catch (RuntimeException e) {
             LOG.error("session request {} failed", id, e);
-            reply.accept(failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)));
+            return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)), false);
         }
     }
 
@@ -118,14 +182,37 @@ final class SessionStream implements StreamObserver<SessionRequest> {
         return SessionResponse.newBuilder().setId(id).setError(error).build();
     }
 
-    private void answer(SessionResponse response) {
+    /** Sends the answers of {@code served} in one message (a bundle when there are several) and counts them. */
+    private void answer(List<Served> served) {
+        MasterMetrics metrics = service.metrics();
+        if (metrics != null) {
+            long now = System.nanoTime();
+            for (Served one : served) {
+                MasterMetrics.SessionKind series = one.kind == null ? null : metrics.session(one.kind);
+                if (series != null) {
+                    SessionResponse response = one.response;
+                    series.answered(now - one.arrived,
+                            response.hasError() ? Status.fromCodeValue(response.getError().getGrpcCode()).getCode().name() : null);
+                }
+            }
+        }
+        SessionResponse message;
+        if (served.size() == 1) {
+            message = served.get(0).response;
+        } else {
+            SessionResponses.Builder bundle = SessionResponses.newBuilder();
+            for (Served one : served) {
+                bundle.addResponses(one.response);
+            }
+            message = SessionResponse.newBuilder().setBundle(bundle).build();
+        }
         synchronized (responses) {
-            outstanding--;
+            outstanding -= served.size();
             if (ended) {
                 return;
             }
             try {
-                responses.onNext(response);
+                responses.onNext(message);
             } catch (RuntimeException e) {
                 ended = true; // the call is gone; the client sees the stream fail and knows these answers are lost
                 return;

@@ -158,21 +158,7 @@ class AccessMatrixTest {
         AccessControl access = masterAccess();
         long refusedBefore = access.refusals(AccessControl.Refusal.tenant_not_allowed);
         java.util.concurrent.LinkedBlockingQueue<io.mcctl.master.proto.v1.SessionResponse> answers = new java.util.concurrent.LinkedBlockingQueue<>();
-        io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> requests = MasterServiceGrpc.newStub(channel)
-                .withDeadlineAfter(20, TimeUnit.SECONDS).session(new io.grpc.stub.StreamObserver<>() {
-                    @Override
-                    public void onNext(io.mcctl.master.proto.v1.SessionResponse response) {
-                        answers.add(response);
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                    }
-                });
+        io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> requests = openStream(channel, answers);
         requests.onNext(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(1).setAllocate(
                 io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest.newBuilder()
                         .addKeys("x1").addTenantIds("a").addSizes(100)
@@ -191,6 +177,52 @@ class AccessMatrixTest {
         assertEquals(2, looked.getId());
         assertTrue(!looked.hasError() && looked.getLookup().getResults(0).hasDistributedDisk(), looked.toString());
         requests.onCompleted();
+    }
+
+    @Test
+    void a_bundle_member_not_allowed_is_refused_by_its_id_and_the_others_are_served() throws Exception {
+        ManagedChannel channel = channel(TokenFixture.OWN);
+        AccessControl access = masterAccess();
+        long refusedBefore = access.refusals(AccessControl.Refusal.tenant_not_allowed);
+        java.util.concurrent.LinkedBlockingQueue<io.mcctl.master.proto.v1.SessionResponse> answers = new java.util.concurrent.LinkedBlockingQueue<>();
+        io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> requests = openStream(channel, answers);
+        requests.onNext(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(9).setBundle(io.mcctl.master.proto.v1.SessionRequests.newBuilder()
+                .addRequests(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(1).setAllocate(
+                        io.mcctl.master.proto.v1.BatchAllocateDistributedPageRequest.newBuilder().addKeys("x2").addTenantIds("b").addSizes(100)))
+                .addRequests(io.mcctl.master.proto.v1.SessionRequest.newBuilder().setId(2).setLookup(
+                        io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest.newBuilder().addKeys("seed-0").addTenantIds("a")))).build());
+        Map<Long, io.mcctl.master.proto.v1.SessionResponse> byId = new java.util.HashMap<>();
+        for (int i = 0; i < 2; i++) {
+            io.mcctl.master.proto.v1.SessionResponse answer = answers.poll(20, TimeUnit.SECONDS);
+            assertTrue(answer != null, "answer " + i + " did not come");
+            byId.put(answer.getId(), answer);
+        }
+        assertEquals(Status.Code.PERMISSION_DENIED.value(), byId.get(1L).getError().getGrpcCode());
+        assertTrue(byId.get(1L).getError().getMessage().contains("may not use tenant 'b'"), byId.get(1L).toString());
+        assertTrue(!byId.get(2L).hasError() && byId.get(2L).getLookup().getResults(0).hasDistributedDisk(), byId.get(2L).toString());
+        assertEquals(0, master.pages().inFlightCount(), "the refused allocation was not made");
+        assertEquals(6, master.pages().mappingCount());
+        assertEquals(refusedBefore + 1, access.refusals(AccessControl.Refusal.tenant_not_allowed));
+        requests.onCompleted();
+    }
+
+    /** Opens a Session stream on {@code channel} whose answers (a bundle's opened up) go to {@code answers}. */
+    private static io.grpc.stub.StreamObserver<io.mcctl.master.proto.v1.SessionRequest> openStream(ManagedChannel channel,
+            java.util.concurrent.BlockingQueue<io.mcctl.master.proto.v1.SessionResponse> answers) {
+        return MasterServiceGrpc.newStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS).session(new io.grpc.stub.StreamObserver<>() {
+            @Override
+            public void onNext(io.mcctl.master.proto.v1.SessionResponse response) {
+                answers.addAll(response.hasBundle() ? response.getBundle().getResponsesList() : List.of(response));
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        });
     }
 
     @Test
