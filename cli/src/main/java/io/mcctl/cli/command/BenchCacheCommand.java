@@ -344,7 +344,7 @@ public final class BenchCacheCommand implements Callable<Integer> {
         return tier;
     }
 
-    private static long size(String option, String text) {
+    static long size(String option, String text) {
         try {
             long bytes = SizeParser.parse(text);
             if (bytes < 1) {

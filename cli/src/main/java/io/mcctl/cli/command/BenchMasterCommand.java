@@ -73,6 +73,15 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: ${DEFAULT-VALUE}).")
     double warmupSeconds;
 
+    @Option(names = "--buckets", paramLabel = "N", defaultValue = "256",
+            description = "Buckets of the master started here (default: ${DEFAULT-VALUE}). A tier the offload phases fill "
+                    + "(say 8 of 1GiB: 131,072 pages of 64KiB) measures them with the evictor at work.")
+    int buckets;
+
+    @Option(names = "--bucket-size", paramLabel = "SIZE", defaultValue = "4GiB",
+            description = "Bucket size of the master started here (default: ${DEFAULT-VALUE}).")
+    String bucketSize;
+
     @Option(names = "--memory-mappings", paramLabel = "N", defaultValue = "1000000",
             description = "Mappings for the heap-per-mapping figure; 0 skips it (default: ${DEFAULT-VALUE}).")
     int memoryMappings;
@@ -85,6 +94,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
     @Option(names = "--security", description = "Also run the offload and lookup phases against embedded masters with plaintext, "
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
+
+    /** Objects the master of each durability evicted over its run (warm-up included): nonzero once its tier filled. */
+    private final Map<String, Long> evictedKeys = new LinkedHashMap<>();
 
     /** Keys each caller keeps for the lookup phases. */
     private static final int LOOKUP_KEYS_PER_THREAD = 50_000;
@@ -121,6 +133,16 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
         }
+        if (buckets < 1 || buckets > 4096) {
+            throw new CliException(ExitCodes.USAGE, "invalid --buckets " + buckets + ": allowed is 1 to 4096");
+        }
+        long bucketBytes = BenchCacheCommand.size("--bucket-size", bucketSize);
+        if (bucketBytes % (64 * 1024) != 0) {
+            throw new CliException(ExitCodes.USAGE, "invalid --bucket-size " + bucketSize + ": allowed is a multiple of the 64KiB page");
+        }
+        if (master != null && (buckets != 256 || bucketBytes != 4L << 30)) {
+            throw new CliException(ExitCodes.USAGE, "--buckets and --bucket-size are for the master started here: leave out --master");
+        }
         if (memoryMappings < 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --memory-mappings " + memoryMappings + ": allowed is 0 or more");
         }
@@ -139,7 +161,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
         report.put("benchmark", "master");
         report.put("machine", MachineInfo.describe());
-        report.put("master", master != null ? target : "its own process (256 x 4GiB buckets, 64KiB pages, temporary root, WAL)"
+        report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, 64KiB pages, temporary root, WAL)"
                 + (compareDurability ? ", then another with --durability snapshot" : ""));
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
@@ -162,6 +184,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (security) {
             report.put("security", securityRows);
         }
+        report.put("objects_evicted", evictedKeys);
         report.put("tcp_echo_p50_us", round(echoP50));
         report.put("tcp_echo_p99_us", round(echo.percentileMicros(0.99)));
         report.put("one_caller_single_lookup_p50_over_echo_p50", round(singleLookup.p50Micros() / echoP50));
@@ -207,6 +230,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 }
                 out.print(byMode.render());
             }
+            evictedKeys.forEach((durability, evicted) -> {
+                if (evicted > 0) {
+                    out.println(String.format(Locale.ROOT, "the %s master evicted %,d objects over its run: its tier filled", durability, evicted));
+                }
+            });
             out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
                     singleLookup.transport(), singleLookup.p50Micros() / echoP50));
             if (memory != null) {
@@ -251,7 +279,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         } else {
             tempRoot = Files.createTempDirectory("mcctl-bench-master");
             started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
-                    "--root", tempRoot.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
+                    "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", "64KiB",
                     "--allocation-deadline", "10m", "--durability", durability);
             target = started.address();
             long pid = started.process().pid();
@@ -264,7 +292,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
             if (warmupSeconds > 0) {
                 timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
             }
-            return timedPhases(both, runId, seconds, serverCpu);
+            List<MasterBenchmark.Phase> phases = timedPhases(both, runId, seconds, serverCpu);
+            evictedKeys.put(durability, stream.stats().getEvictedKeys());
+            return phases;
         } finally {
             if (started != null) {
                 started.close();

@@ -803,6 +803,12 @@ public final class PageService {
     static final int EVICTION_SAMPLES_PER_SHARD = 4;
     /** Most victims one allocation evicts to make room for itself: bounded work on the caller's path. */
     static final int MAX_EVICTIONS_FOR_ROOM = 64;
+    /** Mappings sampled for a watermark pass's threshold, and the fewest from which it is estimated at all. */
+    static final int PASS_THRESHOLD_SAMPLES = 512;
+    static final int MIN_PASS_THRESHOLD_SAMPLES = 16;
+    private static final long NO_THRESHOLD = Long.MIN_VALUE;
+    /** Evictions of a watermark pass's sweep per hold of a shard's lock. */
+    static final int SWEEP_EVICTIONS_PER_HOLD = 16;
 
     private volatile EvictionPolicy eviction = EvictionPolicy.OFF;
     private final LongAdder evictionRuns = new LongAdder();
@@ -847,6 +853,37 @@ public final class PageService {
         long began = System.nanoTime();
         long target = (long) (policy.lowWatermark() * total);
         long evicted = 0;
+        long threshold = passThreshold(inUse - target, inUse);
+        if (threshold != NO_THRESHOLD) {
+            int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS);
+            for (int i = 0; i < KeyTable.SHARDS && inUse > target && evicted < maxEvictions; i++) {
+                KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
+                int m = 0;
+                while (m >= 0 && inUse > target && evicted < maxEvictions && !shard.mappings.isEmptyHint()) {
+                    shard.lock.lock();
+                    try {
+                        MappingTable table = shard.mappings;
+                        // A bounded run of evictions per hold of the lock, so that the shard's lookups wait little.
+                        for (int held = 0; m < table.size() && held < SWEEP_EVICTIONS_PER_HOLD && inUse > target && evicted < maxEvictions; ) {
+                            if (table.pinned(m) || table.lastUsedNanos(m) - threshold > 0
+                                    || promotions.any() && promotions.pinned(table.key(m))) {
+                                m++;
+                                continue;
+                            }
+                            inUse -= evictLocked(table, m, Change.RemoveReason.EVICTED_WATERMARK);
+                            evicted++;
+                            held++; // the shard's last mapping now has number m: it is looked at next
+                        }
+                        if (m >= table.size()) {
+                            m = -1;
+                        }
+                    } finally {
+                        shard.lock.unlock();
+                    }
+                }
+            }
+        }
+        // What the sweep left, when its threshold, a sample's estimate, was too early: one sampled victim at a time.
         while (inUse > target && evicted < maxEvictions) {
             long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null, 0, true);
             if (freed < 0) {
@@ -1018,9 +1055,10 @@ public final class PageService {
     private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages, boolean mayTakeLeased) {
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         int start = random.nextInt(KeyTable.SHARDS);
-        String victimKey = null;
+        // The victim is remembered by its shard and mapping number, and its key and placement are read only once it is
+        // checked again under its lock: a sample costs the reads of its record, not a string and an object each.
         KeyTable.Shard victimShard = null;
-        Placement victim = null;
+        int victimNumber = -1;
         long victimUsed = 0;
         boolean victimPinned = false;
         boolean victimLeased = false;
@@ -1052,21 +1090,23 @@ public final class PageService {
                     }
                     taken++;
                     boolean leased = table.leaseUntilNanos(k) - now > 0;
+                    boolean pinned = table.pinned(k);
+                    long used = table.lastUsedNanos(k);
                     // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
                     // now when the room is wanted at once.
                     // An object being promoted counts as used just now: its task pins it while anything else can go.
-                    long age = table.pinned(k) ? Long.MAX_VALUE
+                    long age = pinned ? Long.MAX_VALUE
                             : preferUnleased && leased || promotions.any() && promotions.pinned(table.key(k)) ? Long.MAX_VALUE - 1
-                            : table.lastUsedNanos(k);
-                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1 && makesRun(table.placement(k), roomPages);
-                    if (victim == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
+                            : used;
+                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1
+                            && makesRun(table.bucket(k), table.offset(k), table.size(k), roomPages);
+                    if (victimShard == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
                         victimJoins = joins;
                         bestAge = age;
-                        victimKey = table.key(k);
                         victimShard = shard;
-                        victim = table.placement(k);
-                        victimUsed = table.lastUsedNanos(k);
-                        victimPinned = table.pinned(k);
+                        victimNumber = k;
+                        victimUsed = used;
+                        victimPinned = pinned;
                         victimLeased = leased;
                     }
                     sampled++;
@@ -1075,7 +1115,7 @@ public final class PageService {
                 shard.lock.unlock();
             }
         }
-        if (victim == null) {
+        if (victimShard == null) {
             return -1;
         }
         if (victimLeased && !mayTakeLeased) {
@@ -1087,25 +1127,92 @@ public final class PageService {
         victimShard.lock.lock();
         try {
             MappingTable table = victimShard.mappings;
-            int m = table.find(victimKey);
-            if (m < 0 || !table.sameAs(m, victim) || table.lastUsedNanos(m) != victimUsed) {
+            int m = victimNumber;
+            // A removal meanwhile gives the number to the shard's last mapping; a use changes the time it was last used.
+            if (m >= table.size() || table.lastUsedNanos(m) != victimUsed || table.pinned(m) != victimPinned) {
                 return 0; // changed or used since it was sampled: the next sample decides
             }
-            String tenant = KeyRules.tenantOf(victimKey);
-            logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(table, m, state.now()), reason), victimKey);
-            evictedCount(reason).increment();
-            evictedBytes(reason).add(victim.size());
-            return layout().pagesFor(victim.size());
+            return evictLocked(table, m, reason);
         } finally {
             victimShard.lock.unlock();
         }
     }
 
-    /** Whether freeing {@code placement} would leave a run of at least {@code pages} free pages in its bucket. */
-    private boolean makesRun(Placement placement, long pages) {
-        long own = layout().pagesFor(placement.size());
-        return own >= pages || own + space.allocators[placement.bucket()].freePagesBeside(placement.offset() / layout().pageSize(), own,
-                pages - own) >= pages;
+    /** Evicts mapping {@code m} of {@code table}, whose shard's lock the caller holds; the pages it took out of use. */
+    private long evictLocked(MappingTable table, int m, Change.RemoveReason reason) {
+        String victimKey = table.key(m);
+        Placement victim = table.placement(m);
+        String tenant = KeyRules.tenantOf(victimKey);
+        logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(table, m, state.now()), reason), victimKey);
+        evictedCount(reason).increment();
+        evictedBytes(reason).add(victim.size());
+        return layout().pagesFor(victim.size());
+    }
+
+    /**
+     * The time of last use up to which a watermark pass evicts everything unpinned, so that what it evicts adds up to
+     * about {@code pagesToFree} of the {@code pagesInUse}: from a sample of {@value #PASS_THRESHOLD_SAMPLES} committed
+     * unpinned mappings, the time at which the oldest of them hold that share of the sample's pages. A pass evicts a
+     * fifth of the tier at the default watermarks; taking all of it by one threshold is closer to exact LRU than the
+     * oldest of a small sample per victim, and it reads the shards' records in order rather than at random.
+     * {@link #NO_THRESHOLD} when too few mappings were found to estimate it.
+     */
+    private long passThreshold(long pagesToFree, long pagesInUse) {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        long[] used = new long[PASS_THRESHOLD_SAMPLES];
+        long[] pages = new long[PASS_THRESHOLD_SAMPLES];
+        int sampled = 0;
+        int start = random.nextInt(KeyTable.SHARDS);
+        for (int i = 0; i < KeyTable.SHARDS && sampled < PASS_THRESHOLD_SAMPLES; i++) {
+            KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
+            if (shard.mappings.isEmptyHint()) {
+                continue;
+            }
+            shard.lock.lock();
+            try {
+                MappingTable table = shard.mappings;
+                int n = table.size();
+                for (int j = 0; j < Math.min(n, EVICTION_SAMPLES_PER_SHARD) && sampled < PASS_THRESHOLD_SAMPLES; j++) {
+                    int k = n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
+                    if (!table.pinned(k)) {
+                        used[sampled] = table.lastUsedNanos(k);
+                        pages[sampled] = layout().pagesFor(table.size(k));
+                        sampled++;
+                    }
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        if (sampled < MIN_PASS_THRESHOLD_SAMPLES) {
+            return NO_THRESHOLD;
+        }
+        Integer[] order = new Integer[sampled];
+        long samplePages = 0;
+        for (int i = 0; i < sampled; i++) {
+            order[i] = i;
+            samplePages += pages[i];
+        }
+        long[] times = used;
+        java.util.Arrays.sort(order, (a, b) -> Long.compare(times[a] - times[0], times[b] - times[0]));
+        double share = Math.min(1.0, (double) pagesToFree / pagesInUse);
+        long covered = 0;
+        for (Integer i : order) {
+            covered += pages[i];
+            if (covered >= share * samplePages) {
+                return used[i];
+            }
+        }
+        return used[order[sampled - 1]];
+    }
+
+    /**
+     * Whether freeing the pages of an object of {@code size} bytes at {@code offset} of {@code bucket} would leave a run
+     * of at least {@code pages} free pages there.
+     */
+    private boolean makesRun(int bucket, long offset, long size, long pages) {
+        long own = layout().pagesFor(size);
+        return own >= pages || own + space.allocators[bucket].freePagesBeside(offset / layout().pageSize(), own, pages - own) >= pages;
     }
 
     private LongAdder evictedCount(Change.RemoveReason reason) {
