@@ -2335,7 +2335,7 @@ function _picocli_mcctl_bench_master() {
 
   local commands=""
   local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--threads' '--seconds' '--warmup-seconds' '--memory-mappings'"
+  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2362,6 +2362,12 @@ function _picocli_mcctl_bench_master() {
       return
       ;;
     '--warmup-seconds')
+      return
+      ;;
+    '--buckets')
+      return
+      ;;
+    '--bucket-size')
       return
       ;;
     '--memory-mappings')

@@ -553,6 +553,8 @@ complete -c mcctl -n '__mcctl_at bench master' -l master-jvm-option -x -d 'A JVM
 complete -c mcctl -n '__mcctl_at bench master' -l threads -x -d 'Client threads (default: 8).'
 complete -c mcctl -n '__mcctl_at bench master' -l seconds -x -d 'Measured seconds per phase (default: 5).'
 complete -c mcctl -n '__mcctl_at bench master' -l warmup-seconds -x -d 'Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: 4).'
+complete -c mcctl -n '__mcctl_at bench master' -l buckets -x -d 'Buckets of the master started here (default: 256).'
+complete -c mcctl -n '__mcctl_at bench master' -l bucket-size -x -d 'Bucket size of the master started here (default: 4GiB).'
 complete -c mcctl -n '__mcctl_at bench master' -l memory-mappings -x -d 'Mappings for the heap-per-mapping figure; 0 skips it (default: 1000000).'
 complete -c mcctl -n '__mcctl_at bench master' -l compare-durability -d 'Also run every phase against a second master started here with --durability snapshot (the design RFC\'s: nothing logged, periodic snapshots only), after the one with the write-ahead log, with its own warm-up pass, and report snapshot over WAL for each phase.'
 complete -c mcctl -n '__mcctl_at bench master' -l security -d 'Also run the offload and lookup phases against embedded masters with plaintext, with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).'

@@ -60,6 +60,31 @@ class BenchCommandsTest {
     }
 
     @Test
+    void bench_master_over_a_tier_its_offloads_fill_offloads_without_failures_and_reports_what_the_master_evicted() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2", "--memory-mappings", "0",
+                "--buckets", "4", "--bucket-size", "8MiB", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertTrue(report.get("master").asText().contains("4 x 8MiB buckets"), report.get("master")::toString);
+        JsonNode phases = report.get("phases");
+        for (int i = 0; i < 4; i++) {
+            assertEquals("offload cycle", phases.get(i).get("phase").asText());
+            assertEquals(0, phases.get(i).get("failures").asLong(), phases.get(i)::toString);
+        }
+        // 512 pages, and each phase offloads far more objects of one page than that.
+        assertTrue(report.get("objects_evicted").get("wal master").asLong() > 512, report.get("objects_evicted")::toString);
+    }
+
+    @Test
+    void bench_master_refuses_a_tier_it_cannot_start_and_a_tier_for_a_master_it_did_not_start() {
+        CliRun none = CliRun.run("bench", "master", "--buckets", "0").expectExit(ExitCodes.USAGE);
+        assertTrue(none.err().contains("invalid --buckets 0: allowed is 1 to 4096"), none.err());
+        CliRun odd = CliRun.run("bench", "master", "--bucket-size", "100KiB").expectExit(ExitCodes.USAGE);
+        assertTrue(odd.err().contains("invalid --bucket-size 100KiB: allowed is a multiple of the 64KiB page"), odd.err());
+        CliRun theirs = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--buckets", "8").expectExit(ExitCodes.USAGE);
+        assertTrue(theirs.err().contains("--buckets and --bucket-size are for the master started here: leave out --master"), theirs.err());
+    }
+
+    @Test
     void bench_master_refuses_to_compare_durability_on_a_master_it_did_not_start() {
         CliRun run = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--compare-durability").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("--compare-durability starts its own masters: leave out --master"), run.err());

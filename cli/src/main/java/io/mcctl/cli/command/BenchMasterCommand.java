@@ -95,7 +95,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
 
-    /** Objects the master of each durability evicted over its run (warm-up included): nonzero once its tier filled. */
+    /** Objects each master evicted over its run (warm-up included), by "wal master", "snapshot master" or "master" (--master). */
     private final Map<String, Long> evictedKeys = new LinkedHashMap<>();
 
     /** Keys each caller keeps for the lookup phases. */
@@ -230,9 +230,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 }
                 out.print(byMode.render());
             }
-            evictedKeys.forEach((durability, evicted) -> {
+            evictedKeys.forEach((which, evicted) -> {
                 if (evicted > 0) {
-                    out.println(String.format(Locale.ROOT, "the %s master evicted %,d objects over its run: its tier filled", durability, evicted));
+                    out.println(String.format(Locale.ROOT, "the %s evicted %,d objects over its run: its tier filled", which, evicted));
                 }
             });
             out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
@@ -293,7 +293,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
             }
             List<MasterBenchmark.Phase> phases = timedPhases(both, runId, seconds, serverCpu);
-            evictedKeys.put(durability, stream.stats().getEvictedKeys());
+            evictedKeys.put(started == null ? "master" : durability + " master", stream.stats().getEvictedKeys());
             return phases;
         } finally {
             if (started != null) {
