@@ -853,7 +853,7 @@ public final class PageService {
         long began = System.nanoTime();
         long target = (long) (policy.lowWatermark() * total);
         long evicted = 0;
-        long threshold = passThreshold(inUse - target, inUse);
+        long threshold = passThreshold(inUse - target, inUse, maxEvictions);
         if (threshold != NO_THRESHOLD) {
             int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS);
             for (int i = 0; i < KeyTable.SHARDS && inUse > target && evicted < maxEvictions; i++) {
@@ -1151,13 +1151,14 @@ public final class PageService {
 
     /**
      * The time of last use up to which a watermark pass evicts everything unpinned, so that what it evicts adds up to
-     * about {@code pagesToFree} of the {@code pagesInUse}: from a sample of {@value #PASS_THRESHOLD_SAMPLES} committed
-     * unpinned mappings, the time at which the oldest of them hold that share of the sample's pages. A pass evicts a
+     * about {@code pagesToFree} of the {@code pagesInUse}, or to {@code maxEvictions} objects when those are fewer: from
+     * a sample of {@value #PASS_THRESHOLD_SAMPLES} committed unpinned mappings, the time at which the oldest of them hold
+     * that share of the sample's pages (a pass cut short by its cap then takes only the oldest). A pass evicts a
      * fifth of the tier at the default watermarks; taking all of it by one threshold is closer to exact LRU than the
      * oldest of a small sample per victim, and it reads the shards' records in order rather than at random.
      * {@link #NO_THRESHOLD} when too few mappings were found to estimate it.
      */
-    private long passThreshold(long pagesToFree, long pagesInUse) {
+    private long passThreshold(long pagesToFree, long pagesInUse, long maxEvictions) {
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         long[] used = new long[PASS_THRESHOLD_SAMPLES];
         long[] pages = new long[PASS_THRESHOLD_SAMPLES];
@@ -1195,7 +1196,8 @@ public final class PageService {
         }
         long[] times = used;
         java.util.Arrays.sort(order, (a, b) -> Long.compare(times[a] - times[0], times[b] - times[0]));
-        double share = Math.min(1.0, (double) pagesToFree / pagesInUse);
+        double pagesPerObject = (double) samplePages / sampled;
+        double share = Math.min(1.0, Math.min(pagesToFree, maxEvictions * pagesPerObject) / pagesInUse);
         long covered = 0;
         for (Integer i : order) {
             covered += pages[i];

@@ -80,6 +80,20 @@ class WatermarkPassTest {
     }
 
     @Test
+    void a_pass_cut_short_by_its_cap_takes_the_oldest_objects_only() {
+        PageService service = service(4096);
+        for (int i = 0; i < 4000; i++) {
+            commit(service, "k" + i, 1, false);
+        }
+        assertEquals(100, service.evictToWatermark(100));
+
+        // The oldest 100 are k0-k99; allow for the estimate of where the oldest 100 end among 4,000.
+        for (int i = 400; i < 4000; i++) {
+            assertTrue(service.exists("t", "k" + i).value(), "k" + i + " is not among the oldest, and stays");
+        }
+    }
+
+    @Test
     void a_pass_passes_over_pinned_objects_while_unpinned_ones_are_left() {
         PageService service = service(2048);
         for (int i = 0; i < 2000; i++) {
