@@ -1053,42 +1053,26 @@ public final class PageService {
      * can free many pages and still leave no run long enough; with one size every victim qualifies and this is LRU.
      */
     private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages, boolean mayTakeLeased) {
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
-        int start = random.nextInt(KeyTable.SHARDS);
         // The victim is remembered by its shard and mapping number, and its key and placement are read only once it is
         // checked again under its lock: a sample costs the reads of its record, not a string and an object each.
-        KeyTable.Shard victimShard = null;
-        int victimNumber = -1;
-        long victimUsed = 0;
-        boolean victimPinned = false;
-        boolean victimLeased = false;
-        long bestAge = Long.MAX_VALUE;
-        boolean victimJoins = false;
-        int sampled = 0;
+        final class Victim {
+            KeyTable.Shard shard;
+            int number = -1;
+            long used;
+            boolean pinned;
+            boolean leased;
+            long age = Long.MAX_VALUE;
+            boolean joins;
+        }
+        Victim victim = new Victim();
         long now = state.now();
-        for (int i = 0; i < KeyTable.SHARDS && sampled < EVICTION_SAMPLES; i++) {
-            KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
-            if (shard.mappings.isEmptyHint()) {
-                continue; // a hint read without the lock: an empty shard is passed over cheaply
-            }
-            shard.lock.lock();
-            try {
-                MappingTable table = shard.mappings;
-                int n = table.size();
-                if (n == 0) {
-                    continue; // emptied since the hint was read
-                }
-                // For a quota, every mapping of the shard is looked at (from a random point) for the tenant's own: a
-                // random sample could miss a small tenant's few keys among many.
-                int tries = onlyPrefix == null ? Math.min(n, EVICTION_SAMPLES_PER_SHARD) : n;
-                int from = random.nextInt(n);
-                int taken = 0;
-                for (int j = 0; j < tries && taken < EVICTION_SAMPLES_PER_SHARD; j++) {
-                    int k = onlyPrefix != null ? (from + j) % n : n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
+        // For a quota, every mapping of a shard is looked at (from a random point) for the tenant's own: a random sample
+        // could miss a small tenant's few keys among many.
+        sampleMappings(java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS), 1, EVICTION_SAMPLES_PER_SHARD,
+                EVICTION_SAMPLES, onlyPrefix != null, (shard, table, k) -> {
                     if (onlyPrefix != null && !table.keyStartsWith(k, onlyPrefix)) {
-                        continue; // another tenant's: a quota evicts only its own tenant's objects
+                        return false; // another tenant's: a quota evicts only its own tenant's objects
                     }
-                    taken++;
                     boolean leased = table.leaseUntilNanos(k) - now > 0;
                     boolean pinned = table.pinned(k);
                     long used = table.lastUsedNanos(k);
@@ -1100,21 +1084,22 @@ public final class PageService {
                             : used;
                     boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1
                             && makesRun(table.bucket(k), table.offset(k), table.size(k), roomPages);
-                    if (victimShard == null || joins && !victimJoins || joins == victimJoins && age < bestAge) {
-                        victimJoins = joins;
-                        bestAge = age;
-                        victimShard = shard;
-                        victimNumber = k;
-                        victimUsed = used;
-                        victimPinned = pinned;
-                        victimLeased = leased;
+                    if (victim.shard == null || joins && !victim.joins || joins == victim.joins && age < victim.age) {
+                        victim.joins = joins;
+                        victim.age = age;
+                        victim.shard = shard;
+                        victim.number = k;
+                        victim.used = used;
+                        victim.pinned = pinned;
+                        victim.leased = leased;
                     }
-                    sampled++;
-                }
-            } finally {
-                shard.lock.unlock();
-            }
-        }
+                    return true;
+                });
+        KeyTable.Shard victimShard = victim.shard;
+        int victimNumber = victim.number;
+        long victimUsed = victim.used;
+        boolean victimPinned = victim.pinned;
+        boolean victimLeased = victim.leased;
         if (victimShard == null) {
             return -1;
         }
@@ -1159,32 +1144,20 @@ public final class PageService {
      * {@link #NO_THRESHOLD} when too few mappings were found to estimate it.
      */
     private long passThreshold(long pagesToFree, long pagesInUse, long maxEvictions) {
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         long[] used = new long[PASS_THRESHOLD_SAMPLES];
         long[] pages = new long[PASS_THRESHOLD_SAMPLES];
-        int sampled = 0;
-        int start = random.nextInt(KeyTable.SHARDS);
-        for (int i = 0; i < KeyTable.SHARDS && sampled < PASS_THRESHOLD_SAMPLES; i++) {
-            KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
-            if (shard.mappings.isEmptyHint()) {
-                continue;
-            }
-            shard.lock.lock();
-            try {
-                MappingTable table = shard.mappings;
-                int n = table.size();
-                for (int j = 0; j < Math.min(n, EVICTION_SAMPLES_PER_SHARD) && sampled < PASS_THRESHOLD_SAMPLES; j++) {
-                    int k = n <= EVICTION_SAMPLES_PER_SHARD ? j : random.nextInt(n);
-                    if (!table.pinned(k)) {
-                        used[sampled] = table.lastUsedNanos(k);
-                        pages[sampled] = layout().pagesFor(table.size(k));
-                        sampled++;
+        int[] count = {0};
+        sampleMappings(java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS), 1, EVICTION_SAMPLES_PER_SHARD,
+                PASS_THRESHOLD_SAMPLES, false, (shard, table, k) -> {
+                    if (table.pinned(k)) {
+                        return false;
                     }
-                }
-            } finally {
-                shard.lock.unlock();
-            }
-        }
+                    used[count[0]] = table.lastUsedNanos(k);
+                    pages[count[0]] = layout().pagesFor(table.size(k));
+                    count[0]++;
+                    return true;
+                });
+        int sampled = count[0];
         if (sampled < MIN_PASS_THRESHOLD_SAMPLES) {
             return NO_THRESHOLD;
         }
@@ -1194,8 +1167,8 @@ public final class PageService {
             order[i] = i;
             samplePages += pages[i];
         }
-        long[] times = used;
-        java.util.Arrays.sort(order, (a, b) -> Long.compare(times[a] - times[0], times[b] - times[0]));
+        // Times of System.nanoTime(), compared as differences from one of them so that a wrap of the clock sorts right.
+        java.util.Arrays.sort(order, (a, b) -> Long.compare(used[a] - used[0], used[b] - used[0]));
         double pagesPerObject = (double) samplePages / sampled;
         double share = Math.min(1.0, Math.min(pagesToFree, maxEvictions * pagesPerObject) / pagesInUse);
         long covered = 0;
@@ -1206,6 +1179,45 @@ public final class PageService {
             }
         }
         return used[order[sampled - 1]];
+    }
+
+    /** Looks at one sampled mapping under its shard's lock; whether it counts toward the sample's size. */
+    private interface MappingSampler {
+        boolean sample(KeyTable.Shard shard, MappingTable table, int mapping);
+    }
+
+    /**
+     * Samples the mappings of every {@code stride}-th shard from {@code start} on, each shard under its own lock, one at
+     * a time: all of a shard's mappings when it holds at most {@code perShard}, else {@code perShard} drawn at random
+     * (with {@code wholeShards}, every mapping from a random point on until {@code perShard} of them counted), until
+     * {@code sampler} has counted {@code limit} of them or every such shard was visited.
+     */
+    private void sampleMappings(int start, int stride, int perShard, int limit, boolean wholeShards, MappingSampler sampler) {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        int counted = 0;
+        for (int i = 0; i < KeyTable.SHARDS && counted < limit; i += stride) {
+            KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
+            if (shard.mappings.isEmptyHint()) {
+                continue; // a hint read without the lock: an empty shard is passed over cheaply
+            }
+            shard.lock.lock();
+            try {
+                MappingTable table = shard.mappings;
+                int n = table.size();
+                int tries = wholeShards ? n : Math.min(n, perShard);
+                int from = n == 0 ? 0 : random.nextInt(n);
+                int countedHere = 0;
+                for (int j = 0; j < tries && countedHere < perShard && counted < limit; j++) {
+                    int k = wholeShards ? (from + j) % n : n <= perShard ? j : random.nextInt(n);
+                    if (sampler.sample(shard, table, k)) {
+                        countedHere++;
+                        counted++;
+                    }
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
     }
 
     /**
@@ -1277,24 +1289,12 @@ public final class PageService {
      */
     public long oldestUseAgeMillis() {
         long now = state.now();
-        long oldest = Long.MAX_VALUE;
-        for (int s = 0; s < KeyTable.SHARDS; s += 8) {
-            KeyTable.Shard shard = keys.shard(s);
-            if (shard.mappings.isEmptyHint()) {
-                continue;
-            }
-            shard.lock.lock();
-            try {
-                MappingTable table = shard.mappings;
-                int n = table.size();
-                for (int i = 0; i < Math.min(n, AGE_SAMPLES_PER_SHARD); i++) {
-                    int k = n <= AGE_SAMPLES_PER_SHARD ? i : java.util.concurrent.ThreadLocalRandom.current().nextInt(n);
-                    oldest = Math.min(oldest, table.lastUsedNanos(k));
-                }
-            } finally {
-                shard.lock.unlock();
-            }
-        }
+        long[] oldestUse = {Long.MAX_VALUE};
+        sampleMappings(0, 8, AGE_SAMPLES_PER_SHARD, Integer.MAX_VALUE, false, (shard, table, k) -> {
+            oldestUse[0] = Math.min(oldestUse[0], table.lastUsedNanos(k));
+            return true;
+        });
+        long oldest = oldestUse[0];
         return oldest == Long.MAX_VALUE ? 0 : Math.max(0, (now - oldest) / 1_000_000);
     }
 
