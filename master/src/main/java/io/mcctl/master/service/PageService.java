@@ -838,6 +838,10 @@ public final class PageService {
      * objects until they are below the low watermark, at most {@code maxEvictions} in this pass. Never evicts an
      * allocation in flight; an evicted object's pages wait out its read leases in quarantine like a removed one's.
      *
+     * <p>The bulk of a pass is a sweep: every unpinned object used before a threshold estimated from a sample
+     * ({@link #passThreshold}) is evicted, shard by shard in the order of the shards' records, one shard lock at a time;
+     * what the sweep leaves, when the estimate fell short, is evicted one sampled victim at a time.
+     *
      * @return objects evicted
      */
     public long evictToWatermark(int maxEvictions) {
@@ -1205,7 +1209,7 @@ public final class PageService {
                 MappingTable table = shard.mappings;
                 int n = table.size();
                 int tries = wholeShards ? n : Math.min(n, perShard);
-                int from = n == 0 ? 0 : random.nextInt(n);
+                int from = wholeShards && n > 0 ? random.nextInt(n) : 0;
                 int countedHere = 0;
                 for (int j = 0; j < tries && countedHere < perShard && counted < limit; j++) {
                     int k = wholeShards ? (from + j) % n : n <= perShard ? j : random.nextInt(n);
