@@ -55,6 +55,8 @@ public final class MasterBenchmark {
     private final int threads;
     private final long objectSize;
     private final String runId;
+    /** Offload phases run so far: each writes under a prefix of its own, so that a second one offloads new keys too. */
+    private final java.util.concurrent.atomic.AtomicInteger offloadPhases = new java.util.concurrent.atomic.AtomicInteger();
 
     public MasterBenchmark(MasterClient client, int threads, long objectSize, String runId) {
         this.client = client;
@@ -77,7 +79,7 @@ public final class MasterBenchmark {
         List<LatencyRecorder> recorders = new ArrayList<>();
         List<Callable<long[]>> tasks = new ArrayList<>();
         long end = System.nanoTime() + (long) (seconds * 1e9);
-        String prefix = runId + "/" + client.transport() + "/b" + batch + "/";
+        String prefix = runId + "/" + client.transport() + "/b" + batch + "/p" + offloadPhases.getAndIncrement() + "/";
         for (int t = 0; t < threads; t++) {
             LatencyRecorder recorder = new LatencyRecorder();
             recorders.add(recorder);
@@ -221,6 +223,7 @@ public final class MasterBenchmark {
     public Phase offload(int batch, long keysPerThread, List<List<String>> written) throws Exception {
         List<LatencyRecorder> recorders = new ArrayList<>();
         List<Callable<long[]>> tasks = new ArrayList<>();
+        String prefix = runId + "/b" + batch + "/p" + offloadPhases.getAndIncrement() + "/";
         for (int t = 0; t < threads; t++) {
             LatencyRecorder recorder = new LatencyRecorder();
             recorders.add(recorder);
@@ -234,7 +237,7 @@ public final class MasterBenchmark {
                 for (long done = 0; done < keysPerThread; done += batch) {
                     List<String> keys = new ArrayList<>(batch);
                     for (int i = 0; i < batch; i++) {
-                        keys.add(runId + "/b" + batch + "/t" + thread + "/" + (done + i));
+                        keys.add(prefix + "t" + thread + "/" + (done + i));
                     }
                     long start = System.nanoTime();
                     List<String> okKeys = cycle(keys, tenants, sizes);

@@ -1,0 +1,46 @@
+package io.mcctl.cli.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mcctl.master.client.ClientSecurity;
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.server.MasterServer;
+import io.mcctl.storage.layout.BucketLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The benchmark's phases offload new keys every time, so that none is measured on allocations refused as existing. */
+@Timeout(120)
+class MasterBenchmarkTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void offload_phases_run_again_on_one_benchmark_offload_new_keys_and_none_fails() throws Exception {
+        try (MasterServer master = MasterServer.start(new MasterServer.Options(new BucketLayout(dir, 4, 64 << 10, 64L << 20), "posix",
+                "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
+             MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30), ClientSecurity.NONE,
+                     MasterClient.Transport.STREAM)) {
+            MasterBenchmark bench = new MasterBenchmark(client, 2, 4096, "run");
+            List<List<String>> written = new ArrayList<>();
+            for (int phase = 0; phase < 3; phase++) {
+                MasterBenchmark.Phase timed = bench.offloadFor(8, 0.2, written, 1_000);
+                assertTrue(timed.keys() > 0, timed::toString);
+                assertEquals(0, timed.failures(), "phase " + phase + " offloaded keys that already existed: " + timed);
+            }
+            for (int phase = 0; phase < 2; phase++) {
+                MasterBenchmark.Phase counted = bench.offload(8, 64, new ArrayList<>());
+                assertEquals(0, counted.failures(), "phase " + phase + " offloaded keys that already existed: " + counted);
+            }
+            long distinct = written.stream().flatMap(List::stream).distinct().count();
+            assertEquals(written.stream().mapToLong(List::size).sum(), distinct, "a key kept twice");
+        }
+    }
+}
