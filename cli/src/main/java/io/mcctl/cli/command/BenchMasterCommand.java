@@ -15,6 +15,7 @@ import java.util.function.LongSupplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterServer;
+import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -73,12 +74,17 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: ${DEFAULT-VALUE}).")
     double warmupSeconds;
 
-    @Option(names = "--buckets", paramLabel = "N", defaultValue = "256",
+    /** The tier of the master started here unless --buckets and --bucket-size say otherwise; its pages are always 64 KiB. */
+    private static final String DEFAULT_BUCKETS = "256";
+    private static final String DEFAULT_BUCKET_SIZE = "4GiB";
+    private static final String PAGE_SIZE = "64KiB";
+
+    @Option(names = "--buckets", paramLabel = "N", defaultValue = DEFAULT_BUCKETS,
             description = "Buckets of the master started here (default: ${DEFAULT-VALUE}). A tier the offload phases fill "
                     + "(say 8 of 1GiB: 131,072 pages of 64KiB) measures them with the evictor at work.")
     int buckets;
 
-    @Option(names = "--bucket-size", paramLabel = "SIZE", defaultValue = "4GiB",
+    @Option(names = "--bucket-size", paramLabel = "SIZE", defaultValue = DEFAULT_BUCKET_SIZE,
             description = "Bucket size of the master started here (default: ${DEFAULT-VALUE}).")
     String bucketSize;
 
@@ -137,10 +143,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --buckets " + buckets + ": allowed is 1 to 4096");
         }
         long bucketBytes = BenchCacheCommand.size("--bucket-size", bucketSize);
-        if (bucketBytes % (64 * 1024) != 0) {
-            throw new CliException(ExitCodes.USAGE, "invalid --bucket-size " + bucketSize + ": allowed is a multiple of the 64KiB page");
+        if (bucketBytes % SizeParser.parse(PAGE_SIZE) != 0) {
+            throw new CliException(ExitCodes.USAGE, "invalid --bucket-size " + bucketSize + ": allowed is a multiple of the " + PAGE_SIZE + " page");
         }
-        if (master != null && (buckets != 256 || bucketBytes != 4L << 30)) {
+        if (master != null && (buckets != Integer.parseInt(DEFAULT_BUCKETS) || bucketBytes != SizeParser.parse(DEFAULT_BUCKET_SIZE))) {
             throw new CliException(ExitCodes.USAGE, "--buckets and --bucket-size are for the master started here: leave out --master");
         }
         if (memoryMappings < 0) {
@@ -161,7 +167,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
         report.put("benchmark", "master");
         report.put("machine", MachineInfo.describe());
-        report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, 64KiB pages, temporary root, WAL)"
+        report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, " + PAGE_SIZE + " pages, temporary root, WAL)"
                 + (compareDurability ? ", then another with --durability snapshot" : ""));
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
@@ -279,7 +285,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         } else {
             tempRoot = Files.createTempDirectory("mcctl-bench-master");
             started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
-                    "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", "64KiB",
+                    "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
                     "--allocation-deadline", "10m", "--durability", durability);
             target = started.address();
             long pid = started.process().pid();

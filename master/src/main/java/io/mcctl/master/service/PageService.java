@@ -861,30 +861,9 @@ public final class PageService {
         if (threshold != NO_THRESHOLD) {
             int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS);
             for (int i = 0; i < KeyTable.SHARDS && inUse > target && evicted < maxEvictions; i++) {
-                KeyTable.Shard shard = keys.shard((start + i) & (KeyTable.SHARDS - 1));
-                int m = 0;
-                while (m >= 0 && inUse > target && evicted < maxEvictions && !shard.mappings.isEmptyHint()) {
-                    shard.lock.lock();
-                    try {
-                        MappingTable table = shard.mappings;
-                        // A bounded run of evictions per hold of the lock, so that the shard's lookups wait little.
-                        for (int held = 0; m < table.size() && held < SWEEP_EVICTIONS_PER_HOLD && inUse > target && evicted < maxEvictions; ) {
-                            if (table.pinned(m) || table.lastUsedNanos(m) - threshold > 0
-                                    || promotions.any() && promotions.pinned(table.key(m))) {
-                                m++;
-                                continue;
-                            }
-                            inUse -= evictLocked(table, m, Change.RemoveReason.EVICTED_WATERMARK);
-                            evicted++;
-                            held++; // the shard's last mapping now has number m: it is looked at next
-                        }
-                        if (m >= table.size()) {
-                            m = -1;
-                        }
-                    } finally {
-                        shard.lock.unlock();
-                    }
-                }
+                Swept swept = sweep(keys.shard((start + i) & (KeyTable.SHARDS - 1)), threshold, inUse - target, maxEvictions - evicted);
+                inUse -= swept.pages();
+                evicted += swept.evictions();
             }
         }
         // What the sweep left, when its threshold, a sample's estimate, was too early: one sampled victim at a time.
@@ -1084,7 +1063,7 @@ public final class PageService {
                     // now when the room is wanted at once.
                     // An object being promoted counts as used just now: its task pins it while anything else can go.
                     long age = pinned ? Long.MAX_VALUE
-                            : preferUnleased && leased || promotions.any() && promotions.pinned(table.key(k)) ? Long.MAX_VALUE - 1
+                            : preferUnleased && leased || beingPromoted(table, k) ? Long.MAX_VALUE - 1
                             : used;
                     boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1
                             && makesRun(table.bucket(k), table.offset(k), table.size(k), roomPages);
@@ -1099,32 +1078,69 @@ public final class PageService {
                     }
                     return true;
                 });
-        KeyTable.Shard victimShard = victim.shard;
-        int victimNumber = victim.number;
-        long victimUsed = victim.used;
-        boolean victimPinned = victim.pinned;
-        boolean victimLeased = victim.leased;
-        if (victimShard == null) {
+        if (victim.shard == null) {
             return -1;
         }
-        if (victimLeased && !mayTakeLeased) {
+        if (victim.leased && !mayTakeLeased) {
             return 0; // only leased ones sampled, and their pages would free nothing before the leases end
         }
-        if (victimPinned && onlyPrefix == null && state.pinnedMappings.get() < state.mappings.get()) {
+        if (victim.pinned && onlyPrefix == null && state.pinnedMappings.get() < state.mappings.get()) {
             return 0; // only pinned ones sampled while unpinned ones exist elsewhere: sample again
         }
-        victimShard.lock.lock();
+        victim.shard.lock.lock();
         try {
-            MappingTable table = victimShard.mappings;
-            int m = victimNumber;
+            MappingTable table = victim.shard.mappings;
+            int m = victim.number;
             // A removal meanwhile gives the number to the shard's last mapping; a use changes the time it was last used.
-            if (m >= table.size() || table.lastUsedNanos(m) != victimUsed || table.pinned(m) != victimPinned) {
+            if (m >= table.size() || table.lastUsedNanos(m) != victim.used || table.pinned(m) != victim.pinned) {
                 return 0; // changed or used since it was sampled: the next sample decides
             }
             return evictLocked(table, m, reason);
         } finally {
-            victimShard.lock.unlock();
+            victim.shard.lock.unlock();
         }
+    }
+
+    /** Whether mapping {@code m} is the source of a promotion in progress, whose task pins it while anything else can go. */
+    private boolean beingPromoted(MappingTable table, int m) {
+        return promotions.any() && promotions.pinned(table.key(m));
+    }
+
+    /** What a sweep of one shard took out of use: pages and objects. */
+    private record Swept(long pages, long evictions) {
+    }
+
+    /**
+     * A watermark pass's sweep of one shard: evicts, in the order of the shard's records, every unpinned object used no
+     * later than {@code threshold} and not being promoted, until {@code pagesToFree} pages or {@code maxEvictions}
+     * objects are out of use, taking the shard's lock for at most {@value #SWEEP_EVICTIONS_PER_HOLD} evictions at a time
+     * so that its lookups wait little.
+     */
+    private Swept sweep(KeyTable.Shard shard, long threshold, long pagesToFree, long maxEvictions) {
+        long pages = 0;
+        long evictions = 0;
+        int m = 0;
+        while (m >= 0 && pages < pagesToFree && evictions < maxEvictions && !shard.mappings.isEmptyHint()) {
+            shard.lock.lock();
+            try {
+                MappingTable table = shard.mappings;
+                for (int held = 0; m < table.size() && held < SWEEP_EVICTIONS_PER_HOLD && pages < pagesToFree && evictions < maxEvictions; ) {
+                    if (table.pinned(m) || table.lastUsedNanos(m) - threshold > 0 || beingPromoted(table, m)) {
+                        m++;
+                        continue;
+                    }
+                    pages += evictLocked(table, m, Change.RemoveReason.EVICTED_WATERMARK);
+                    evictions++;
+                    held++; // the shard's last mapping now has number m: it is looked at next
+                }
+                if (m >= table.size()) {
+                    m = -1;
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        return new Swept(pages, evictions);
     }
 
     /** Evicts mapping {@code m} of {@code table}, whose shard's lock the caller holds; the pages it took out of use. */
