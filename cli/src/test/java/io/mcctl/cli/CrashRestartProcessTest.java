@@ -149,12 +149,17 @@ class CrashRestartProcessTest {
     }
 
     /** One client thread's load: batches of new keys offloaded, some of its acknowledged keys removed, until the master dies. */
+    /** A bound on each client's operations in a round, far above what it does before the kill, so that a failed kill ends too. */
+    static final int MAX_OPS_PER_CLIENT = 20_000;
+
     static void load(McctlProcess.Master master, MasterClient.Transport transport, Model model, String tenant, int round, long seed,
                      AtomicInteger ops, List<Throwable> failures) {
         SplittableRandom random = new SplittableRandom(seed);
         List<String> mine = new ArrayList<>();
         try (Node node = Node.connect(master, transport)) {
-            for (int op = 0; op < 400; op++) {
+            // On until the master is killed under it, however long the snapshot taken meanwhile takes: a client that ran
+            // out of work first would leave the kill nothing to interrupt.
+            for (int op = 0; op < MAX_OPS_PER_CLIENT; op++) {
                 if (mine.isEmpty() || random.nextDouble() < 0.75) {
                     int count = random.nextInt(1, 5);
                     List<TierWriter.ObjectSource> objects = new ArrayList<>();
@@ -318,21 +323,22 @@ class CrashRestartProcessTest {
                     t.start();
                 }
                 if (round != 1) {
-                    assertTrue(await(Duration.ofSeconds(60), () -> ops.get() >= 30 || !failures.isEmpty()), "no load");
+                    assertTrue(await(Duration.ofSeconds(60), () -> ops.get() >= 30 || !failures.isEmpty()), () -> "no load: " + ops.get() + " operations");
                     try (MasterClient admin = new MasterClient(master.address(), Duration.ofSeconds(30))) {
                         CreateSnapshotResponse snapshot = admin.createSnapshot(); // while both clients keep writing
                         assertTrue(Files.exists(Path.of(snapshot.getPath())), snapshot.toString());
                     }
                 }
                 int killAt = ops.get() + 40;
-                assertTrue(await(Duration.ofSeconds(60), () -> ops.get() >= killAt || !failures.isEmpty()), "no load");
+                assertTrue(await(Duration.ofSeconds(60), () -> ops.get() >= killAt || !failures.isEmpty()),
+                        () -> "no load: " + ops.get() + " operations, " + killAt + " awaited");
                 kill9(master);
                 for (Thread t : clients) {
                     t.join(30_000);
                     assertFalse(t.isAlive(), t.getName() + " did not stop after the master died");
                 }
                 assertEquals(List.of(), failures);
-                assertTrue(ops.get() < 800, "the master was killed in the middle of the load, not after it");
+                assertTrue(ops.get() < 2 * MAX_OPS_PER_CLIENT, "the master was killed in the middle of the load, not after it");
 
                 master = startMaster("2s");
                 verify(master, model);

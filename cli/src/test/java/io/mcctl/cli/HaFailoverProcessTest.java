@@ -120,7 +120,7 @@ class HaFailoverProcessTest {
                 assertFalse(t.isAlive(), t.getName() + " did not stop after the leader died");
             }
             assertEquals(List.of(), failures);
-            assertTrue(ops.get() < 800, "the leader was killed in the middle of the load, not after it");
+            assertTrue(ops.get() < 2 * CrashRestartProcessTest.MAX_OPS_PER_CLIENT, "the leader was killed in the middle of the load, not after it");
             startMaster(); // the killed one comes back, as a standby
             leader = awaitLeader(Duration.ofSeconds(60));
             long epoch = status(leader).getEpoch();
