@@ -72,8 +72,10 @@ public final class MasterBenchmark {
     }
 
     /**
-     * Offload cycles of {@code batch} keys per call for {@code seconds} on every thread; each thread adds the keys it
-     * committed to its list in {@code written} (up to {@code keepPerThread} of them, for the lookup phases).
+     * Offload cycles of {@code batch} keys per call for {@code seconds} on every thread; each thread's list in
+     * {@code written} then holds the newest {@code keepPerThread} keys it has committed, over this phase and those
+     * before it, for the lookup phases: on a tier that fills, the oldest are the evictor's first victims, so a lookup of
+     * them would measure misses.
      */
     public Phase offloadFor(int batch, double seconds, List<List<String>> written, int keepPerThread) throws Exception {
         List<LatencyRecorder> recorders = new ArrayList<>();
@@ -93,6 +95,7 @@ public final class MasterBenchmark {
                 long keys = 0;
                 List<String> tenants = Collections.nCopies(batch, "bench");
                 List<Long> sizes = Collections.nCopies(batch, objectSize);
+                java.util.ArrayDeque<String> newest = new java.util.ArrayDeque<>(mine);
                 while (System.nanoTime() < end) {
                     List<String> batchKeys = new ArrayList<>(batch);
                     for (int i = 0; i < batch; i++) {
@@ -103,10 +106,15 @@ public final class MasterBenchmark {
                     recorder.record(System.nanoTime() - start);
                     failures += batch - okKeys.size();
                     keys += batch;
-                    if (mine.size() + okKeys.size() <= keepPerThread) {
-                        mine.addAll(okKeys);
+                    for (String committed : okKeys) {
+                        newest.addLast(committed);
+                        if (newest.size() > keepPerThread) {
+                            newest.pollFirst();
+                        }
                     }
                 }
+                mine.clear();
+                mine.addAll(newest);
                 return new long[] {keys, failures};
             });
         }

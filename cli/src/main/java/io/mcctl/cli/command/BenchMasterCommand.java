@@ -14,6 +14,7 @@ import io.mcctl.master.client.ClientSecurity;
 import java.util.function.LongSupplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.layout.BucketLayout;
@@ -106,6 +107,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     /** Keys each caller keeps for the lookup phases. */
     private static final int LOOKUP_KEYS_PER_THREAD = 50_000;
+    /** The largest batch of {@link #SPECS}: a lookup phase needs a batch of keys per caller. */
+    private static final int LOOKUP_BATCH = 64;
+    /** Bytes of each object the offload phases allocate. */
+    private static final long OBJECT_SIZE = 64 << 10;
 
     /** One phase of the benchmark: what it does, how many callers, how many keys per call. */
     /** One phase: offload cycles or lookups, by {@code callers} threads (0: --threads), with lookups answered packed or not. */
@@ -254,21 +259,37 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     /**
      * Every phase of {@link #SPECS} for {@code seconds}, once per client in {@code clients} (unary, then stream), so the two
-     * transports of a phase run back to back under the same load. The lookups look up keys the offload phases committed.
+     * transports of a phase run back to back under the same load. The lookups look up the newest keys the offload phases
+     * committed, no more of them than half the tier holds, so that over a tier the offloads fill they look up objects
+     * the evictor has left.
      */
     private List<MasterBenchmark.Phase> timedPhases(List<MasterClient> clients, String runId, double seconds, LongSupplier serverCpu)
             throws Exception {
         List<MasterBenchmark.Phase> phases = new ArrayList<>();
         List<List<String>> written = new ArrayList<>();
+        int keepPerCaller = lookupKeysPerCaller(clients.get(0).layout());
         for (PhaseSpec phase : SPECS) {
             int callers = phase.callers() == 0 ? threads : phase.callers();
             for (MasterClient client : clients) {
-                MasterBenchmark bench = new MasterBenchmark(client, callers, 64 << 10, runId).withServerCpu(serverCpu);
-                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, LOOKUP_KEYS_PER_THREAD)
+                MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, runId).withServerCpu(serverCpu);
+                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, keepPerCaller)
                         : bench.lookupFor(phase.batch(), written, seconds, phase.packed()));
             }
         }
         return phases;
+    }
+
+    /**
+     * Keys each caller keeps for the lookup phases: {@link #LOOKUP_KEYS_PER_THREAD}, or fewer when all callers' would
+     * make up more than half of the objects the tier holds less what the callers may hold in flight (an evictor keeps
+     * the newest objects down to its low watermark, 70% unless set, and in-flight allocations count against it), but
+     * never fewer than a batch.
+     */
+    private int lookupKeysPerCaller(GetLayoutResponse layout) {
+        long pagesPerObject = (OBJECT_SIZE + layout.getPageSize() - 1) / layout.getPageSize();
+        long objects = layout.getBucketCount() * (layout.getBucketSize() / layout.getPageSize()) / pagesPerObject;
+        long kept = objects / 2 - (long) threads * LOOKUP_BATCH;
+        return (int) Math.max(LOOKUP_BATCH, Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
     }
 
     /**
