@@ -148,10 +148,10 @@ class CrashRestartProcessTest {
         final Map<String, Integer> inDoubt = new ConcurrentHashMap<>();
     }
 
-    /** One client thread's load: batches of new keys offloaded, some of its acknowledged keys removed, until the master dies. */
     /** A bound on each client's operations in a round, far above what it does before the kill, so that a failed kill ends too. */
     static final int MAX_OPS_PER_CLIENT = 20_000;
 
+    /** One client thread's load: batches of new keys offloaded, some of its acknowledged keys removed, until the master dies. */
     static void load(McctlProcess.Master master, MasterClient.Transport transport, Model model, String tenant, int round, long seed,
                      AtomicInteger ops, List<Throwable> failures) {
         SplittableRandom random = new SplittableRandom(seed);

@@ -14,7 +14,6 @@ import io.mcctl.master.client.ClientSecurity;
 import java.util.function.LongSupplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
-import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.layout.BucketLayout;
@@ -267,7 +266,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throws Exception {
         List<MasterBenchmark.Phase> phases = new ArrayList<>();
         List<List<String>> written = new ArrayList<>();
-        int keepPerCaller = lookupKeysPerCaller(clients.get(0).layout());
+        int keepPerCaller = lookupKeysPerCaller(MasterClient.bucketLayout(clients.get(0).layout()));
         for (PhaseSpec phase : SPECS) {
             int callers = phase.callers() == 0 ? threads : phase.callers();
             for (MasterClient client : clients) {
@@ -285,9 +284,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
      * the newest objects down to its low watermark, 70% unless set, and in-flight allocations count against it), but
      * never fewer than a batch.
      */
-    private int lookupKeysPerCaller(GetLayoutResponse layout) {
-        long pagesPerObject = (OBJECT_SIZE + layout.getPageSize() - 1) / layout.getPageSize();
-        long objects = layout.getBucketCount() * (layout.getBucketSize() / layout.getPageSize()) / pagesPerObject;
+    private int lookupKeysPerCaller(BucketLayout layout) {
+        long objects = layout.bucketCount() * layout.pagesPerBucket() / layout.pagesFor(OBJECT_SIZE);
         long kept = objects / 2 - (long) threads * LOOKUP_BATCH;
         return (int) Math.max(LOOKUP_BATCH, Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
     }
@@ -388,7 +386,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                             new io.mcctl.master.client.ClientSecurity(ca.caCert(), null, null, token)));
             for (Mode mode : modes) {
                 Path root = Files.createDirectories(work.resolve(mode.name()));
-                try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, 256, 64 << 10, 4L << 30), "posix",
+                try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, Integer.parseInt(DEFAULT_BUCKETS), SizeParser.parse(PAGE_SIZE), SizeParser.parse(DEFAULT_BUCKET_SIZE)), "posix",
                         "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
                      MasterClient client = new MasterClient("127.0.0.1:" + embedded.port(), Duration.ofSeconds(30), mode.client())) {
                     String runId = UUID.randomUUID().toString().substring(0, 8);

@@ -52,8 +52,7 @@ public final class StatCommand implements Callable<Integer> {
             replicas = answer.getReplicasList();
             layout = master.layout();
         }
-        BucketLayout geometry = new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(),
-                layout.getBucketSize());
+        BucketLayout geometry = MasterClient.bucketLayout(layout);
         PrintWriter out = spec.commandLine().getOut();
         if (output.json()) {
             List<Map<String, Object>> rows = new ArrayList<>();

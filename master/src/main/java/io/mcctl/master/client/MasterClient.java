@@ -31,6 +31,7 @@ import io.mcctl.master.proto.v1.GetBucketBitmapRequest;
 import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.GetLayoutRequest;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.master.proto.v1.GetReplicaListRequest;
 import io.mcctl.master.proto.v1.GetReplicaListResponse;
 import io.mcctl.master.proto.v1.GetStatsRequest;
@@ -44,6 +45,7 @@ import io.mcctl.master.proto.v1.RemoveRequest;
 import io.mcctl.master.proto.v1.SessionRequest;
 import io.mcctl.master.proto.v1.SessionResponse;
 import io.mcctl.master.server.WireErrors;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -472,6 +474,11 @@ public final class MasterClient implements AutoCloseable {
 
     public GetLayoutResponse layout() {
         return read(() -> stub().getLayout(GetLayoutRequest.getDefaultInstance()));
+    }
+
+    /** The bucket layout that a master's {@link #layout()} answer describes. */
+    public static BucketLayout bucketLayout(GetLayoutResponse layout) {
+        return new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(), layout.getBucketSize());
     }
 
     /** Asks the master for a snapshot now; waits up to ten minutes, whatever the call timeout. */

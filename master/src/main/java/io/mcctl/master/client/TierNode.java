@@ -46,10 +46,6 @@ public final class TierNode implements AutoCloseable {
         return new TierNode(master, layout, new BucketFilePool(writable), metrics);
     }
 
-    private static BucketLayout layoutOf(GetLayoutResponse layout) {
-        return new BucketLayout(Path.of(layout.getRootDir()), layout.getBucketCount(), layout.getPageSize(), layout.getBucketSize());
-    }
-
     /** Throws a one-line explanation when this node's view of the root differs from the master's. */
     static void checkMount(GetLayoutResponse layout) throws IOException {
         Path root = Path.of(layout.getRootDir());
@@ -57,7 +53,7 @@ public final class TierNode implements AutoCloseable {
             throw new NoSuchFileException(root.toString(), null, "the master's root " + root
                     + " is not visible on this node: check that the shared filesystem is mounted there (mcctl mount validate)");
         }
-        BucketLayout expected = layoutOf(layout);
+        BucketLayout expected = MasterClient.bucketLayout(layout);
         LayoutFile.Record record;
         try {
             record = LayoutFile.read(expected.layoutFile());
@@ -95,7 +91,7 @@ public final class TierNode implements AutoCloseable {
     public ByteString bucketPath(int bucket) {
         ByteString[] paths = bucketPaths;
         if (paths == null) {
-            BucketLayout known = layoutOf(layout);
+            BucketLayout known = MasterClient.bucketLayout(layout);
             paths = new ByteString[known.bucketCount()];
             for (int b = 0; b < paths.length; b++) {
                 paths[b] = ByteString.copyFromUtf8(known.bucketPath(b).toString());

@@ -50,7 +50,7 @@ public final class LiveFsck {
 
     public static Fsck.Report run(MasterClient client, Options options, Fsck.DeepProgress progress) throws IOException {
         GetLayoutResponse wire = client.layout();
-        BucketLayout layout = new BucketLayout(Path.of(wire.getRootDir()), wire.getBucketCount(), wire.getPageSize(), wire.getBucketSize());
+        BucketLayout layout = MasterClient.bucketLayout(wire);
         if (!Files.isDirectory(layout.root())) {
             throw new NoSuchFileException(layout.root().toString(), null,
                     "the master's root is not a directory on this node (check the mount: mcctl mount validate)");
