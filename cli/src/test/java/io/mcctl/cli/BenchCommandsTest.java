@@ -36,6 +36,11 @@ class BenchCommandsTest {
         assertTrue(report.get("tcp_echo_p50_us").asDouble() > 0);
         assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0);
         assertTrue(report.get("heap_bytes_per_mapping").asDouble() > 0);
+        // The master it started ran as the launcher runs one: on huge pages where the kernel offers them.
+        String mode = HeapPages.kernelMode();
+        assertEquals(mode == null ? "none" : mode, report.get("machine").get("transparent_huge_pages").asText());
+        assertEquals("always".equals(mode) || "madvise".equals(mode) ? "[\"-XX:+UseTransparentHugePages\"]" : "[]",
+                report.get("master_jvm_options").toString());
     }
 
     @Test

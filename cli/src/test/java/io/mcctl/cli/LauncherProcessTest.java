@@ -53,11 +53,15 @@ class LauncherProcessTest {
     }
 
     private Run launch(Path tree, Path bin, String... args) throws Exception {
+        return launch(tree, bin, Map.of(), args);
+    }
+
+    private Run launch(Path tree, Path bin, Map<String, String> env, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of("bash", tree.resolve("mcctl").toString()));
         command.addAll(List.of(args));
         Path out = Files.createTempFile(dir, "out", ".txt");
         Path err = Files.createTempFile(dir, "err", ".txt");
-        ProcessBuilder builder = McctlProcess.clean(new ProcessBuilder(command), Map.of());
+        ProcessBuilder builder = McctlProcess.clean(new ProcessBuilder(command), env);
         builder.environment().put("PATH", bin + File.pathSeparator + System.getenv("PATH"));
         Process process = builder.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         assertTrue(process.waitFor(100, TimeUnit.SECONDS), "the launcher did not finish");
@@ -124,5 +128,32 @@ class LauncherProcessTest {
         Run second = launch(tree, bin, "--version");
         assertEquals(0, second.exitCode(), second.err());
         assertEquals("", second.err(), "not tried again for the same jar");
+    }
+
+    @Test
+    void the_master_asks_for_its_heap_on_transparent_huge_pages_where_the_kernel_offers_them_before_the_operators_own_options() throws Exception {
+        Path bin = dir.resolve("bin");
+        Path tree = treeWithFakeMaven(bin);
+        // A java that writes down each command line it is given, then is the real java.
+        Path calls = dir.resolve("java-calls.txt");
+        String realJava = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        executable(bin.resolve("java"), "#!/usr/bin/env bash\nprintf '%s\\n' \"$*\" >> '" + calls + "'\nexec '" + realJava + "' \"$@\"\n");
+
+        Run master = launch(tree, bin, Map.of("MCCTL_JAVA_OPTS", "-XX:-UseTransparentHugePages"), "master", "--help");
+        assertEquals(0, master.exitCode(), master.err());
+        Run version = launch(tree, bin, "--version");
+        assertEquals(0, version.exitCode(), version.err());
+
+        List<String> lines = Files.readAllLines(calls);
+        String masterCall = lines.stream().filter(l -> l.endsWith(" master --help")).findFirst().orElseThrow(() -> new AssertionError(lines));
+        String versionCall = lines.stream().filter(l -> l.endsWith(" --version")).findFirst().orElseThrow(() -> new AssertionError(lines));
+        String mode = HeapPages.kernelMode();
+        if ("always".equals(mode) || "madvise".equals(mode)) {
+            assertTrue(masterCall.contains(" -XX:+UseTransparentHugePages -XX:-UseTransparentHugePages "), "the launcher's default, then the "
+                    + "operator's option, which wins (kernel: " + mode + "): " + masterCall);
+        } else {
+            assertFalse(masterCall.contains("-XX:+UseTransparentHugePages"), "the kernel offers none (" + mode + "): " + masterCall);
+        }
+        assertFalse(versionCall.contains("TransparentHugePages"), "only the master asks: " + versionCall);
     }
 }

@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
+import io.mcctl.cli.bench.MasterProcess;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -28,6 +31,30 @@ class MasterStartProcessTest {
             assertTrue(log.contains("layout: 8 bucket files x 4 MiB = 32 MiB under " + root + ", sparse: "), log);
             assertTrue(log.contains(" of it backed by real space so far, "), log);
             assertTrue(Files.isDirectory(root));
+        }
+    }
+
+    @Test
+    void the_heap_is_on_transparent_huge_pages_where_the_kernel_offers_them_unless_turned_off_and_the_log_says_which() throws Exception {
+        String mode = HeapPages.kernelMode();
+        boolean offered = "always".equals(mode) || "madvise".equals(mode);
+        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(
+                builder.directory(dir.toFile()), Map.of()), "--root", "a", "--bucket-count", "8", "--bucket-size", "4MiB", "--page-size", "4KiB")) {
+            String log = master.log();
+            assertTrue(log.contains("heap: up to 256 MiB, transparent huge pages " + (offered ? "on (kernel: " + mode + ")"
+                    : mode == null ? "off (this kernel has none)" : "off (kernel: " + mode + ")")), log);
+        }
+        // Turned off by the operator's own option, which comes after the default: where the kernel only offers them on
+        // request, the heap is then on small pages.
+        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m", "-XX:-UseTransparentHugePages"), Duration.ofSeconds(60),
+                builder -> McctlProcess.clean(builder.directory(dir.toFile()), Map.of()), "--root", "b", "--bucket-count", "8",
+                "--bucket-size", "4MiB", "--page-size", "4KiB")) {
+            String log = master.log();
+            if ("madvise".equals(mode)) {
+                assertTrue(log.contains("transparent huge pages off (kernel: madvise; -XX:+UseTransparentHugePages asks for them)"), log);
+            } else {
+                assertTrue(log.contains("heap: up to 256 MiB, transparent huge pages "), log);
+            }
         }
     }
 

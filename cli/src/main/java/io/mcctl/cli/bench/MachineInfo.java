@@ -15,6 +15,7 @@ public final class MachineInfo {
         machine.put("max_heap_mib", Runtime.getRuntime().maxMemory() >> 20);
         machine.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
         machine.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+        machine.put("transparent_huge_pages", java.util.Objects.requireNonNullElse(io.mcctl.cli.HeapPages.kernelMode(), "none")); // the kernel's mode
         return machine;
     }
 }

@@ -1,5 +1,6 @@
 package io.mcctl.cli.bench;
 
+import io.mcctl.cli.HeapPages;
 import io.mcctl.cli.Main;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -49,9 +50,17 @@ public final class MasterProcess implements AutoCloseable {
         return command;
     }
 
+    /** The JVM options a master started here runs with: those the launcher gives {@code mcctl master}, then {@code given}. */
+    public static List<String> jvmOptionsFor(List<String> given) {
+        List<String> options = new ArrayList<>(HeapPages.masterDefaults());
+        options.addAll(given);
+        return options;
+    }
+
     /**
      * Starts a master on 127.0.0.1, any free port and metrics port unless {@code masterArgs} name them, with
-     * {@code masterArgs} added, and waits until it serves.
+     * {@code masterArgs} added, and waits until it serves. Its JVM options are {@link #jvmOptionsFor} {@code jvmOptions}: the launcher's defaults
+     * for a master ({@link HeapPages#masterDefaults}), which {@code jvmOptions} override.
      *
      * @param prepare adjusts the process (directory, environment) before it starts
      * @throws IOException when it exits or does not serve within {@code timeout}; the message carries its stderr
@@ -68,7 +77,7 @@ public final class MasterProcess implements AutoCloseable {
             }
         }
         args.addAll(given);
-        ProcessBuilder builder = new ProcessBuilder(command(jvmOptions, args)).redirectOutput(out.toFile()).redirectError(err.toFile());
+        ProcessBuilder builder = new ProcessBuilder(command(jvmOptionsFor(jvmOptions), args)).redirectOutput(out.toFile()).redirectError(err.toFile());
         prepare.accept(builder);
         long started = System.nanoTime();
         Process process = builder.start();

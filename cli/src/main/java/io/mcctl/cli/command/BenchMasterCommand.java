@@ -173,6 +173,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("machine", MachineInfo.describe());
         report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, " + PAGE_SIZE + " pages, temporary root, WAL)"
                 + (compareDurability ? ", then another with --durability snapshot" : ""));
+        if (master == null) {
+            report.put("master_jvm_options", MasterProcess.jvmOptionsFor(masterJvmOptions));
+        }
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
         report.put("warmup_seconds_per_phase", warmupSeconds);
@@ -247,6 +250,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
             });
             out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
                     singleLookup.transport(), singleLookup.p50Micros() / echoP50));
+            if (master == null) {
+                List<String> options = MasterProcess.jvmOptionsFor(masterJvmOptions);
+                out.println("master JVM options: " + (options.isEmpty() ? "none" : String.join(" ", options))
+                        + " (transparent huge pages, kernel: " + java.util.Objects.requireNonNullElse(io.mcctl.cli.HeapPages.kernelMode(), "none") + ")");
+            }
             if (memory != null) {
                 out.println(String.format(Locale.ROOT, "master heap: %.0f bytes per mapping at %d mappings (%d-byte keys)",
                         memory.bytesPerMapping(), memory.mappings(), memory.keyLength()));

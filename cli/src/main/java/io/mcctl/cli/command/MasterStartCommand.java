@@ -196,6 +196,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         BucketLayout layout = StorageSettings.layout(config);
         requireDirectoryRoot(layout.root());
         LOG.info("{}", describeRoot(config, layout.root()));
+        LOG.info("{}", io.mcctl.cli.HeapPages.describe());
         java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
         for (EffectiveConfig.Entry entry : config.entries()) {
             settingsInForce.put(entry.setting().key(), entry.formattedValue());
