@@ -549,7 +549,7 @@ complete -c mcctl -n '__mcctl_at bench master' -f
 complete -c mcctl -n '__mcctl_at bench master' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
 complete -c mcctl -n '__mcctl_at bench master' -l master -x -d 'Benchmark this running master instead of one started here.'
 complete -c mcctl -n '__mcctl_at bench master' -l master-pid -x -d 'With --master: its process id on this machine, for its CPU per key.'
-complete -c mcctl -n '__mcctl_at bench master' -l master-jvm-option -x -d 'A JVM option for the master started here, e.g.'
+complete -c mcctl -n '__mcctl_at bench master' -l master-jvm-option -x -d 'A JVM option for the master started here, after those mcctl master starts with (-XX:+UseTransparentHugePages where the kernel offers huge pages), e.g.'
 complete -c mcctl -n '__mcctl_at bench master' -l threads -x -d 'Client threads (default: 8).'
 complete -c mcctl -n '__mcctl_at bench master' -l seconds -x -d 'Measured seconds per phase (default: 5).'
 complete -c mcctl -n '__mcctl_at bench master' -l warmup-seconds -x -d 'Seconds per phase of the unmeasured warm-up pass over every phase, for the JIT (default: 4).'

@@ -59,8 +59,8 @@ public final class MasterProcess implements AutoCloseable {
 
     /**
      * Starts a master on 127.0.0.1, any free port and metrics port unless {@code masterArgs} name them, with
-     * {@code masterArgs} added, and waits until it serves. Its JVM options are {@link #jvmOptionsFor} {@code jvmOptions}: the launcher's defaults
-     * for a master ({@link HeapPages#masterDefaults}), which {@code jvmOptions} override.
+     * {@code masterArgs} added, and waits until it serves. Its JVM runs with {@link #jvmOptionsFor jvmOptionsFor(jvmOptions)}:
+     * the launcher's defaults for a master, which {@code jvmOptions} override.
      *
      * @param prepare adjusts the process (directory, environment) before it starts
      * @throws IOException when it exits or does not serve within {@code timeout}; the message carries its stderr

@@ -61,7 +61,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
     Long masterPid;
 
     @Option(names = "--master-jvm-option", paramLabel = "OPTION",
-            description = "A JVM option for the master started here, e.g. -XX:StartFlightRecording=filename=master.jfr (repeatable).")
+            description = "A JVM option for the master started here, after those mcctl master starts with (-XX:+UseTransparentHugePages "
+                    + "where the kernel offers huge pages), e.g. -XX:StartFlightRecording=filename=master.jfr (repeatable).")
     List<String> masterJvmOptions = new ArrayList<>();
 
     @Option(names = "--threads", paramLabel = "N", defaultValue = "8", description = "Client threads (default: ${DEFAULT-VALUE}).")
