@@ -128,8 +128,11 @@ public final class PageServiceBenchmark {
         long failures = 0;
         for (int i = 0; i < batch; i++) {
             keys[i] = keyOf(nextKey++);
-            Result<Placement> allocated = pages.allocate(tenants.of(TENANT), keys[i], OBJECT_SIZE, false, false);
-            placements[i] = allocated.isOk() ? allocated.value() : null;
+        }
+        List<Result<Placement>> allocated = pages.allocateAll(tenants, java.util.Collections.nCopies(batch, TENANT), java.util.Arrays.asList(keys),
+                java.util.Collections.nCopies(batch, (long) OBJECT_SIZE), false, false);
+        for (int i = 0; i < batch; i++) {
+            placements[i] = allocated.get(i).isOk() ? allocated.get(i).value() : null;
         }
         tenants = pages.batchTenants();
         for (int i = 0; i < batch; i++) {

@@ -269,10 +269,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "sizes", request.getSizesCount());
         BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
                 .setDeadlineMs(pages.allocationDeadlineMillis());
-        Tenant.Batch tenants = pages.batchTenants();
-        for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Placement> result = pages.allocate(tenants.of(request.getTenantIds(i)), request.getKeys(i), request.getSizes(i), request.getOverwrite(),
-                    request.getPin());
+        List<Result<Placement>> results = pages.allocateAll(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList(),
+                request.getSizesList(), request.getOverwrite(), request.getPin());
+        for (Result<Placement> result : results) {
             AllocationResult.Builder item = AllocationResult.newBuilder();
             if (result.isOk()) {
                 item.setDistributedDisk(toWire(result.value())); // an unset status reads as OK

@@ -192,8 +192,42 @@ public final class PageService {
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
+        return allocateScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), size, overwrite, pin);
+    }
+
+    /**
+     * {@link #allocate} of each key of a batch, {@code tenantIds.get(i)}'s {@code keyList.get(i)} of {@code sizes.get(i)}
+     * bytes, in order. The batch's index slots are read ahead first ({@link KeyTable#touch}): a new key's probe of the
+     * index is a miss, and the misses of a batch's keys then overlap instead of coming one after another.
+     */
+    public List<Result<Placement>> allocateAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, List<Long> sizes,
+                                               boolean overwrite, boolean pin) {
+        int n = keyList.size();
+        Tenant[] owners = new Tenant[n];
+        String[] scoped = new String[n];
+        long[] bytes = new long[n];
+        for (int i = 0; i < n; i++) {
+            owners[i] = tenants.of(tenantIds.get(i));
+            bytes[i] = sizes.get(i);
+            String key = keyList.get(i);
+            if (firstProblem(owners[i].problem, KeyRules.checkKey(key), KeyRules.checkSize(bytes[i], layout().bucketSize())) == null) {
+                scoped[i] = KeyRules.scopedKey(owners[i].id, key);
+            }
+        }
+        if (n > 1) {
+            keys.touch(scoped);
+        }
+        List<Result<Placement>> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            results.add(scoped[i] == null ? allocate(owners[i], keyList.get(i), bytes[i], overwrite, pin) // answers what is wrong
+                    : allocateScoped(owners[i], keyList.get(i), scoped[i], bytes[i], overwrite, pin));
+        }
+        return results;
+    }
+
+    /** {@link #allocate} of a valid key of a valid tenant and a valid size, {@code scoped} being the two as the table keys them. */
+    private Result<Placement> allocateScoped(Tenant tenant, String key, String scoped, long size, boolean overwrite, boolean pin) {
         checkAccepting();
-        String scoped = KeyRules.scopedKey(tenant.id, key);
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {

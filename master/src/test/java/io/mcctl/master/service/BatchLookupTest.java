@@ -17,9 +17,10 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * A batch of lookups ({@link PageService#getMappings}, which reads the batch's table lines ahead without the locks)
- * answers each key as {@link PageService#getMapping} does, with the same leases and counters: two services given the
- * same changes on the same clock, one asked in batches and the other key by key, stay alike through random commits,
- * overwrites, removals, in-flight keys, bad keys and bad tenants, and tables that grow and compact.
+ * answers each key as {@link PageService#getMapping} does, with the same leases and counters, and a batch of allocations
+ * ({@link PageService#allocateAll}, which reads ahead the same way) each key as {@link PageService#allocate}: two services
+ * given the same changes on the same clock, one asked in batches and the other key by key, stay alike through random
+ * commits, overwrites, removals, in-flight keys, bad keys, sizes and tenants, and tables that grow and compact.
  */
 @Timeout(120)
 class BatchLookupTest {
@@ -42,8 +43,10 @@ class BatchLookupTest {
         int keySpace = 20 + random.nextInt(600);
         for (int step = 0; step < steps; step++) {
             now += random.nextInt(200_000_000);
-            int what = random.nextInt(10);
-            if (what < 7) {
+            int what = random.nextInt(11);
+            if (what == 10) {
+                allocateBatch(batched, alone, random, tenants, keySpace, step);
+            } else if (what < 7) {
                 String tenant = tenants.get(random.nextInt(2));
                 String key = "k" + random.nextInt(keySpace);
                 long size = 1 + random.nextInt(3) * PAGE;
@@ -63,9 +66,7 @@ class BatchLookupTest {
                 List<String> keys = new ArrayList<>();
                 List<String> owners = new ArrayList<>();
                 for (int i = 0; i < n; i++) {
-                    int kind = random.nextInt(40);
-                    keys.add(kind == 0 ? "" : kind == 1 ? "x".repeat(KeyRules.MAX_KEY_BYTES + 1) : "k" + random.nextInt(keySpace + 10));
-                    owners.add(tenants.get(random.nextInt(40) == 0 ? 2 : random.nextInt(2)));
+                    addKeyOfBatch(random, tenants, keySpace, keys, owners);
                 }
                 List<Result<Placement>> answers = batched.getMappings(batched.batchTenants(), owners, keys);
                 assertEquals(n, answers.size());
@@ -100,5 +101,53 @@ class BatchLookupTest {
             }
         }
         assertEquals(alone.stats().quarantinedPages(), batched.stats().quarantinedPages(), "removed pages wait out the same leases");
+        assertEquals(alone.stats(), batched.stats());
+    }
+
+    /** One key of a batch and its tenant: mostly a key of the key space or just past it, now and then an empty or oversized key or a bad tenant. */
+    private static void addKeyOfBatch(SplittableRandom random, List<String> tenants, int keySpace, List<String> keys, List<String> owners) {
+        int kind = random.nextInt(40);
+        keys.add(kind == 0 ? "" : kind == 1 ? "x".repeat(KeyRules.MAX_KEY_BYTES + 1) : "k" + random.nextInt(keySpace + 10));
+        owners.add(tenants.get(random.nextInt(40) == 0 ? 2 : random.nextInt(2)));
+    }
+
+    /**
+     * A batch of allocations ({@link PageService#allocateAll}, which also reads its table lines ahead) in one service and
+     * the same allocations key by key in the other: the same answers, placements included, for new keys, keys in flight
+     * or committed (with and without overwrite), the same key twice in a batch, bad keys, sizes and tenants; then some of
+     * them committed in both.
+     */
+    private void allocateBatch(PageService batched, PageService alone, SplittableRandom random, List<String> tenants, int keySpace, int step) {
+        int n = 1 + random.nextInt(random.nextBoolean() ? 8 : 130);
+        boolean overwrite = random.nextBoolean();
+        List<String> keys = new ArrayList<>();
+        List<String> owners = new ArrayList<>();
+        List<Long> sizes = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            addKeyOfBatch(random, tenants, keySpace, keys, owners);
+            int sizeKind = random.nextInt(40);
+            sizes.add(sizeKind == 0 ? 0 : sizeKind == 1 ? LAYOUT.bucketSize() + 1 : 1 + random.nextInt(3) * PAGE);
+        }
+        List<Result<Placement>> answers = batched.allocateAll(batched.batchTenants(), owners, keys, sizes, overwrite, false);
+        assertEquals(n, answers.size());
+        List<Result<Placement>> expected = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            expected.add(alone.allocate(alone.tenant(owners.get(i)), keys.get(i), sizes.get(i), overwrite, false));
+        }
+        for (int i = 0; i < n; i++) {
+            Result<Placement> got = answers.get(i);
+            String where = "allocation " + i + " (" + owners.get(i) + ", " + keys.get(i) + ", " + sizes.get(i) + ") at step " + step;
+            assertEquals(expected.get(i).isOk(), got.isOk(), where);
+            assertEquals(expected.get(i).error(), got.error(), where);
+            assertEquals(expected.get(i).message(), got.message(), where);
+            if (got.isOk()) {
+                assertEquals(expected.get(i).value(), got.value(), where);
+                if (random.nextInt(4) != 0) {
+                    for (PageService s : List.of(batched, alone)) {
+                        assertEquals(true, s.notifySuccess(owners.get(i), keys.get(i), got.value().withCrc(step)).isOk(), where);
+                    }
+                }
+            }
+        }
     }
 }
