@@ -129,8 +129,8 @@ public final class PageServiceBenchmark {
         for (int i = 0; i < batch; i++) {
             keys[i] = keyOf(nextKey++);
         }
-        List<Result<Placement>> allocated = pages.allocateAll(tenants, java.util.Collections.nCopies(batch, TENANT), java.util.Arrays.asList(keys),
-                java.util.Collections.nCopies(batch, (long) OBJECT_SIZE), false, false);
+        List<Result<Placement>> allocated = pages.allocateAll(tenants, Collections.nCopies(batch, TENANT), java.util.Arrays.asList(keys),
+                Collections.nCopies(batch, OBJECT_SIZE), false, false);
         for (int i = 0; i < batch; i++) {
             placements[i] = allocated.get(i).isOk() ? allocated.get(i).value() : null;
         }
