@@ -473,9 +473,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     public void batchExistKey(BatchExistKeyRequest request, StreamObserver<BatchExistKeyResponse> observer) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
         BatchExistKeyResponse.Builder response = BatchExistKeyResponse.newBuilder();
-        Tenant.Batch tenants = pages.batchTenants();
-        for (int i = 0; i < request.getKeysCount(); i++) {
-            Result<Boolean> result = pages.exists(tenants.of(request.getTenantIds(i)), request.getKeys(i));
+        for (Result<Boolean> result : pages.existsAll(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList())) {
             response.addExists(result.isOk() && result.value());
             response.addResults(keyError(result));
         }

@@ -203,24 +203,16 @@ public final class PageService {
     public List<Result<Placement>> allocateAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, List<Long> sizes,
                                                boolean overwrite, boolean pin) {
         int n = keyList.size();
-        Tenant[] owners = new Tenant[n];
-        String[] scoped = new String[n];
         long[] bytes = new long[n];
         for (int i = 0; i < n; i++) {
-            owners[i] = tenants.of(tenantIds.get(i));
             bytes[i] = sizes.get(i);
-            String key = keyList.get(i);
-            if (firstProblem(owners[i].problem, KeyRules.checkKey(key), KeyRules.checkSize(bytes[i], layout().bucketSize())) == null) {
-                scoped[i] = KeyRules.scopedKey(owners[i].id, key);
-            }
         }
-        if (n > 1) {
-            keys.touch(scoped);
-        }
+        long bucketSize = layout().bucketSize();
+        ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> KeyRules.checkSize(bytes[i], bucketSize));
         List<Result<Placement>> results = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            results.add(scoped[i] == null ? allocate(owners[i], keyList.get(i), bytes[i], overwrite, pin) // answers what is wrong
-                    : allocateScoped(owners[i], keyList.get(i), scoped[i], bytes[i], overwrite, pin));
+            results.add(batch.scoped[i] == null ? allocate(batch.owners[i], keyList.get(i), bytes[i], overwrite, pin) // answers what is wrong
+                    : allocateScoped(batch.owners[i], keyList.get(i), batch.scoped[i], bytes[i], overwrite, pin));
         }
         return results;
     }
@@ -512,25 +504,56 @@ public final class PageService {
      * misses of its keys overlap: per key, the same lookup, lease and counting as {@link #getMapping}.
      */
     public List<Result<Placement>> getMappings(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList) {
+        return lookupAll(tenants, tenantIds, keyList, true);
+    }
+
+    /**
+     * {@link #exists} of each key of a batch, {@code tenantIds.get(i)}'s {@code keys.get(i)}, in order, its lines read
+     * ahead as {@link #getMappings} reads them.
+     */
+    public List<Result<Boolean>> existsAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList) {
+        List<Result<Placement>> found = lookupAll(tenants, tenantIds, keyList, false);
+        List<Result<Boolean>> results = new ArrayList<>(found.size());
+        for (Result<Placement> one : found) {
+            results.add(existence(one));
+        }
+        return results;
+    }
+
+    /** The committed mapping of each key of a batch, leased when {@code lease}, after the batch's lines are read ahead. */
+    private List<Result<Placement>> lookupAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, boolean lease) {
+        ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> null);
+        List<Result<Placement>> results = new ArrayList<>(keyList.size());
+        for (int i = 0; i < keyList.size(); i++) {
+            results.add(batch.scoped[i] == null ? lookup(batch.owners[i], keyList.get(i), lease, COMMITTED) // answers what is wrong
+                    : lookupScoped(batch.owners[i], keyList.get(i), batch.scoped[i], lease, COMMITTED));
+        }
+        return results;
+    }
+
+    /**
+     * A batch's tenants, and the scoped key of each key that is valid for its tenant ({@code otherProblem} of the key's
+     * index null too), else null: what the table is asked for, its index slots, records and key bytes read ahead
+     * ({@link KeyTable#touch}) so that the cache misses of the batch's keys overlap instead of queueing.
+     */
+    private record ReadAhead(Tenant[] owners, String[] scoped) {
+    }
+
+    private ReadAhead readAhead(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, java.util.function.IntFunction<String> otherProblem) {
         int n = keyList.size();
         Tenant[] owners = new Tenant[n];
         String[] scoped = new String[n];
         for (int i = 0; i < n; i++) {
             owners[i] = tenants.of(tenantIds.get(i));
             String key = keyList.get(i);
-            if (owners[i].problem == null && KeyRules.checkKey(key) == null) {
+            if (firstProblem(owners[i].problem, KeyRules.checkKey(key), otherProblem.apply(i)) == null) {
                 scoped[i] = KeyRules.scopedKey(owners[i].id, key);
             }
         }
         if (n > 1) {
             keys.touch(scoped);
         }
-        List<Result<Placement>> results = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            results.add(scoped[i] == null ? lookup(owners[i], keyList.get(i), true, COMMITTED)
-                    : lookupScoped(owners[i], keyList.get(i), scoped[i], true, COMMITTED));
-        }
-        return results;
+        return new ReadAhead(owners, scoped);
     }
 
     private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, MappingView<T> view) {
@@ -606,7 +629,11 @@ public final class PageService {
     }
 
     public Result<Boolean> exists(Tenant tenant, String key) {
-        Result<Placement> found = peek(tenant, key);
+        return existence(peek(tenant, key));
+    }
+
+    /** A key exists when it has a committed mapping; bad input is an error, anything else a no. */
+    private static Result<Boolean> existence(Result<Placement> found) {
         if (found.isOk()) {
             return Result.ok(true);
         }

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * A batch of lookups ({@link PageService#getMappings}, which reads the batch's table lines ahead without the locks)
- * answers each key as {@link PageService#getMapping} does, with the same leases and counters, and a batch of allocations
+ * answers each key as {@link PageService#getMapping} does, with the same leases and counters, a batch of existence checks
+ * ({@link PageService#existsAll}) each key as {@link PageService#exists}, and a batch of allocations
  * ({@link PageService#allocateAll}, which reads ahead the same way) each key as {@link PageService#allocate}: two services
  * given the same changes on the same clock, one asked in batches and the other key by key, stay alike through random
  * commits, overwrites, removals, in-flight keys, bad keys, sizes and tenants, and tables that grow and compact.
@@ -68,12 +69,14 @@ class BatchLookupTest {
                 for (int i = 0; i < n; i++) {
                     addKeyOfBatch(random, tenants, keySpace, keys, owners);
                 }
-                List<Result<Placement>> answers = batched.getMappings(batched.batchTenants(), owners, keys);
+                boolean existence = what == 9; // a batch asking only whether its keys exist: no lease
+                List<? extends Result<?>> answers = existence ? batched.existsAll(batched.batchTenants(), owners, keys)
+                        : batched.getMappings(batched.batchTenants(), owners, keys);
                 assertEquals(n, answers.size());
                 for (int i = 0; i < n; i++) {
-                    Result<Placement> expected = alone.getMapping(owners.get(i), keys.get(i));
-                    Result<Placement> got = answers.get(i);
-                    String where = "key " + i + " (" + owners.get(i) + ", " + keys.get(i) + ") at step " + step;
+                    Result<?> expected = existence ? alone.exists(owners.get(i), keys.get(i)) : alone.getMapping(owners.get(i), keys.get(i));
+                    Result<?> got = answers.get(i);
+                    String where = (existence ? "existence of key " : "key ") + i + " (" + owners.get(i) + ", " + keys.get(i) + ") at step " + step;
                     assertEquals(expected.isOk(), got.isOk(), where);
                     assertEquals(expected.error(), got.error(), where);
                     assertEquals(expected.message(), got.message(), where);
