@@ -276,7 +276,10 @@ class SessionStreamTest {
                 assertTrue(TierCluster.await(Duration.ofSeconds(60), () -> acknowledged.size() >= 400 || !writer.isAlive()), "no load");
                 assertTrue(writer.isAlive(), "the writer died on its own");
             } finally {
-                writer.destroyForcibly(); // SIGKILL: in the middle of a cycle, with requests on the stream
+                // SIGKILL: in the middle of a cycle, with requests on the stream. Sent through the process handle, which only
+                // signals: Process.destroyForcibly also closes the pipe of its output, discarding acknowledgements the
+                // writer printed that the reader had not read yet (their keys would then look committed without an answer).
+                writer.toHandle().destroyForcibly();
                 assertTrue(writer.waitFor(30, TimeUnit.SECONDS));
             }
             reader.join(30_000);
