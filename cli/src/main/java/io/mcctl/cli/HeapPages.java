@@ -48,9 +48,9 @@ public final class HeapPages {
         return "always".equals(mode) || "madvise".equals(mode) ? List.of(JVM_OPTION) : List.of();
     }
 
-    /** Whether this JVM's heap is on transparent huge pages: asked for and granted, or given to all memory by the kernel. */
-    public static boolean inUse() {
-        if ("always".equals(kernelMode())) {
+    /** Whether this JVM's heap is on transparent huge pages under the kernel's {@code mode}: granted on asking, or given to all memory. */
+    private static boolean inUse(String mode) {
+        if ("always".equals(mode)) {
             return true;
         }
         try {
@@ -65,7 +65,7 @@ public final class HeapPages {
     public static String describe() {
         String mode = kernelMode();
         String pages;
-        if (inUse()) {
+        if (inUse(mode)) {
             pages = "on (kernel: " + mode + ")";
         } else if (mode == null) {
             pages = "off (this kernel has none)";

@@ -171,11 +171,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
         MappingMemory.Figure memory = memoryMappings > 0 ? MappingMemory.measure(memoryMappings, 32) : null;
 
         report.put("benchmark", "master");
-        report.put("machine", MachineInfo.describe());
+        Map<String, Object> machine = MachineInfo.describe();
+        report.put("machine", machine);
         report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, " + PAGE_SIZE + " pages, temporary root, WAL)"
                 + (compareDurability ? ", then another with --durability snapshot" : ""));
-        if (master == null) {
-            report.put("master_jvm_options", MasterProcess.jvmOptionsFor(masterJvmOptions));
+        List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions) : null; // what its master ran with
+        if (startedWith != null) {
+            report.put("master_jvm_options", startedWith);
         }
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
@@ -251,10 +253,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
             });
             out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
                     singleLookup.transport(), singleLookup.p50Micros() / echoP50));
-            if (master == null) {
-                List<String> options = MasterProcess.jvmOptionsFor(masterJvmOptions);
-                out.println("master JVM options: " + (options.isEmpty() ? "none" : String.join(" ", options))
-                        + " (transparent huge pages, kernel: " + java.util.Objects.requireNonNullElse(io.mcctl.cli.HeapPages.kernelMode(), "none") + ")");
+            if (startedWith != null) {
+                out.println("master JVM options: " + (startedWith.isEmpty() ? "none" : String.join(" ", startedWith))
+                        + " (transparent huge pages, kernel: " + machine.get("transparent_huge_pages") + ")");
             }
             if (memory != null) {
                 out.println(String.format(Locale.ROOT, "master heap: %.0f bytes per mapping at %d mappings (%d-byte keys)",
