@@ -126,7 +126,8 @@ class Native:
         self.read_batch_threads = self.library.mcctl_read_batch_threads
         self.read_batch_threads.restype = ctypes.c_int64
         self.read_batch_threads.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-        # the same on threads of its own, returning at once with a handle (NULL: nothing started); then the wait for it
+        # the same on helper threads only, returning at once with a handle (NULL: nothing started); then the wait for it,
+        # which reads what the helpers have not taken yet
         self.read_batch_start = self.library.mcctl_read_batch_start
         self.read_batch_start.restype = ctypes.c_void_p
         self.read_batch_start.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]

@@ -198,9 +198,9 @@ class ReadPlan:
         return native.read_batch_threads(reads, self._records, iovecs, int(safe_until * 1e9), threads)
 
     def start(self, safe_until: float, threads: int) -> bool:
-        """As run(), on ``threads`` threads of its own (the first object too only before ``safe_until``), returning
-        at once; wait() must follow, and until it returns the plan's memory must stay in place. False when no
-        thread could be started (nothing is read; wait() answers 0)."""
+        """As run(), on up to ``threads`` of the reader's helper threads (the first object too only before
+        ``safe_until``), returning at once; wait() must follow, and until it returns the plan's memory must stay in
+        place. False when no helper thread could be started (nothing is read; wait() answers 0)."""
         if self._handle is not None:
             raise RuntimeError("this plan is being read already")
         if not self._records:
@@ -211,7 +211,8 @@ class ReadPlan:
         return self._handle is not None
 
     def wait(self) -> int:
-        """How many objects the reading started by start() read (the first so many of the plan), once it is done."""
+        """How many objects the reading started by start() read (the first so many of the plan), once it is done;
+        what the helpers have not taken yet is read on the calling thread, within the same time limit."""
         handle, self._handle = self._handle, None
         return 0 if handle is None else native.read_batch_wait(handle)
 

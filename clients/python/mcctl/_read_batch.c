@@ -139,12 +139,144 @@ static void *take_and_read(void *arg) {
 
 #define MAX_READ_THREADS 64
 
-/* As mcctl_read_batch, on up to `threads` threads (this one and threads - 1 started for the call): while one
+/* The reader's helper threads: started when a batch first asks for more than are idle, at most MAX_READ_THREADS in
+ * all, then kept parked for the next batch, since starting and joining threads for every batch costs more than a
+ * batch of small objects takes to read. A batch asking for helpers is a job in `queue` until as many as it asked
+ * for have joined it or its caller withdraws it; its caller then waits until every helper that joined has left it.
+ * `lock` guards every field of `pool` and the `slots`, `active` and `next_job` fields of every job; it is the only
+ * lock here and nests inside nothing. The helpers take no signals: those go to the caller's threads, as they would
+ * without them. After fork() the child has none of the parent's threads, so its pool starts empty. */
+typedef struct job {
+    shared_batch batch;
+    int64_t slots;        /* helpers that may still join */
+    int64_t active;       /* helpers reading it now */
+    struct job *next_job; /* in the queue while slots > 0 */
+} job;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a job was queued */
+    pthread_cond_t left; /* a helper left a job */
+    job *head, *tail;
+    int64_t threads;  /* helpers started */
+    int64_t idle;     /* helpers parked, waiting for a job */
+    int64_t starting; /* helpers started that have not looked at the queue yet */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0};
+
+static pthread_once_t pool_fork_handlers = PTHREAD_ONCE_INIT;
+
+static void pool_before_fork(void) { pthread_mutex_lock(&pool.lock); }
+static void pool_after_fork_in_parent(void) { pthread_mutex_unlock(&pool.lock); }
+static void pool_after_fork_in_child(void) {
+    /* The lock was taken before the fork by the thread that forked, which is this one: the child starts over. */
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pthread_cond_init(&pool.left, NULL);
+    pool.head = pool.tail = NULL;
+    pool.threads = pool.idle = pool.starting = 0;
+}
+static void pool_register_fork_handlers(void) {
+    pthread_atfork(pool_before_fork, pool_after_fork_in_parent, pool_after_fork_in_child);
+}
+
+/* Caller holds pool.lock. */
+static void dequeue(job *j) {
+    job **at = &pool.head;
+    job *before = NULL;
+    while (*at != NULL && *at != j) {
+        before = *at;
+        at = &(*at)->next_job;
+    }
+    if (*at == NULL)
+        return;
+    *at = j->next_job;
+    if (pool.tail == j)
+        pool.tail = before;
+    j->next_job = NULL;
+}
+
+static void *helper(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&pool.lock);
+    pool.starting--;
+    for (;;) {
+        while (pool.head == NULL) {
+            pool.idle++;
+            pthread_cond_wait(&pool.work, &pool.lock);
+            pool.idle--;
+        }
+        job *j = pool.head;
+        j->active++;
+        if (--j->slots == 0)
+            dequeue(j);
+        pthread_mutex_unlock(&pool.lock);
+        take_and_read(&j->batch);
+        pthread_mutex_lock(&pool.lock);
+        if (--j->active == 0)
+            pthread_cond_broadcast(&pool.left);
+    }
+    return NULL;
+}
+
+/* Queues `j` for up to `helpers` helpers, starting threads while fewer are idle (and fewer than MAX_READ_THREADS
+ * run); whether any helper exists to take it. */
+static int submit(job *j, int64_t helpers) {
+    pthread_once(&pool_fork_handlers, pool_register_fork_handlers);
+    j->slots = helpers;
+    j->active = 0;
+    j->next_job = NULL;
+    pthread_mutex_lock(&pool.lock);
+    if (pool.idle + pool.starting < helpers && pool.threads < MAX_READ_THREADS) {
+        sigset_t all, before;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &before);
+        for (int64_t wanted = helpers - pool.idle - pool.starting; wanted > 0 && pool.threads < MAX_READ_THREADS; wanted--) {
+            pthread_t thread;
+            if (pthread_create(&thread, NULL, helper, NULL) != 0)
+                break;
+            pthread_detach(thread);
+            pool.threads++;
+            pool.starting++;
+        }
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
+    }
+    int any = pool.threads > 0;
+    if (any && helpers > 0) {
+        if (pool.tail != NULL)
+            pool.tail->next_job = j;
+        else
+            pool.head = j;
+        pool.tail = j;
+        if (helpers == 1)
+            pthread_cond_signal(&pool.work);
+        else
+            pthread_cond_broadcast(&pool.work);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return any;
+}
+
+/* Reads what is left of `j` on this thread too, withdraws it from the queue, and waits until no helper reads it:
+ * then nothing writes into the plan's memory any more. */
+static int64_t finish(job *j) {
+    take_and_read(&j->batch);
+    pthread_mutex_lock(&pool.lock);
+    if (j->slots > 0) {
+        dequeue(j);
+        j->slots = 0;
+    }
+    while (j->active > 0)
+        pthread_cond_wait(&pool.left, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    int64_t taken = __atomic_load_n(&j->batch.next, __ATOMIC_ACQUIRE);
+    return taken < j->batch.n ? taken : j->batch.n;
+}
+
+/* As mcctl_read_batch, on up to `threads` threads (this one and threads - 1 of the pool's helpers): while one
  * thread waits in preadv or checks a CRC32C, another reads the next object. On a shared file system an object's
  * read is a network round trip, and the objects of a batch are independent, so they are read side by side.
- * The first object is read before any other thread starts, whatever the clock says, as with one thread; a thread
- * that cannot be started leaves its share to the others. The threads started here take no signals: those go to
- * the caller's threads, as they would without this call. */
+ * The first object is read before any other thread takes one, whatever the clock says, as with one thread; with
+ * no helper free, this thread reads the whole batch. */
 int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
     if (threads > n)
         threads = n;
@@ -153,36 +285,15 @@ int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iove
     if (threads <= 1)
         return mcctl_read_batch(reads, n, iov, stop_after_ns);
     read_one(&reads[0], iov);
-    shared_batch batch = {reads, n, iov, stop_after_ns, 1};
-    pthread_t helpers[MAX_READ_THREADS];
-    int64_t started = 0;
-    sigset_t all, before;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &before);
-    for (int64_t t = 0; t < threads - 1; t++) {
-        if (pthread_create(&helpers[started], NULL, take_and_read, &batch) == 0)
-            started++;
-    }
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
-    take_and_read(&batch);
-    for (int64_t t = 0; t < started; t++)
-        pthread_join(helpers[t], NULL);
-    int64_t taken = __atomic_load_n(&batch.next, __ATOMIC_ACQUIRE);
-    return taken < n ? taken : n;
+    job j = {{reads, n, iov, stop_after_ns, 1}, 0, 0, NULL};
+    submit(&j, threads - 1);
+    return finish(&j);
 }
 
-/* A batch read on threads of its own while the caller does something else (looks the batch up): from
- * mcctl_read_batch_start to mcctl_read_batch_wait. */
-typedef struct {
-    shared_batch batch;
-    pthread_t helpers[MAX_READ_THREADS];
-    int64_t started;
-} started_batch;
-
-/* Starts reading reads[0..n) on up to `threads` threads of their own (none is the caller's), each object only while
- * CLOCK_MONOTONIC has not passed `stop_after_ns`, the first one included; returns at once. The plan and the memory
- * it names must stay in place until mcctl_read_batch_wait returns, which must be called exactly once. NULL when
- * no thread could be started: nothing was read. */
+/* Starts reading reads[0..n) on up to `threads` of the pool's helpers (none is the caller's), each object only
+ * while CLOCK_MONOTONIC has not passed `stop_after_ns`, the first one included; returns at once. The plan and the
+ * memory it names must stay in place until mcctl_read_batch_wait returns, which must be called exactly once. NULL
+ * when no helper thread exists or could be started: nothing was read. */
 void *mcctl_read_batch_start(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
     if (threads > n)
         threads = n;
@@ -190,32 +301,23 @@ void *mcctl_read_batch_start(mcctl_read *reads, int64_t n, const struct iovec *i
         threads = MAX_READ_THREADS;
     if (threads < 1)
         return NULL;
-    started_batch *b = calloc(1, sizeof *b);
-    if (b == NULL)
+    job *j = calloc(1, sizeof *j);
+    if (j == NULL)
         return NULL;
-    b->batch = (shared_batch){reads, n, iov, stop_after_ns, 0};
-    sigset_t all, before;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &before);
-    for (int64_t t = 0; t < threads; t++) {
-        if (pthread_create(&b->helpers[b->started], NULL, take_and_read, &b->batch) == 0)
-            b->started++;
-    }
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
-    if (b->started == 0) {
-        free(b);
+    j->batch = (shared_batch){reads, n, iov, stop_after_ns, 0};
+    if (!submit(j, threads)) {
+        free(j);
         return NULL;
     }
-    return b;
+    return j;
 }
 
-/* Waits for a batch from mcctl_read_batch_start and frees it; how many objects were read: always the first so many. */
+/* Reads what the helpers of a batch from mcctl_read_batch_start have not taken yet on this thread (within the same
+ * time limit), waits until they are done with it, and frees it; how many objects were read: always the first so
+ * many. */
 int64_t mcctl_read_batch_wait(void *handle) {
-    started_batch *b = handle;
-    for (int64_t t = 0; t < b->started; t++)
-        pthread_join(b->helpers[t], NULL);
-    int64_t taken = __atomic_load_n(&b->batch.next, __ATOMIC_ACQUIRE);
-    int64_t n = b->batch.n;
-    free(b);
-    return taken < n ? taken : n;
+    job *j = handle;
+    int64_t read = finish(j);
+    free(j);
+    return read;
 }
