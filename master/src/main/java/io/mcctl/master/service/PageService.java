@@ -524,11 +524,52 @@ public final class PageService {
     private List<Result<Placement>> lookupAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, boolean lease) {
         ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> null);
         List<Result<Placement>> results = new ArrayList<>(keyList.size());
-        for (int i = 0; i < keyList.size(); i++) {
-            results.add(batch.scoped[i] == null ? lookup(batch.owners[i], keyList.get(i), lease, COMMITTED) // answers what is wrong
-                    : lookupScoped(batch.owners[i], keyList.get(i), batch.scoped[i], lease, COMMITTED));
+        // One clock reading for the batch's leases: each still starts no earlier than the client asked, which is what
+        // the client counts its lease from; and the batch's hits and misses are counted once a tenant.
+        long now = state.now();
+        HitTally tally = new HitTally();
+        try {
+            for (int i = 0; i < keyList.size(); i++) {
+                results.add(batch.scoped[i] == null ? lookup(batch.owners[i], keyList.get(i), lease, COMMITTED) // answers what is wrong
+                        : lookupScoped(batch.owners[i], keyList.get(i), batch.scoped[i], lease, COMMITTED, now, tally));
+            }
+        } finally {
+            tally.flush();
         }
         return results;
+    }
+
+    /** The hits and misses of a run of lookups of one tenant, added to its counters when the tenant changes or at the end. */
+    private static final class HitTally {
+        private Tenant tenant;
+        private long hits;
+        private long misses;
+
+        void count(Tenant of, boolean hit) {
+            if (of != tenant) {
+                flush();
+                tenant = of;
+            }
+            if (hit) {
+                hits++;
+            } else {
+                misses++;
+            }
+        }
+
+        void flush() {
+            if (tenant != null) {
+                PageState.TenantUsage usage = tenant.usage();
+                if (hits != 0) {
+                    usage.hits.add(hits);
+                }
+                if (misses != 0) {
+                    usage.misses.add(misses);
+                }
+            }
+            hits = 0;
+            misses = 0;
+        }
     }
 
     /**
@@ -561,11 +602,19 @@ public final class PageService {
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
-        return lookupScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), lease, view);
+        HitTally tally = new HitTally();
+        try {
+            return lookupScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), lease, view, state.now(), tally);
+        } finally {
+            tally.flush();
+        }
     }
 
-    /** {@link #lookup} of a valid key of a valid tenant, {@code scoped} being the two as the table keys them. */
-    private <T> Result<T> lookupScoped(Tenant tenant, String key, String scoped, boolean lease, MappingView<T> view) {
+    /**
+     * {@link #lookup} of a valid key of a valid tenant, {@code scoped} being the two as the table keys them; a lease
+     * granted runs from {@code now}, and a leased lookup counts its hit or miss in {@code tally}.
+     */
+    private <T> Result<T> lookupScoped(Tenant tenant, String key, String scoped, boolean lease, MappingView<T> view, long now, HitTally tally) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         Result<T> hit;
         shard.lock.lock();
@@ -574,7 +623,7 @@ public final class PageService {
             int m = table.find(scoped);
             if (m < 0) {
                 if (lease) {
-                    tenant.usage().misses.increment();
+                    tally.count(tenant, false);
                 }
                 if (shard.inFlight.get(scoped) != null) {
                     return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
@@ -583,8 +632,8 @@ public final class PageService {
             }
             long previousUse = table.lastUsedNanos(m);
             if (lease) {
-                grantLease(table, m);
-                tenant.usage().hits.increment();
+                grantLease(table, m, now);
+                tally.count(tenant, true);
             }
             hit = Result.ok(view.of(table, m, previousUse));
         } finally {
@@ -599,7 +648,11 @@ public final class PageService {
 
     /** Leases mapping {@code m}'s pages to readers for a lease period from now. Caller holds the table's shard lock. */
     void grantLease(MappingTable table, int m) {
-        long now = state.now();
+        grantLease(table, m, state.now());
+    }
+
+    /** {@link #grantLease(MappingTable, int)} from {@code now}, a reading of this service's clock. */
+    private void grantLease(MappingTable table, int m, long now) {
         long until = now + readLeaseNanos;
         if (until - table.leaseUntilNanos(m) > 0) {
             table.setLeaseUntilNanos(m, until);

@@ -41,6 +41,7 @@ class BatchLookupTest {
         PageService batched = service();
         PageService alone = service();
         List<String> tenants = List.of("t", "u", "bad tenant!");
+        Map<String, long[]> leasedLookups = new java.util.HashMap<>(); // per tenant: {hits, misses} of the lookups asked
         int keySpace = 20 + random.nextInt(600);
         for (int step = 0; step < steps; step++) {
             now += random.nextInt(200_000_000);
@@ -83,6 +84,9 @@ class BatchLookupTest {
                     if (expected.isOk()) {
                         assertEquals(expected.value(), got.value(), where);
                     }
+                    if (!existence && expected.error() != io.mcctl.master.proto.v1.ErrorCode.INVALID_PARAMS) {
+                        leasedLookups.computeIfAbsent(owners.get(i), t -> new long[2])[expected.isOk() ? 0 : 1]++;
+                    }
                 }
             }
         }
@@ -91,6 +95,9 @@ class BatchLookupTest {
         assertEquals(expected.keySet(), got.keySet());
         for (String tenant : expected.keySet()) {
             assertArrayEquals(expected.get(tenant), got.get(tenant), "hits and misses of " + tenant);
+            long[] asked = leasedLookups.getOrDefault(tenant, new long[2]);
+            assertEquals(asked[0], got.get(tenant)[2], "hits of " + tenant + ": one per leased lookup that found its key");
+            assertEquals(asked[1], got.get(tenant)[3], "misses of " + tenant + ": one per leased lookup that did not");
         }
         // The leases granted: a key looked up in a batch is held as long as one looked up alone.
         for (int k = 0; k < keySpace; k++) {
