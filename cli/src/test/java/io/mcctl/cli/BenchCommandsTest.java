@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -92,6 +95,25 @@ class BenchCommandsTest {
         assertTrue(odd.err().contains("invalid --bucket-size 100KiB: allowed is a multiple of the 64KiB page"), odd.err());
         CliRun theirs = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--buckets", "8").expectExit(ExitCodes.USAGE);
         assertTrue(theirs.err().contains("--buckets and --bucket-size are for the master started here: leave out --master"), theirs.err());
+    }
+
+    @Test
+    void bench_master_whose_master_cannot_start_says_why_and_leaves_no_files_behind() throws Exception {
+        Path temp = Path.of(System.getProperty("java.io.tmpdir"));
+        Set<String> before = benchLeftovers(temp);
+        CliRun run = CliRun.run("bench", "master", "--seconds", "1", "--master-jvm-option=-XX:+NoSuchMcctlOption").expectExit(ExitCodes.FAILED);
+        assertTrue(run.err().contains("the master exited with 1") && run.err().contains("NoSuchMcctlOption"), run.err());
+        assertEquals(1, run.err().strip().lines().count(), run.err());
+        assertEquals(before, benchLeftovers(temp), "the temporary root and the master's output files are removed");
+    }
+
+    /** What bench master creates in the temporary directory: a root for its master and the master's output files. */
+    private static Set<String> benchLeftovers(Path temp) throws java.io.IOException {
+        try (var entries = Files.list(temp)) {
+            return entries.map(p -> p.getFileName().toString())
+                    .filter(name -> name.startsWith("mcctl-bench-master") || name.startsWith("mcctl-master-out") || name.startsWith("mcctl-master-err"))
+                    .collect(java.util.stream.Collectors.toSet());
+        }
     }
 
     @Test

@@ -80,9 +80,14 @@ public final class MasterProcess implements AutoCloseable {
         ProcessBuilder builder = new ProcessBuilder(command(jvmOptionsFor(jvmOptions), args)).redirectOutput(out.toFile()).redirectError(err.toFile());
         prepare.accept(builder);
         long started = System.nanoTime();
-        Process process = builder.start();
-        Matcher m = awaitLine(process, out, err, SERVING, timeout, "the master");
-        return new MasterProcess(process, Integer.parseInt(m.group(1)), out, err, started, System.nanoTime());
+        try {
+            Process process = builder.start();
+            Matcher m = awaitLine(process, out, err, SERVING, timeout, "the master");
+            return new MasterProcess(process, Integer.parseInt(m.group(1)), out, err, started, System.nanoTime());
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            deleteQuietly(out, err); // the message carries what they said
+            throw e;
+        }
     }
 
     /**
@@ -99,15 +104,28 @@ public final class MasterProcess implements AutoCloseable {
                     return m;
                 }
                 if (!process.isAlive()) {
-                    throw new IOException(what + " exited with " + process.exitValue() + ": " + Files.readString(err).strip());
+                    throw new IOException(what + " exited with " + process.exitValue() + ": " + lastWords(out, err));
                 }
                 Thread.sleep(5);
             }
-            throw new IOException(what + " did not serve within " + timeout.toSeconds() + " s: " + Files.readString(err).strip());
+            throw new IOException(what + " did not serve within " + timeout.toSeconds() + " s: " + lastWords(out, err));
         } catch (IOException | InterruptedException | RuntimeException e) {
             process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             throw e;
         }
+    }
+
+    /**
+     * What a process that failed wrote to {@code err}; when that is nothing, the last lines of {@code out} on one line
+     * (the JVM reports a bad option on its standard output, and callers may discard the standard error).
+     */
+    static String lastWords(Path out, Path err) throws IOException {
+        String said = Files.readString(err).strip();
+        if (!said.isEmpty()) {
+            return said;
+        }
+        List<String> lines = Files.readString(out).lines().map(String::strip).filter(line -> !line.isEmpty()).toList();
+        return lines.isEmpty() ? "(it wrote nothing)" : String.join(" ", lines.subList(Math.max(0, lines.size() - 3), lines.size()));
     }
 
     /** SIGTERM, kill -9 after 20 s, then its output files go. */
@@ -116,9 +134,13 @@ public final class MasterProcess implements AutoCloseable {
         if (!process.waitFor(20, TimeUnit.SECONDS)) {
             process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         }
+        deleteQuietly(outputs);
+    }
+
+    private static void deleteQuietly(Path... files) {
         try {
-            for (Path output : outputs) {
-                Files.deleteIfExists(output);
+            for (Path file : files) {
+                Files.deleteIfExists(file);
             }
         } catch (IOException e) {
             // temp files: the system cleans them up

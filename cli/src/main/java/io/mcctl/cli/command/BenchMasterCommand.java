@@ -313,9 +313,15 @@ public final class BenchMasterCommand implements Callable<Integer> {
             serverCpu = pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid);
         } else {
             tempRoot = Files.createTempDirectory("mcctl-bench-master");
-            started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
-                    "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
-                    "--allocation-deadline", "10m", "--durability", durability);
+            try {
+                // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
+                started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> { },
+                        "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
+                        "--allocation-deadline", "10m", "--durability", durability);
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                deleteTree(tempRoot);
+                throw e;
+            }
             target = started.address();
             long pid = started.process().pid();
             serverCpu = () -> ProcessCpu.ofPid(pid);
