@@ -141,7 +141,7 @@ static void *take_and_read(void *arg) {
 
 /* The reader's helper threads: started when a batch first asks for more than are idle, at most MAX_READ_THREADS in
  * all, then kept parked for the next batch, since starting and joining threads for every batch costs more than a
- * batch of small objects takes to read. A batch asking for helpers is a job in `queue` until as many as it asked
+ * batch of small objects takes to read. A batch asking for helpers is a job in the pool's queue until as many as it asked
  * for have joined it or its caller withdraws it; its caller then waits until every helper that joined has left it.
  * `lock` guards every field of `pool` and the `slots`, `active` and `next_job` fields of every job; it is the only
  * lock here and nests inside nothing. The helpers take no signals: those go to the caller's threads, as they would

@@ -525,7 +525,7 @@ public final class PageService {
         ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> null);
         List<Result<Placement>> results = new ArrayList<>(keyList.size());
         // One clock reading for the batch's leases: each still starts no earlier than the client asked, which is what
-        // the client counts its lease from; and the batch's hits and misses are counted once a tenant.
+        // the client counts its lease from; and the batch's hits and misses go to each tenant's counters at once.
         long now = state.now();
         HitTally tally = new HitTally();
         try {
