@@ -272,20 +272,24 @@ static int64_t finish(job *j) {
     return taken < j->batch.n ? taken : j->batch.n;
 }
 
+/* No more threads than objects, nor than MAX_READ_THREADS. */
+static int64_t threads_for(int64_t n, int64_t threads) {
+    if (threads > n)
+        threads = n;
+    return threads > MAX_READ_THREADS ? MAX_READ_THREADS : threads;
+}
+
 /* As mcctl_read_batch, on up to `threads` threads (this one and threads - 1 of the pool's helpers): while one
  * thread waits in preadv or checks a CRC32C, another reads the next object. On a shared file system an object's
  * read is a network round trip, and the objects of a batch are independent, so they are read side by side.
  * The first object is read before any other thread takes one, whatever the clock says, as with one thread; with
  * no helper free, this thread reads the whole batch. */
 int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
-    if (threads > n)
-        threads = n;
-    if (threads > MAX_READ_THREADS)
-        threads = MAX_READ_THREADS;
+    threads = threads_for(n, threads);
     if (threads <= 1)
         return mcctl_read_batch(reads, n, iov, stop_after_ns);
     read_one(&reads[0], iov);
-    job j = {{reads, n, iov, stop_after_ns, 1}, 0, 0, NULL};
+    job j = {.batch = {reads, n, iov, stop_after_ns, 1}}; /* submit sets the rest */
     submit(&j, threads - 1);
     return finish(&j);
 }
@@ -295,10 +299,7 @@ int64_t mcctl_read_batch_threads(mcctl_read *reads, int64_t n, const struct iove
  * memory it names must stay in place until mcctl_read_batch_wait returns, which must be called exactly once. NULL
  * when no helper thread exists or could be started: nothing was read. */
 void *mcctl_read_batch_start(mcctl_read *reads, int64_t n, const struct iovec *iov, int64_t stop_after_ns, int64_t threads) {
-    if (threads > n)
-        threads = n;
-    if (threads > MAX_READ_THREADS)
-        threads = MAX_READ_THREADS;
+    threads = threads_for(n, threads);
     if (threads < 1)
         return NULL;
     job *j = calloc(1, sizeof *j);

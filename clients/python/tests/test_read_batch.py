@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -29,6 +30,14 @@ def pattern(seed: int, size: int) -> bytes:
 
 def place_of(c: mcctl.Client, key: str):
     return c._read("GetDistributedPageMapping", pb.GetDistributedPageMappingRequest(tenant_id=c.tenant, key=key)).distributed_disk
+
+
+def plan_into(places, fds, pool, size: int, stride: int) -> _io.ReadPlan:
+    """A plan reading each of ``places`` (descriptors of objects of ``size`` bytes) into ``pool`` every ``stride`` bytes."""
+    plan = _io.ReadPlan()
+    for i, p in enumerate(places):
+        plan.add(fds[p.file_path], p.offset, size, [(pool[i * stride:].data_ptr(), size)], p.crc32c)
+    return plan
 
 
 def test_the_reader_in_use_is_the_one_asked_for():
@@ -136,9 +145,7 @@ def test_a_batch_read_on_several_threads_reads_every_object_into_its_place(clien
     pool = torch.full((n * (size + 8),), 0xEE, dtype=torch.uint8)
     fds = {p.file_path: os.open(p.file_path, os.O_RDONLY) for p in places}
     try:
-        plan = _io.ReadPlan()
-        for i, p in enumerate(places):
-            plan.add(fds[p.file_path], p.offset, size, [(pool[i * (size + 8):].data_ptr(), size)], p.crc32c)
+        plan = plan_into(places, fds, pool, size, size + 8)
         assert plan.run(0, threads) == n
         assert list(plan.outcomes()[0]) == [size] * n
         for i in range(n):
@@ -147,9 +154,7 @@ def test_a_batch_read_on_several_threads_reads_every_object_into_its_place(clien
             assert bytes(pool[start + size:start + size + 8].numpy()) == b"\xee" * 8, i  # nothing past the object
         # A lease already run out: the first object is read (the caller just asked), the others are left for a fresh
         # lookup, however many threads there are.
-        late = _io.ReadPlan()
-        for i, p in enumerate(places):
-            late.add(fds[p.file_path], p.offset, size, [(pool[i * (size + 8):].data_ptr(), size)], p.crc32c)
+        late = plan_into(places, fds, pool, size, size + 8)
         assert late.run(1e-9, threads) == 1
         assert list(late.outcomes()[0])[:2] == [size, 0]
     finally:
@@ -169,10 +174,7 @@ def test_a_batch_started_on_threads_of_its_own_reads_as_run_does_once_waited_for
     fds = {p.file_path: os.open(p.file_path, os.O_RDONLY) for p in places}
 
     def plan_of():
-        plan = _io.ReadPlan()
-        for i, p in enumerate(places):
-            plan.add(fds[p.file_path], p.offset, size, [(pool[i * (size + 8):].data_ptr(), size)], p.crc32c)
-        return plan
+        return plan_into(places, fds, pool, size, size + 8)
 
     try:
         plan = plan_of()
@@ -217,9 +219,7 @@ def test_a_started_batch_is_read_by_helpers_before_it_is_waited_for_in_a_forked_
     fds = {p.file_path: os.open(p.file_path, os.O_RDONLY) for p in places}
     try:
         def read_started(pool) -> bool:
-            plan = _io.ReadPlan()
-            for i, p in enumerate(places):
-                plan.add(fds[p.file_path], p.offset, size, [(pool[i * size:].data_ptr(), size)], p.crc32c)
+            plan = plan_into(places, fds, pool, size, size)
             assert plan.start(time.monotonic() + 60, 2)
             try:
                 return _started_batch_is_read_before_wait(plan, n, size)
@@ -253,7 +253,6 @@ def test_a_started_batch_is_read_by_helpers_before_it_is_waited_for_in_a_forked_
 
 @pytest.mark.skipif(_io.native is None, reason="the native batch reader is not built here")
 def test_batches_read_from_many_threads_at_once_each_read_every_object(client):
-    import threading
     n, size, callers, rounds = 16, 12_000, 12, 8
     keys = [f"shared/{i}" for i in range(n)]
     values = [pattern(90 + i, size) for i in range(n)]
@@ -266,9 +265,7 @@ def test_batches_read_from_many_threads_at_once_each_read_every_object(client):
         pool = torch.zeros(n * size, dtype=torch.uint8)
         for r in range(rounds):
             pool.fill_(0xEE)
-            plan = _io.ReadPlan()
-            for i, p in enumerate(places):
-                plan.add(fds[p.file_path], p.offset, size, [(pool[i * size:].data_ptr(), size)], p.crc32c)
+            plan = plan_into(places, fds, pool, size, size)
             if r % 2:
                 read = plan.run(0, 8)
             else:

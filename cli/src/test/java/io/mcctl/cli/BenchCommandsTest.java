@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -108,11 +110,11 @@ class BenchCommandsTest {
     }
 
     /** What bench master creates in the temporary directory: a root for its master and the master's output files. */
-    private static Set<String> benchLeftovers(Path temp) throws java.io.IOException {
+    private static Set<String> benchLeftovers(Path temp) throws IOException {
         try (var entries = Files.list(temp)) {
             return entries.map(p -> p.getFileName().toString())
                     .filter(name -> name.startsWith("mcctl-bench-master") || name.startsWith("mcctl-master-out") || name.startsWith("mcctl-master-err"))
-                    .collect(java.util.stream.Collectors.toSet());
+                    .collect(Collectors.toSet());
         }
     }
 

@@ -3,10 +3,12 @@ package io.mcctl.master.service;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -41,7 +43,7 @@ class BatchLookupTest {
         PageService batched = service();
         PageService alone = service();
         List<String> tenants = List.of("t", "u", "bad tenant!");
-        Map<String, long[]> leasedLookups = new java.util.HashMap<>(); // per tenant: {hits, misses} of the lookups asked
+        Map<String, long[]> leasedLookups = new HashMap<>(); // per tenant: {hits, misses} of the lookups asked
         int keySpace = 20 + random.nextInt(600);
         for (int step = 0; step < steps; step++) {
             now += random.nextInt(200_000_000);
@@ -84,7 +86,7 @@ class BatchLookupTest {
                     if (expected.isOk()) {
                         assertEquals(expected.value(), got.value(), where);
                     }
-                    if (!existence && expected.error() != io.mcctl.master.proto.v1.ErrorCode.INVALID_PARAMS) {
+                    if (!existence && expected.error() != ErrorCode.INVALID_PARAMS) {
                         leasedLookups.computeIfAbsent(owners.get(i), t -> new long[2])[expected.isOk() ? 0 : 1]++;
                     }
                 }
