@@ -12,7 +12,7 @@ import errno
 import os
 import threading
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _crc32c
 from .errors import InvalidParams
@@ -85,10 +85,14 @@ def _read_only(what: str) -> InvalidParams:
     return InvalidParams(f"{what}: buffer is read-only; reads need writable memory (bytearray, a numpy array, ...)")
 
 
-def writable_regions(buffer: Any, what: str, keep: list) -> List[Tuple[int, int]]:
+# The types of torch tensors met so far: a buffer of one of these skips the duck-typing of writable_regions.
+_torch_tensor_types: set = set()
+
+
+def writable_regions(buffer: Any, what: Any, keep: list) -> List[Tuple[int, int]]:
     """The (address, size) regions of one object's destination, filled one after another: one buffer, a
     (pointer, size) pair, or a list of them. ``keep`` receives what holds the memory in place (an exported
-    buffer cannot be resized or freed); it must outlive the read."""
+    buffer cannot be resized or freed); it must outlive the read. ``what`` names the buffer in an error."""
     regions = []
     for part in buffer if isinstance(buffer, list) else [buffer]:
         if _is_pair(part):
@@ -96,6 +100,8 @@ def writable_regions(buffer: Any, what: str, keep: list) -> List[Tuple[int, int]
             regions.append(part)
         elif hasattr(part, "data_ptr") and hasattr(part, "element_size"):
             regions.append(_tensor_region(part, what))
+            if type(part).__module__.startswith("torch"):
+                _torch_tensor_types.add(type(part))
         else:
             view = _memory_view(part, what)
             if view.readonly:
@@ -105,6 +111,21 @@ def writable_regions(buffer: Any, what: str, keep: list) -> List[Tuple[int, int]
                 keep.append(holder)
                 regions.append((ctypes.addressof(holder), view.nbytes))
     return regions
+
+
+def writable_regions_each(buffers: Sequence[Any], name_of: Callable[[int], Any], keep: list) -> List[List[Tuple[int, int]]]:
+    """writable_regions of each of ``buffers``; ``name_of(i)`` names buffer i in an error, made only then. A CPU
+    tensor that is contiguous, the buffer an engine passes most, is taken as it is: this runs for every key of a
+    batch, on the caller's thread, holding the GIL."""
+    tensor_types = _torch_tensor_types
+    out: List[List[Tuple[int, int]]] = []
+    for i, buffer in enumerate(buffers):
+        if type(buffer) in tensor_types and buffer.is_cpu is True and buffer.is_contiguous():
+            size = buffer.numel() * buffer.element_size()
+            out.append([(buffer.data_ptr(), size) if size else (0, 0)])
+        else:
+            out.append(writable_regions(buffer, name_of(i), keep))
+    return out
 
 
 def first_regions(regions: Sequence[Tuple[int, int]], size: int) -> List[Tuple[int, int]]:
@@ -162,6 +183,16 @@ class ReadPlan:
         self._reads = array.array("q")
         self._iovecs = array.array("q")  # (address, length) pairs: struct iovec on 64-bit Linux
         self._records = 0
+
+    @staticmethod
+    def of(reads: List[int], iovecs: List[int]) -> "ReadPlan":
+        """A plan of objects already laid out flat: per object the eight fields of its record (fd, offset, size,
+        its first iovec, its iovec count, crc, 0, 0), and the (address, length) pairs of the iovecs they count."""
+        plan = ReadPlan()
+        plan._reads.extend(reads)
+        plan._iovecs.extend(iovecs)
+        plan._records = len(reads) // _FIELDS
+        return plan
 
     def add(self, fd: int, offset: int, size: int, regions: Sequence[Tuple[int, int]], crc: int) -> None:
         """``regions`` hold exactly ``size`` bytes (first_regions) and stay in place until run() returns."""

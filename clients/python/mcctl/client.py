@@ -106,6 +106,8 @@ def check_tenant(tenant: str) -> str:
 
 
 def check_key(key: Any, index: Optional[int] = None) -> str:
+    if type(key) is str and key and (len(key) if key.isascii() else MAX_KEY_BYTES + 1) <= MAX_KEY_BYTES:
+        return key  # the common case, decided without encoding the key (str.isascii reads a flag)
     where = "" if index is None else f" (index {index})"
     if not isinstance(key, str):
         raise InvalidParams(f"key{where} is a {type(key).__name__}, not a str")
@@ -789,15 +791,17 @@ class Client:
     def _plan_native(self, start: int, keys, found: Placements, destination, outcomes, counts) -> Tuple[_io.ReadPlan, List[int], int]:
         """The plan of objects ``start``... for the native reader, the indices planned, in order, and their bytes;
         the outcomes of keys that cannot be read (the master's error, a buffer too small, a bad range) are set."""
-        plan = _io.ReadPlan()
         planned: List[int] = []
         planned_bytes = 0
         files = self._files
         bucket_size = files.bucket_size
         bucket_fd = files.bucket_fd
         buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
-        sources: List[Tuple[int, int, int, int]] = []
-        destinations: List[List[Tuple[int, int]]] = []
+        # The plan's records and iovecs laid out flat here (ReadPlan.of), in the one pass over the batch.
+        reads: List[int] = []
+        iovecs: List[int] = []
+        first = 0
+        fd_of: Dict[int, int] = {}  # the batch's buckets' fds, asked of the pool once each
         for i in range(start, len(keys)):
             # The common case written out over plain lists: this loop runs for every key of a batch.
             bucket = buckets[i]
@@ -811,19 +815,28 @@ class Client:
                 self._target(i, keys, found, destination, outcomes)  # BUFFER_OVERFLOW
                 continue
             offset = offsets[i]
-            try:
-                fd = bucket_fd(bucket)
-                if offset < 0 or size < 0 or offset > bucket_size - size:
-                    files.check_range(files.bucket_path(bucket), offset, size)  # raises, with the message
-            except OSError as e:
-                outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
-                continue
-            sources.append((fd, offset, size, crcs[i]))
-            destinations.append(regions if len(regions) == 1 and regions[0][1] == size else _io.first_regions(regions, size))
+            fd = fd_of.get(bucket)
+            if fd is None or offset < 0 or size < 0 or offset > bucket_size - size:
+                try:
+                    fd = fd_of[bucket] = bucket_fd(bucket)
+                    if offset < 0 or size < 0 or offset > bucket_size - size:
+                        files.check_range(files.bucket_path(bucket), offset, size)  # raises, with the message
+                except OSError as e:
+                    outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
+                    continue
+            if len(regions) == 1 and regions[0][1] == size:
+                iovecs.extend(regions[0])
+                count = 1
+            else:
+                cut = _io.first_regions(regions, size)
+                for region in cut:
+                    iovecs.extend(region)
+                count = len(cut)
+            reads.extend((fd, offset, size, first, count, crcs[i], 0, 0))
+            first += count
             planned.append(i)
             planned_bytes += size
-        plan.add_all(sources, destinations)
-        return plan, planned, planned_bytes
+        return _io.ReadPlan.of(reads, iovecs), planned, planned_bytes
 
     def _read_outcomes(self, plan: _io.ReadPlan, done: int, planned: List[int], keys, found: Placements, outcomes, counts) -> int:
         """Sets the outcomes of the first ``done`` objects of a plan that was read; the index of the first key left
@@ -889,7 +902,7 @@ class Client:
                                     f"lookup() of this client returned, or None")
             looked_up = mappings._for(keys)
         held: list = []  # holds exported buffers in place until every read is done
-        regions = [_io.writable_regions(b, _BufferOf(keys, i), held) for i, b in enumerate(buffers)]
+        regions = _io.writable_regions_each(buffers, lambda i: _BufferOf(keys, i), held)
         capacity = [sum(length for _, length in r) for r in regions]
         return [code for code, _ in self._get_all(keys, lambda i, size: regions[i] if size <= capacity[i] else None, looked_up)]
 

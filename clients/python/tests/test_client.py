@@ -134,6 +134,29 @@ def test_bad_input_gets_one_line_errors_and_changes_nothing(client):
         assert f"read_threads {bad!r} must be a whole number from 1 to 64" in str(raised.value)
 
 
+def test_tensors_are_checked_one_by_one_once_tensors_have_been_read_into(client):
+    # The first batch into tensors makes their type known, which later batches take without duck-typing: the
+    # checks of each tensor must still hold for every one of them, and for keys of non-ASCII characters.
+    pool = torch.zeros(3 * 64, dtype=torch.uint8)
+    keys = ["t0", "t1", "t2"]
+    assert client.batch_put_from(keys, [pattern(i, 64) for i in range(3)]) == [0, 0, 0]
+    assert client.batch_get_into(keys, [pool[i * 64:(i + 1) * 64] for i in range(3)]) == [64, 64, 64]
+    assert bytes(pool.numpy()) == b"".join(pattern(i, 64) for i in range(3))
+    cases = [
+        ([pool[:64], torch.zeros(8, 16, dtype=torch.uint8)[:, 1], pool[128:]], "buffer for key 't1' (index 1)",
+         "not contiguous"),
+        ([pool[:64], pool[64:128], torch.zeros(64, dtype=torch.uint8, device="meta")], "(index 2)", "tensor is on meta"),
+    ]
+    for buffers, where, text in cases:
+        with pytest.raises(mcctl.InvalidParams) as raised:
+            client.batch_get_into(keys, buffers)
+        message = str(raised.value)
+        assert where in message and text in message and "\n" not in message
+    with pytest.raises(mcctl.InvalidParams, match=r"key \(index 1\) of 4098 bytes is longer than 4096"):
+        client.batch_get_into(["t0", "\u00e9" * 2049], [pool[:64], pool[64:128]])  # 2,049 characters, 4,098 bytes
+    assert client.batch_get_into(["k" * 4096, "\u00e9" * 2048], [pool[:64], pool[64:128]]) == [errors.OBJECT_NOT_FOUND] * 2
+
+
 def test_master_that_is_down_is_one_line(tmp_path):
     with pytest.raises(mcctl.MasterUnavailable) as raised:
         mcctl.Client(master=f"127.0.0.1:{free_port()}", timeout=2.0)
