@@ -14,6 +14,8 @@ batch throughput from several threads.
    Each round reads the same keys, so batch_get_into reads them during its lookup (read_during_lookup); the same
    call reading nothing until its lookup answers (read_during_lookup=False) is timed in the same rounds.
 2. keys per second of batch_put_from and batch_get_into, batches of 128 keys, from 4 threads.
+   For 64 KiB in the page cache, the Python steps of one such batch on the calling thread are timed one by one
+   (python_steps): what an engine's other threads wait for while the batch holds the GIL.
 3. master calls per batch (one lookup per get batch; one allocate and one notify per put batch).
 4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
    batch_get_into served by their MEMORY replicas against the same reads from the shared files
@@ -172,6 +174,47 @@ def read_path(client: Client, object_size: int, count: int, rounds: int, cold: b
     return figures
 
 
+def python_steps(client: Client, object_size: int, count: int, calls: int) -> dict:
+    """Medians over ``calls`` calls of each step of one batch_get_into of ``count`` objects into slices of one tensor
+    that runs in Python on the caller's thread, holding the GIL: the keys' checks, the buffers' regions, the read's
+    plan; and the batch's lookup, against the bare gRPC call it makes. In microseconds. The plan is read once and
+    every object checked, so a plan that lost one fails the run."""
+    from . import client as client_module  # the steps are the client's own functions, timed one by one
+
+    keys = [f"bench/steps/{object_size}/{i}" for i in range(count)]
+    codes = client.batch_put_from(keys, [os.urandom(object_size) for _ in range(count)], overwrite=True)
+    if any(codes):
+        raise SystemExit(f"bench: offload of the step set failed: {codes[:4]}")
+    tensor = _tensor(object_size * count)
+    slices = [tensor[i * object_size:(i + 1) * object_size] for i in range(count)]
+    found, safe_until = client._lookup(keys)
+
+    def regions():
+        return _io.writable_regions_each(slices, lambda i: client_module._BufferOf(keys, i), [])
+
+    held = regions()
+
+    def plan():
+        return client._plan_native(0, keys, found.copy(), lambda i, size: held[i], [None] * count, client_module.Counter())
+
+    request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count, packed=True)
+    steps = {"check_keys": lambda: client_module._check_keys(keys), "regions": regions, "lookup": lambda: client._lookup(keys),
+             "bare_call": lambda: client._stub.BatchGetDistributedPageMapping(request, timeout=client.timeout,
+                                                                                metadata=client._metadata)}
+    if _io.native is not None:
+        steps["plan"] = plan
+        read_plan = plan()[0]
+        if read_plan.run(time.monotonic() + 60, 1) != count or list(read_plan.outcomes()[0]) != [object_size] * count:
+            raise SystemExit("bench: the plan of the step set did not read every object")
+    timed = {name: [] for name in steps}
+    for _ in range(calls):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            timed[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1e6 for name, t in timed.items()}
+
+
 def memory_path(client: Client, files_only: Client, object_size: int, count: int, rounds: int, cold: bool,
                 wait_s: float = 60.0) -> dict:
     """Medians over ``rounds`` rounds of batch_get_into served by MEMORY replicas and by pread, in turns; ``cold``
@@ -310,6 +353,12 @@ def main(argv=None) -> int:
                     if "reader_ratio" in r:
                         print(f"    the batch reader alone (no lookup, no planning, {r['read_threads']} threads): {r['reader_ratio']:.2f}x "
                               f"of plain preadv, {r['reader_cpu_ratio']:.2f}x in process CPU time")
+                    if size == 64 * 1024 and not cold:
+                        p = python_steps(client, size, 128, 200)
+                        plan = f", the plan {p['plan']:.0f} µs" if "plan" in p else ""
+                        print(f"    Python on the calling thread, medians of 200 batches of 128: the keys' checks {p['check_keys']:.0f} µs, "
+                              f"the buffers' regions {p['regions']:.0f} µs{plan}; the lookup {p['lookup']:.0f} µs, of which "
+                              f"the bare gRPC call {p['bare_call']:.0f} µs")
             t = throughput(client, 4, args.batches, 128, args.object_size)
             print(f"{t['threads']} threads, batches of {t['batch']} x {t['object_size'] // 1024} KiB, {t['keys']} keys: "
                   f"batch_put_from {t['put_keys_s']:.0f} keys/s, batch_get_into {t['get_keys_s']:.0f} keys/s")
