@@ -10,6 +10,7 @@ import array
 import ctypes
 import errno
 import os
+import sys
 import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -85,10 +86,6 @@ def _read_only(what: str) -> InvalidParams:
     return InvalidParams(f"{what}: buffer is read-only; reads need writable memory (bytearray, a numpy array, ...)")
 
 
-# The types of torch tensors met so far: a buffer of one of these skips the duck-typing of writable_regions.
-_torch_tensor_types: set = set()
-
-
 def writable_regions(buffer: Any, what: Any, keep: list) -> List[Tuple[int, int]]:
     """The (address, size) regions of one object's destination, filled one after another: one buffer, a
     (pointer, size) pair, or a list of them. ``keep`` receives what holds the memory in place (an exported
@@ -100,8 +97,6 @@ def writable_regions(buffer: Any, what: Any, keep: list) -> List[Tuple[int, int]
             regions.append(part)
         elif hasattr(part, "data_ptr") and hasattr(part, "element_size"):
             regions.append(_tensor_region(part, what))
-            if type(part).__module__.startswith("torch"):
-                _torch_tensor_types.add(type(part))
         else:
             view = _memory_view(part, what)
             if view.readonly:
@@ -117,10 +112,11 @@ def writable_regions_each(buffers: Sequence[Any], name_of: Callable[[int], Any],
     """writable_regions of each of ``buffers``; ``name_of(i)`` names buffer i in an error, made only then. A CPU
     tensor that is contiguous, the buffer an engine passes most, is taken as it is: this runs for every key of a
     batch, on the caller's thread, holding the GIL."""
-    tensor_types = _torch_tensor_types
+    torch = sys.modules.get("torch")  # a caller with tensors has imported it; mcctl does not need it
+    tensor = torch.Tensor if torch is not None else None
     out: List[List[Tuple[int, int]]] = []
     for i, buffer in enumerate(buffers):
-        if type(buffer) in tensor_types and buffer.is_cpu is True and buffer.is_contiguous():
+        if type(buffer) is tensor and buffer.is_cpu and buffer.is_contiguous():
             size = buffer.numel() * buffer.element_size()
             out.append([(buffer.data_ptr(), size) if size else (0, 0)])
         else:
@@ -196,27 +192,13 @@ class ReadPlan:
 
     def add(self, fd: int, offset: int, size: int, regions: Sequence[Tuple[int, int]], crc: int) -> None:
         """``regions`` hold exactly ``size`` bytes (first_regions) and stay in place until run() returns."""
-        self.add_all([(fd, offset, size, crc)], [regions])
-
-    def add_all(self, sources: Sequence[Tuple[int, int, int, int]], destinations: Sequence[Sequence[Tuple[int, int]]]) -> None:
-        """Objects ``(fd, offset, size, crc)`` into their regions, as add() one by one: the arrays are built from
-        lists in one pass each, which for a batch of small objects is most of what planning costs."""
         if self._handle is not None:
             raise RuntimeError("this plan is being read: its arrays must stay in place")
-        reads: List[int] = []
-        iovecs: List[int] = []
         first = len(self._iovecs) // 2
-        for (fd, offset, size, crc), regions in zip(sources, destinations):
-            if len(regions) == 1:
-                iovecs.extend(regions[0])
-            else:
-                for region in regions:
-                    iovecs.extend(region)
-            reads.extend((fd, offset, size, first, len(regions), crc, 0, 0))
-            first += len(regions)
-        self._iovecs.extend(iovecs)
-        self._reads.extend(reads)
-        self._records += len(sources)
+        for region in regions:
+            self._iovecs.extend(region)
+        self._reads.extend((fd, offset, size, first, len(regions), crc, 0, 0))
+        self._records += 1
 
     def run(self, safe_until: float, threads: int = 1) -> int:
         """Reads and checks the objects, without the GIL, on up to ``threads`` threads; stops before an object

@@ -819,8 +819,7 @@ class Client:
             if fd is None or offset < 0 or size < 0 or offset > bucket_size - size:
                 try:
                     fd = fd_of[bucket] = bucket_fd(bucket)
-                    if offset < 0 or size < 0 or offset > bucket_size - size:
-                        files.check_range(files.bucket_path(bucket), offset, size)  # raises, with the message
+                    files.check_range(files.bucket_path(bucket), offset, size)  # raises for a bad range, with the message
                 except OSError as e:
                     outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
                     continue
