@@ -9,6 +9,7 @@ from __future__ import annotations
 import array
 import ctypes
 import errno
+import operator
 import os
 import sys
 import threading
@@ -108,20 +109,65 @@ def writable_regions(buffer: Any, what: Any, keep: list) -> List[Tuple[int, int]
     return regions
 
 
-def writable_regions_each(buffers: Sequence[Any], name_of: Callable[[int], Any], keep: list) -> List[List[Tuple[int, int]]]:
-    """writable_regions of each of ``buffers``; ``name_of(i)`` names buffer i in an error, made only then. A CPU
-    tensor that is contiguous, the buffer an engine passes most, is taken as it is: this runs for every key of a
-    batch, on the caller's thread, holding the GIL."""
-    torch = sys.modules.get("torch")  # a caller with tensors has imported it; mcctl does not need it
-    tensor = torch.Tensor if torch is not None else None
-    out: List[List[Tuple[int, int]]] = []
-    for i, buffer in enumerate(buffers):
-        if type(buffer) is tensor and buffer.is_cpu and buffer.is_contiguous():
-            size = buffer.numel() * buffer.element_size()
-            out.append([(buffer.data_ptr(), size) if size else (0, 0)])
-        else:
-            out.append(writable_regions(buffer, name_of(i), keep))
-    return out
+class Destinations:
+    """Where each object of a batch read goes: the (address, size) regions of buffer i, filled one after another, and
+    how many bytes they hold; an object larger than that gets no regions (BUFFER_OVERFLOW). ``addresses`` holds each
+    buffer's one address when every buffer of the batch is a single region (a tensor, a bytearray, a (pointer, size)
+    pair: what engines pass), else None; the read's plan is then laid out a column at a time instead of key by key,
+    and the regions are made only for a key that asks (``regions`` is None until then)."""
+
+    __slots__ = ("regions", "capacity", "addresses")
+
+    def __init__(self, regions: Optional[List[List[Tuple[int, int]]]], capacity: List[int], addresses: Optional[List[int]]):
+        self.regions, self.capacity, self.addresses = regions, capacity, addresses
+
+    def __call__(self, i: int, size: int) -> Optional[List[Tuple[int, int]]]:
+        if size > self.capacity[i]:
+            return None
+        if self.regions is None:
+            return [(self.addresses[i], self.capacity[i])]
+        return self.regions[i]
+
+    def window(self, start: int, end: int) -> "Destinations":
+        """The destinations of buffers start..end, numbered from 0."""
+        regions = None if self.regions is None else self.regions[start:end]
+        addresses = None if self.addresses is None else self.addresses[start:end]
+        return Destinations(regions, self.capacity[start:end], addresses)
+
+    @staticmethod
+    def of(buffers: Sequence[Any], name_of: Callable[[int], Any], keep: list) -> "Destinations":
+        """writable_regions of each of ``buffers``; ``name_of(i)`` names buffer i in an error, made only then. This
+        runs for every key of a batch, on the caller's thread, holding the GIL; a batch of contiguous CPU tensors, what
+        an engine passes most, is taken a column at a time."""
+        torch = sys.modules.get("torch")  # a caller with tensors has imported it; mcctl does not need it
+        tensor = torch.Tensor if torch is not None else None
+        if tensor is not None and buffers and set(map(type, buffers)) == {tensor}:
+            if all(map(_IS_CPU, buffers)) and all(map(tensor.is_contiguous, buffers)):
+                capacity = list(map(operator.mul, map(tensor.numel, buffers), map(tensor.element_size, buffers)))
+                addresses = list(map(tensor.data_ptr, buffers))
+                if 0 in capacity:  # an empty tensor's region is (0, 0), as writable_regions gives it
+                    addresses = [address if size else 0 for address, size in zip(addresses, capacity)]
+                return Destinations(None, capacity, addresses)
+        regions: List[List[Tuple[int, int]]] = []
+        capacity = []
+        addresses: Optional[List[int]] = []
+        for i, buffer in enumerate(buffers):
+            if type(buffer) is tensor and buffer.is_cpu and buffer.is_contiguous():
+                size = buffer.numel() * buffer.element_size()
+                parts = [(buffer.data_ptr(), size) if size else (0, 0)]
+            else:
+                parts = writable_regions(buffer, name_of(i), keep)
+            regions.append(parts)
+            capacity.append(sum(length for _, length in parts))
+            if addresses is not None:
+                if len(parts) == 1:
+                    addresses.append(parts[0][0])
+                else:
+                    addresses = None  # a gather list, or an empty buffer: the plan goes key by key
+        return Destinations(regions, capacity, addresses)
+
+
+_IS_CPU = operator.attrgetter("is_cpu")
 
 
 def first_regions(regions: Sequence[Tuple[int, int]], size: int) -> List[Tuple[int, int]]:
@@ -188,6 +234,27 @@ class ReadPlan:
         plan._reads.extend(reads)
         plan._iovecs.extend(iovecs)
         plan._records = len(reads) // _FIELDS
+        return plan
+
+    @staticmethod
+    def of_columns(fds: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], crcs: Sequence[int],
+                   addresses: Sequence[int]) -> "ReadPlan":
+        """A plan of one iovec per object, laid out a column at a time: object i is sizes[i] bytes of fds[i] from
+        offsets[i], read into addresses[i] (which must hold them until run() returns) and checked against crcs[i]."""
+        n = len(fds)
+        plan = ReadPlan()
+        reads, iovecs = plan._reads, plan._iovecs
+        reads.frombytes(bytes(8 * _FIELDS * n))  # result and detail start at 0, as add() writes them
+        reads[0::_FIELDS] = array.array("q", fds)
+        reads[1::_FIELDS] = array.array("q", offsets)
+        reads[2::_FIELDS] = array.array("q", sizes)
+        reads[3::_FIELDS] = array.array("q", range(n))  # object i's one iovec is iovec i
+        reads[4::_FIELDS] = array.array("q", (1,)) * n
+        reads[5::_FIELDS] = array.array("q", crcs)
+        iovecs.frombytes(bytes(16 * n))
+        iovecs[0::2] = array.array("q", addresses)
+        iovecs[1::2] = array.array("q", sizes)
+        plan._records = n
         return plan
 
     def add(self, fd: int, offset: int, size: int, regions: Sequence[Tuple[int, int]], crc: int) -> None:

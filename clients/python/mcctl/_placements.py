@@ -172,6 +172,11 @@ class Remembered:
         with self._lock:
             remembered = [self._by_key.get(key) for key in keys]
         n = len(keys)
+        if n and None not in remembered:
+            buckets, offsets, sizes, crcs, untils = (list(column) for column in zip(*remembered))
+            until = min(untils)
+            if until >= not_before:  # the whole batch remembered and readable: a column at a time
+                return Placements(buckets, crcs, offsets, sizes, {}, {}), until, n
         buckets, offsets, sizes, crcs = [DONE] * n, [0] * n, [0] * n, [0] * n
         until = float("inf")
         count = 0

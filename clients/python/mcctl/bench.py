@@ -190,12 +190,12 @@ def python_steps(client: Client, object_size: int, count: int, calls: int) -> di
     found, safe_until = client._lookup(keys)
 
     def regions():
-        return _io.writable_regions_each(slices, lambda i: client_module._BufferOf(keys, i), [])
+        return _io.Destinations.of(slices, lambda i: client_module._BufferOf(keys, i), [])
 
     held = regions()
 
     def plan():
-        return client._plan_native(0, keys, found.copy(), lambda i, size: held[i], [None] * count, client_module.Counter())
+        return client._plan_native(0, keys, found.copy(), held, [None] * count, client_module.Counter())
 
     request = pb.BatchGetDistributedPageMappingRequest(keys=keys, tenant_ids=[client.tenant] * count, packed=True)
     steps = {"check_keys": lambda: client_module._check_keys(keys), "regions": regions, "lookup": lambda: client._lookup(keys),

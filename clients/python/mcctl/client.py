@@ -11,6 +11,7 @@ and by the pread when none serves it.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import threading
 import time
@@ -672,7 +673,13 @@ class Client:
         confirmed: List[int] = []
         if answered < previous_until:
             buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
-            for i in range(n):
+            if (buckets == previous.buckets and offsets == previous.offsets and sizes == previous.sizes
+                    and crcs == previous.crcs and None not in early and all(outcome[0] >= 0 for outcome in early)):
+                # Every key read, and placed again where it was read from: the batch's steady state, confirmed at once.
+                outcomes[:] = early
+                found.buckets = [DONE] * n
+                confirmed = list(range(n))
+            for i in range(n if not confirmed else 0):
                 outcome = early[i]
                 if (outcome is not None and outcome[0] >= 0 and buckets[i] == previous.buckets[i] and offsets[i] == previous.offsets[i]
                         and sizes[i] == previous.sizes[i] and crcs[i] == previous.crcs[i]):
@@ -791,6 +798,10 @@ class Client:
     def _plan_native(self, start: int, keys, found: Placements, destination, outcomes, counts) -> Tuple[_io.ReadPlan, List[int], int]:
         """The plan of objects ``start``... for the native reader, the indices planned, in order, and their bytes;
         the outcomes of keys that cannot be read (the master's error, a buffer too small, a bad range) are set."""
+        if start == 0 and getattr(destination, "addresses", None) is not None and keys:
+            whole = self._plan_columns(found, destination)
+            if whole is not None:
+                return whole
         planned: List[int] = []
         planned_bytes = 0
         files = self._files
@@ -837,12 +848,34 @@ class Client:
             planned_bytes += size
         return _io.ReadPlan.of(reads, iovecs), planned, planned_bytes
 
+    def _plan_columns(self, found: Placements, destination: _io.Destinations) -> Optional[Tuple[_io.ReadPlan, range, int]]:
+        """The plan of a whole batch laid out a column at a time, when every key has a placement that fits its bucket
+        and its buffer's one region: the batch an engine reads, planned without a Python step per key. None when a key
+        needs the key-by-key plan, which sets its outcome (the master's error, DONE, a buffer too small, a bad range,
+        an empty object, a bucket file that does not open)."""
+        buckets, offsets, sizes = found.buckets, found.offsets, found.sizes
+        if (min(buckets) < 0 or min(sizes) <= 0 or min(offsets) < 0
+                or max(map(operator.add, offsets, sizes)) > self._files.bucket_size
+                or not all(map(operator.le, sizes, destination.capacity))):
+            return None
+        try:
+            fd_of = {bucket: self._files.bucket_fd(bucket) for bucket in set(buckets)}
+        except OSError:
+            return None
+        plan = _io.ReadPlan.of_columns(list(map(fd_of.__getitem__, buckets)), offsets, sizes, found.crcs,
+                                       destination.addresses)
+        return plan, range(len(buckets)), sum(sizes)
+
     def _read_outcomes(self, plan: _io.ReadPlan, done: int, planned: List[int], keys, found: Placements, outcomes, counts) -> int:
         """Sets the outcomes of the first ``done`` objects of a plan that was read; the index of the first key left
         unread (for a fresh lease), or len(keys)."""
         files = self._files
         buckets, offsets, crcs = found.buckets, found.offsets, found.crcs
         read, details = plan.outcomes()
+        if type(planned) is range and done and min(read[:done]) >= 0:
+            outcomes[:done] = [(result, "") for result in read[:done]]  # a whole batch planned from 0 (_plan_columns)
+            counts["reads"] += done
+            return planned[done] if done < len(planned) else len(keys)
         failed = 0
         for k in range(done):
             result = read[k]
@@ -866,7 +899,11 @@ class Client:
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
             part = None if looked_up is None else (looked_up[0].slice(start, end), looked_up[1])
-            outcomes.extend(self._get(keys[start:end], lambda i, size, s=start: destination(s + i, size), part))
+            if isinstance(destination, _io.Destinations):
+                window = destination if end - start == len(keys) else destination.window(start, end)
+            else:
+                window = lambda i, size, s=start: destination(s + i, size)
+            outcomes.extend(self._get(keys[start:end], window, part))
         return outcomes
 
     def lookup(self, keys: Sequence[str]) -> Mappings:
@@ -901,9 +938,8 @@ class Client:
                                     f"lookup() of this client returned, or None")
             looked_up = mappings._for(keys)
         held: list = []  # holds exported buffers in place until every read is done
-        regions = _io.writable_regions_each(buffers, lambda i: _BufferOf(keys, i), held)
-        capacity = [sum(length for _, length in r) for r in regions]
-        return [code for code, _ in self._get_all(keys, lambda i, size: regions[i] if size <= capacity[i] else None, looked_up)]
+        destinations = _io.Destinations.of(buffers, lambda i: _BufferOf(keys, i), held)
+        return [code for code, _ in self._get_all(keys, destinations, looked_up)]
 
     def get(self, key: str) -> Optional[bytes]:
         """The object's bytes, or None when the key is missing or its bytes fail their checksum."""

@@ -157,6 +157,37 @@ def test_tensors_are_checked_one_by_one_once_tensors_have_been_read_into(client)
     assert client.batch_get_into(["k" * 4096, "\u00e9" * 2048], [pool[:64], pool[64:128]]) == [errors.OBJECT_NOT_FOUND] * 2
 
 
+@pytest.mark.parametrize("during", [True, False], ids=["read_during_lookup", "read_after_lookup"])
+def test_a_batch_of_tensors_is_planned_whole_and_a_key_that_does_not_fit_gets_its_own_outcome(master, tenant, during):
+    # A batch whose every buffer is one region is planned a column at a time; a key that plan cannot take (missing,
+    # larger than its buffer, an empty buffer) sends the batch key by key. Each key's bytes and outcome must hold
+    # either way, and nothing may land past an object or in a buffer it does not fit.
+    sizes = [5000, 7000, 3000, 6000]
+    keys = [f"columns/{i}" for i in range(4)]
+    data = [pattern(40 + i, size) for i, size in enumerate(sizes)]
+    room = 8000
+    with mcctl.Client(master=master.address, tenant=tenant, read_during_lookup=during) as c:
+        assert c.batch_put_from(keys, data) == [0] * 4
+        for round_ in range(3):  # rounds after the first are read during their lookup, when that is on
+            early = c.stats().get("reads_during_lookup", 0)
+            pool = torch.full((4 * room,), 0xEE, dtype=torch.uint8)
+            assert c.batch_get_into(keys, [pool[i * room:(i + 1) * room] for i in range(4)]) == sizes
+            for i, size in enumerate(sizes):
+                assert bytes(pool[i * room:i * room + size].numpy()) == data[i]
+                assert bytes(pool[i * room + size:(i + 1) * room].numpy()) == b"\xee" * (room - size)
+            assert c.stats().get("reads_during_lookup", 0) - early == (4 if during and round_ else 0)
+        for asked, expected in [(keys, [5000, errors.BUFFER_OVERFLOW, 3000, errors.BUFFER_OVERFLOW]),
+                                (keys[:2] + ["columns/missing"] + keys[3:], [5000, errors.BUFFER_OVERFLOW, errors.OBJECT_NOT_FOUND, errors.BUFFER_OVERFLOW])]:
+            pool = torch.full((3 * room,), 0xEE, dtype=torch.uint8)
+            buffers = [pool[:room], pool[room:room + 6999], pool[2 * room:], torch.zeros(0, dtype=torch.uint8)]
+            assert c.batch_get_into(asked, buffers) == expected
+            assert bytes(pool[:5000].numpy()) == data[0]
+            assert bytes(pool[5000:2 * room].numpy()) == b"\xee" * (2 * room - 5000)  # nothing in the slice too small
+            rest = 3000 if expected[2] == 3000 else 0
+            assert bytes(pool[2 * room:2 * room + rest].numpy()) == data[2][:rest]
+            assert bytes(pool[2 * room + rest:].numpy()) == b"\xee" * (room - rest)
+
+
 def test_master_that_is_down_is_one_line(tmp_path):
     with pytest.raises(mcctl.MasterUnavailable) as raised:
         mcctl.Client(master=f"127.0.0.1:{free_port()}", timeout=2.0)
