@@ -126,14 +126,14 @@ class Native:
         self.read_batch_threads = self.library.mcctl_read_batch_threads
         self.read_batch_threads.restype = ctypes.c_int64
         self.read_batch_threads.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-        # the same on helper threads only, returning at once with a handle (NULL: nothing started); then the wait for it,
-        # which reads what the helpers have not taken yet
+        # the same on helper threads only, returning at once with a handle (NULL: nothing started), the helpers giving
+        # way now and then until the wait for it, which reads what they have not taken yet and says how often they did
         self.read_batch_start = self.library.mcctl_read_batch_start
         self.read_batch_start.restype = ctypes.c_void_p
         self.read_batch_start.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
         self.read_batch_wait = self.library.mcctl_read_batch_wait
         self.read_batch_wait.restype = ctypes.c_int64
-        self.read_batch_wait.argtypes = [ctypes.c_void_p]
+        self.read_batch_wait.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
         for data, expected in _CHECK_VECTORS:
             for function in (self.function, self.sse42):
                 got = function(0, data, len(data))

@@ -218,10 +218,11 @@ class ReadPlan:
     """The objects of one batch for the native reader: where each is in which file, where its bytes go, and
     the CRC32C they must have. Built as flat int64 arrays, so a batch costs one call into C."""
 
-    __slots__ = ("_reads", "_iovecs", "_records", "_handle")
+    __slots__ = ("_reads", "_iovecs", "_records", "_handle", "yields")
 
     def __init__(self):
         self._handle = None  # a read started by start() until wait()
+        self.yields = 0  # how often the helpers of start() gave way, once wait() returned
         self._reads = array.array("q")
         self._iovecs = array.array("q")  # (address, length) pairs: struct iovec on 64-bit Linux
         self._records = 0
@@ -292,9 +293,16 @@ class ReadPlan:
 
     def wait(self) -> int:
         """How many objects the reading started by start() read (the first so many of the plan), once it is done;
-        what the helpers have not taken yet is read on the calling thread, within the same time limit."""
+        what the helpers have not taken yet is read on the calling thread, within the same time limit. Until this is
+        called the helpers give up the CPU after every 256 KiB they read, so that the thread that started them, waiting
+        on something else (the batch's lookup), is not kept waiting for a core; ``yields`` says how often they did."""
         handle, self._handle = self._handle, None
-        return 0 if handle is None else native.read_batch_wait(handle)
+        if handle is None:
+            return 0
+        yields = ctypes.c_int64(0)
+        read = native.read_batch_wait(handle, ctypes.byref(yields))
+        self.yields = yields.value
+        return read
 
     def outcomes(self) -> Tuple[Sequence[int], Sequence[int]]:
         """Per object, in the order added: bytes read and checked, or READ_*; and the detail of a READ_*."""

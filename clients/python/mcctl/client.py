@@ -297,8 +297,9 @@ class Client:
     kept only for a key the new answer places on the same pages (see _read_during_lookup for why that is exact).
     Reading a batch again soon, as a cache's hot blocks are, then costs about the longer of the two rather than
     their sum. ``stats()`` counts ``reads_during_lookup`` and ``reads_during_lookup_wasted`` (read, then read again
-    from where the new answer placed the key). Not with an etcd:// master: each call there may go to another
-    leader.
+    from where the new answer placed the key), and ``reader_yields_during_lookup``: how often the reading threads gave
+    up the CPU after 256 KiB, so that the lookup's answer is not kept waiting for a core. Not with an etcd://
+    master: each call there may go to another leader.
     """
 
     def __init__(self, master: str = "localhost:50051", tenant: str = "default", timeout: float = 10.0,
@@ -666,6 +667,7 @@ class Client:
                 raise
             finally:
                 done = plan.wait()  # always: until then the reader's threads write into the caller's buffers
+                counts["reader_yields_during_lookup"] += plan.yields
         finally:
             self._stop_reading()
         answered = time.monotonic()

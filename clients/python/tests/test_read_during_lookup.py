@@ -114,6 +114,45 @@ def test_an_answer_that_comes_after_the_earlier_lease_keeps_no_read_made_before_
         m.close()
 
 
+def test_the_reading_threads_give_way_while_the_lookup_is_waited_for(tmp_path):
+    # While the calling thread waits for the batch's lookup, the reader's helpers give up the CPU after every 256 KiB
+    # they read, so that the threads answering the lookup (the master's, on this host, then the caller's) find a core.
+    # The master is stopped (SIGSTOP) as the batch starts: its helpers read all of it long before the answer, giving
+    # way as they go, and every read is kept once the answer comes.
+    m = Master(str(tmp_path / "root"), "--read-lease", "60s")
+    try:
+        with mcctl.Client(master=m.address, read_threads=2) as c:
+            size, count = 65536, 64  # 4 MiB: sixteen times 256 KiB
+            keys = [f"giving-way/{i}" for i in range(count)]
+            data = [bytes([1 + i % 250]) * size for i in range(count)]
+            assert c.batch_put_from(keys, data) == [0] * count
+            pool = bytearray(size * count)
+            views = [memoryview(pool)[i * size:(i + 1) * size] for i in range(count)]
+            assert c.batch_get_into(keys, views) == [size] * count
+            assert counter(c, "reader_yields_during_lookup") == 0  # read after its lookup: no thread waits meanwhile
+            pool[:] = bytes(size * count)
+            whole = b"".join(data)
+            answered = []
+            os.kill(m.process.pid, signal.SIGSTOP)
+            try:
+                reading = threading.Thread(target=lambda: answered.append(c.batch_get_into(keys, views)))
+                reading.start()
+                deadline = time.monotonic() + 30
+                while pool != whole and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert pool == whole  # read while the lookup waits for the stopped master
+            finally:
+                os.kill(m.process.pid, signal.SIGCONT)
+            reading.join(30)
+            assert answered == [[size] * count] and pool == whole
+            assert counter(c, "reads_during_lookup") == count
+            # Each helper gives way after each 256 KiB it read: 16 in all, less one when the two split the batch with
+            # 128 KiB over, and less each helper's last yield if the answer came between its last read and that yield.
+            assert 16 - 1 - 2 <= counter(c, "reader_yields_during_lookup") <= 16
+    finally:
+        m.close()
+
+
 def test_read_during_lookup_can_be_turned_off_and_is_checked(master, tenant):
     with pytest.raises(mcctl.InvalidParams, match="read_during_lookup 1 must be True or False"):
         mcctl.Client(master=master.address, tenant=tenant, read_during_lookup=1)
