@@ -1,5 +1,7 @@
 package io.mcctl.master.client;
 
+import com.google.protobuf.ByteString;
+
 import com.google.common.util.concurrent.ListenableFuture;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
@@ -308,6 +310,19 @@ public final class MasterClient implements AutoCloseable {
                 () -> stub().batchAllocateDistributedPage(request)));
     }
 
+    /**
+     * {@link #batchAllocate} answered packed: the placements in one array ({@code PackedPlacements.of(
+     * response.getPlacements(), keys.size())}, CRC32C 0) and every failed key's KeyError by index. A master that does
+     * not know the flag answers unpacked: check the placements' length before reading them.
+     */
+    public BatchAllocateDistributedPageResponse batchAllocatePacked(List<String> keys, List<String> tenants, List<Long> sizes,
+                                                                    boolean overwrite, boolean pin) {
+        BatchAllocateDistributedPageRequest request = BatchAllocateDistributedPageRequest.newBuilder().addAllKeys(keys)
+                .addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).setPacked(true).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setAllocate(request), SessionResponse::getAllocate,
+                () -> stub().batchAllocateDistributedPage(request)));
+    }
+
     public void free(String tenant, String key, DistributedDiskDescriptor allocation) {
         FreeDistributedPageRequest.Builder request = FreeDistributedPageRequest.newBuilder().setTenantId(tenant).setKey(key);
         if (allocation != null) {
@@ -327,6 +342,17 @@ public final class MasterClient implements AutoCloseable {
                                                               List<DistributedDiskDescriptor> written) {
         NotifyDistributedDiskSuccessRequest request = NotifyDistributedDiskSuccessRequest.newBuilder()
                 .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build();
+        return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
+                () -> stub().notifyDistributedDiskSuccess(request)));
+    }
+
+    /**
+     * {@link #notifySuccess} with the placements packed as a packed allocation answered them, each with the CRC32C of
+     * what was written; the answer holds the errors of the keys not committed alone, by index.
+     */
+    public NotifyDistributedDiskSuccessResponse notifySuccessPacked(List<String> keys, List<String> tenants, ByteString written) {
+        NotifyDistributedDiskSuccessRequest request = NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).setPlacements(written).build();
         return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
                 () -> stub().notifyDistributedDiskSuccess(request)));
     }

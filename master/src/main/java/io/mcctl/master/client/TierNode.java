@@ -1,5 +1,7 @@
 package io.mcctl.master.client;
 
+import io.mcctl.master.service.Placement;
+import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import com.google.protobuf.ByteString;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.storage.io.BucketFileIo;
@@ -102,6 +104,16 @@ public final class TierNode implements AutoCloseable {
             throw new IllegalArgumentException("bucket " + bucket + " is outside the layout's 0.." + (paths.length - 1));
         }
         return paths[bucket];
+    }
+
+    /**
+     * The descriptor of a placement a packed answer gave, its path as the master spells it.
+     *
+     * @throws IllegalArgumentException when the layout has no such bucket
+     */
+    public DistributedDiskDescriptor descriptorOf(Placement place) {
+        return DistributedDiskDescriptor.newBuilder().setFilePathBytes(bucketPath(place.bucket())).setBucket(place.bucket())
+                .setOffset(place.offset()).setObjectSize(place.size()).setCrc32C(place.crc32c()).build();
     }
 
     public BucketFileIo io() {

@@ -9,7 +9,6 @@ import io.mcctl.master.proto.v1.MemoryReplicas;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.KeyRules;
-import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.IOException;
@@ -183,17 +182,13 @@ public final class TierReader {
                         .setMessage(KeyRules.notFound(tenant, keys.get(i))).build()).build());
                 continue;
             }
-            Placement place = placements.placement(i);
-            DistributedDiskDescriptor.Builder descriptor = DistributedDiskDescriptor.newBuilder().setBucket(place.bucket())
-                    .setOffset(place.offset()).setObjectSize(place.size()).setCrc32C(place.crc32c());
             try {
-                descriptor.setFilePathBytes(node.bucketPath(place.bucket()));
+                result.setDistributedDisk(node.descriptorOf(placements.placement(i)));
             } catch (IllegalArgumentException e) {
                 results.add(result.setStatus(KeyError.newBuilder().setError(ErrorCode.INTERNAL_ERROR)
                         .setMessage("the master placed key '" + keys.get(i) + "' in " + e.getMessage())).build());
                 continue;
             }
-            result.setDistributedDisk(descriptor);
             MemoryReplicas memory = answer.getMemoryOrDefault(i, null);
             if (memory != null) {
                 result.addAllMemory(memory.getReplicasList());

@@ -271,6 +271,19 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setDeadlineMs(pages.allocationDeadlineMillis());
         List<Result<Placement>> results = pages.allocateAll(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList(),
                 request.getSizesList(), request.getOverwrite(), request.getPin());
+        if (request.getPacked()) {
+            PackedPlacements packed = PackedPlacements.forKeys(results.size());
+            for (int i = 0; i < results.size(); i++) {
+                Result<Placement> result = results.get(i);
+                if (result.isOk()) {
+                    packed.place(i, result.value());
+                } else {
+                    packed.miss(i, result.error());
+                    response.putErrors(i, keyError(result));
+                }
+            }
+            return response.setPlacements(packed.toByteString()).build();
+        }
         for (Result<Placement> result : results) {
             AllocationResult.Builder item = AllocationResult.newBuilder();
             if (result.isOk()) {
@@ -346,12 +359,46 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     }
 
     NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
+        if (!request.getPlacements().isEmpty()) {
+            return notifyPacked(request);
+        }
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i),
                     fromWire(request.getDescriptors(i)))));
+        }
+        return response.build();
+    }
+
+    /**
+     * A notify that sends the placements packed, as a packed allocation answered them: the same per-key outcome as
+     * with descriptors, and only the keys not committed are answered. A placements field that is not one record per
+     * key refuses the whole request before anything is committed.
+     */
+    private NotifyDistributedDiskSuccessResponse notifyPacked(NotifyDistributedDiskSuccessRequest request) {
+        int count = request.getKeysCount();
+        checkBatch(count, request.getTenantIdsCount(), null, 0);
+        if (request.getDescriptorsCount() > 0) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "notify sends both " + request.getDescriptorsCount()
+                    + " descriptors and packed placements: send one of them");
+        }
+        PackedPlacements written;
+        try {
+            written = PackedPlacements.of(request.getPlacements(), count);
+        } catch (IllegalArgumentException wrongLength) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "notify of " + count + " keys sends " + request.getPlacements().size()
+                    + " bytes of placements: expected " + PackedPlacements.RECORD_BYTES + " bytes a key");
+        }
+        NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
+        Tenant.Batch tenants = pages.batchTenants();
+        for (int i = 0; i < count; i++) {
+            // A record naming no bucket file (or a miss sent back) matches no allocation: that key's error, as with descriptors.
+            Result<Void> result = pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i), written.placement(i));
+            if (!result.isOk()) {
+                response.putErrors(i, keyError(result));
+            }
         }
         return response.build();
     }

@@ -10,7 +10,9 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 
 /**
- * The placements of a packed batch lookup ({@code BatchGetDistributedPageMappingRequest.packed}): one record of
+ * The placements of a packed batch lookup ({@code BatchGetDistributedPageMappingRequest.packed}), of a packed batch
+ * allocation ({@code BatchAllocateDistributedPageRequest.packed}, CRC32C 0) and of the notify that commits it
+ * ({@code NotifyDistributedDiskSuccessRequest.placements}, with the CRC32C of what was written): one record of
  * {@value #RECORD_BYTES} bytes per key, in the keys' order, little-endian: int32 bucket, uint32 CRC32C, int64 offset,
  * int64 object size. A key without a readable mapping has bucket {@code -(its ErrorCode)} and zeros after it.
  * <p>
@@ -36,14 +38,14 @@ public final class PackedPlacements {
     }
 
     /**
-     * The placements of an answer to a lookup of {@code keys} keys.
+     * The placements packed in a message about {@code keys} keys.
      *
-     * @throws IllegalArgumentException when the answer does not hold one record per key (a master that ignored the
+     * @throws IllegalArgumentException when the message does not hold one record per key (a master that ignored the
      *                                  request's packed flag answers none)
      */
     public static PackedPlacements of(ByteString placements, int keys) {
         if (placements.size() != (long) keys * RECORD_BYTES) {
-            throw new IllegalArgumentException("packed lookup answer of " + placements.size() + " bytes for " + keys
+            throw new IllegalArgumentException("packed answer of " + placements.size() + " bytes for " + keys
                     + " keys: expected " + RECORD_BYTES + " bytes a key (a master too old to answer packed?)");
         }
         return new PackedPlacements(placements.toByteArray());
@@ -55,6 +57,11 @@ public final class PackedPlacements {
         INT.set(records, at + 4, placement.crc32c());
         LONG.set(records, at + 8, placement.offset());
         LONG.set(records, at + 16, placement.size());
+    }
+
+    /** Key {@code key}'s placement with its CRC32C set to {@code crc32c}: what a writer notifies. */
+    public void setCrc(int key, int crc32c) {
+        INT.set(records, key * RECORD_BYTES + 4, crc32c);
     }
 
     public void miss(int key, ErrorCode why) {
@@ -80,7 +87,7 @@ public final class PackedPlacements {
         return code == null || code == ErrorCode.OK ? ErrorCode.INTERNAL_ERROR : code;
     }
 
-    /** Key {@code key}'s placement; only when {@link #error} is OK. */
+    /** Key {@code key}'s placement as recorded; meaningful only when {@link #error} is OK. */
     public Placement placement(int key) {
         int at = key * RECORD_BYTES;
         return new Placement((int) INT.get(records, at), (long) LONG.get(records, at + 8), (long) LONG.get(records, at + 16),
