@@ -9,6 +9,7 @@ import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MappingResult;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
 import io.mcctl.master.server.PackedPlacements;
+import io.mcctl.master.service.Placement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -78,10 +79,18 @@ public final class MasterBenchmark {
      * them would measure misses.
      */
     public Phase offloadFor(int batch, double seconds, List<List<String>> written, int keepPerThread) throws Exception {
+        return offloadFor(batch, seconds, written, keepPerThread, false);
+    }
+
+    /**
+     * {@link #offloadFor(int, double, List, int)}; with {@code packed}, each allocation is answered packed and each
+     * notify sends the placements packed, as the Java writer does.
+     */
+    public Phase offloadFor(int batch, double seconds, List<List<String>> written, int keepPerThread, boolean packed) throws Exception {
         List<LatencyRecorder> recorders = new ArrayList<>();
         List<Callable<long[]>> tasks = new ArrayList<>();
         long end = System.nanoTime() + (long) (seconds * 1e9);
-        String prefix = runId + "/" + client.transport() + "/b" + batch + "/p" + offloadPhases.getAndIncrement() + "/";
+        String prefix = runId + "/" + client.transport() + "/b" + batch + (packed ? "/packed" : "") + "/p" + offloadPhases.getAndIncrement() + "/";
         for (int t = 0; t < threads; t++) {
             LatencyRecorder recorder = new LatencyRecorder();
             recorders.add(recorder);
@@ -102,7 +111,7 @@ public final class MasterBenchmark {
                         batchKeys.add(threadPrefix + (keys + i));
                     }
                     long start = System.nanoTime();
-                    List<String> okKeys = cycle(batchKeys, tenants, sizes);
+                    List<String> okKeys = packed ? packedCycle(batchKeys, tenants, sizes) : cycle(batchKeys, tenants, sizes);
                     recorder.record(System.nanoTime() - start);
                     failures += batch - okKeys.size();
                     keys += batch;
@@ -118,7 +127,7 @@ public final class MasterBenchmark {
                 return new long[] {keys, failures};
             });
         }
-        return runTimed("offload cycle", batch, tasks, recorders, 2);
+        return runTimed(packed ? "offload cycle, packed" : "offload cycle", batch, tasks, recorders, 2);
     }
 
     /**
@@ -194,6 +203,36 @@ public final class MasterBenchmark {
         for (int i = 0; i < okKeys.size(); i++) {
             if (notified.getResults(i).getError() == ErrorCode.OK) {
                 committed.add(okKeys.get(i));
+            }
+        }
+        return committed;
+    }
+
+    /** One offload cycle answered and notified packed; the keys committed. */
+    private List<String> packedCycle(List<String> keys, List<String> tenants, List<Long> sizes) {
+        BatchAllocateDistributedPageResponse allocated = client.batchAllocatePacked(keys, tenants, sizes, false, false);
+        PackedPlacements placements = PackedPlacements.of(allocated.getPlacements(), keys.size());
+        List<String> okKeys = new ArrayList<>(keys.size());
+        List<Placement> places = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            if (placements.error(i) == ErrorCode.OK) {
+                okKeys.add(keys.get(i));
+                places.add(placements.placement(i));
+            }
+        }
+        if (okKeys.isEmpty()) {
+            return okKeys;
+        }
+        PackedPlacements toNotify = PackedPlacements.forKeys(okKeys.size());
+        for (int k = 0; k < okKeys.size(); k++) {
+            toNotify.place(k, places.get(k));
+        }
+        NotifyDistributedDiskSuccessResponse notified = client.notifySuccessPacked(okKeys, tenants.subList(0, okKeys.size()),
+                toNotify.toByteString());
+        List<String> committed = new ArrayList<>(okKeys.size());
+        for (int k = 0; k < okKeys.size(); k++) {
+            if (!notified.containsErrors(k)) {
+                committed.add(okKeys.get(k));
             }
         }
         return committed;

@@ -40,7 +40,7 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl bench master}: page RPC throughput, latency and the master's CPU per key, unary beside stream, with a TCP echo as the floor. */
 @Command(name = "master", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping)",
-                "from client threads at batch sizes 1 and 64 (lookups at 64 also answered packed, one array per batch), each phase",
+                "from client threads at batch sizes 1 and 64 (at 64 also packed: one array of placements per batch), each phase",
                 "once as unary calls and once over the Session stream,",
                 "for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary",
                 "root (write-ahead log on) or --master. Reports the master's CPU per key and per call (from /proc of its process),",
@@ -112,13 +112,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** Bytes of each object the offload phases allocate. */
     private static final long OBJECT_SIZE = 64 << 10;
 
-    /** One phase of the benchmark: what it does, how many callers, how many keys per call. */
-    /** One phase: offload cycles or lookups, by {@code callers} threads (0: --threads), with lookups answered packed or not. */
+    /** One phase: offload cycles or lookups, by {@code callers} threads (0: --threads), answered packed or not. */
     private record PhaseSpec(boolean offload, int callers, int batch, boolean packed) {
     }
 
     private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec(true, 0, 1, false), new PhaseSpec(true, 0, 64, false),
-            new PhaseSpec(false, 0, 1, false), new PhaseSpec(false, 0, 64, false), new PhaseSpec(false, 0, 64, true),
+            new PhaseSpec(true, 0, 64, true), new PhaseSpec(false, 0, 1, false), new PhaseSpec(false, 0, 64, false), new PhaseSpec(false, 0, 64, true),
             new PhaseSpec(false, 1, 1, false));
 
     @Override
@@ -281,7 +280,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             int callers = phase.callers() == 0 ? threads : phase.callers();
             for (MasterClient client : clients) {
                 MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, runId).withServerCpu(serverCpu);
-                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, keepPerCaller)
+                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, keepPerCaller, phase.packed())
                         : bench.lookupFor(phase.batch(), written, seconds, phase.packed()));
             }
         }

@@ -31,8 +31,8 @@ class MasterBenchmarkTest {
                      MasterClient.Transport.STREAM)) {
             MasterBenchmark bench = new MasterBenchmark(client, 2, 4096, "run");
             List<List<String>> written = new ArrayList<>();
-            for (int phase = 0; phase < 3; phase++) {
-                MasterBenchmark.Phase timed = bench.offloadFor(8, 0.2, written, 1_000);
+            for (int phase = 0; phase < 4; phase++) {
+                MasterBenchmark.Phase timed = bench.offloadFor(8, 0.2, written, 1_000, phase % 2 == 1);
                 assertTrue(timed.keys() > 0, timed::toString);
                 assertEquals(0, timed.failures(), "phase " + phase + " offloaded keys that already existed: " + timed);
             }
@@ -40,6 +40,8 @@ class MasterBenchmarkTest {
                 MasterBenchmark.Phase counted = bench.offload(8, 64, new ArrayList<>());
                 assertEquals(0, counted.failures(), "phase " + phase + " offloaded keys that already existed: " + counted);
             }
+            MasterBenchmark.Phase lookups = bench.lookupFor(8, written, 0.2, true);
+            assertEquals(0, lookups.failures(), "a key the offload phases (packed or not) said committed was not found: " + lookups);
             long distinct = written.stream().flatMap(List::stream).distinct().count();
             assertEquals(written.stream().mapToLong(List::size).sum(), distinct, "a key kept twice");
         }

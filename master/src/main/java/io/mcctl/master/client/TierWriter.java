@@ -1,5 +1,6 @@
 package io.mcctl.master.client;
 
+import com.google.protobuf.ByteString;
 import io.mcctl.master.proto.v1.AllocationResult;
 import io.mcctl.master.proto.v1.BatchAllocateDistributedPageResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
@@ -7,6 +8,8 @@ import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.KeyError;
 import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
 import io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse;
+import io.mcctl.master.server.PackedPlacements;
+import io.mcctl.master.service.Placement;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -205,12 +208,14 @@ public final class TierWriter {
         List<String> tenants = Collections.nCopies(n, tenant);
         Fence fence = new Fence();
         long allocateSent = System.nanoTime();
-        BatchAllocateDistributedPageResponse allocated = node.master().batchAllocate(keys, tenants, sizes, overwrite, pin);
+        BatchAllocateDistributedPageResponse allocated = node.master().batchAllocatePacked(keys, tenants, sizes, overwrite, pin);
         fence.set(allocateSent, allocated.getDeadlineMs());
+        // A master too old to know the packed flag answers one result per key; the notify then goes out as it knows it.
+        boolean packed = n > 0 && allocated.getResultsCount() == 0;
 
         Outcome[] outcomes = new Outcome[n];
         DistributedDiskDescriptor[] places = new DistributedDiskDescriptor[n];
-        List<AllocationResult> results = new ArrayList<>(allocated.getResultsList());
+        List<AllocationResult> results = packed ? unpack(allocated, n) : new ArrayList<>(allocated.getResultsList());
         waitForRoom(results, keys, tenants, sizes, overwrite, pin, fence);
         List<String> allocatedKeys = new ArrayList<>();
         for (int i = 0; i < n; i++) {
@@ -284,7 +289,8 @@ public final class TierWriter {
                 writtenKeys.add(keys.get(i));
             }
             listener.beforeNotify(writtenKeys);
-            List<KeyError> notified = notifyWithinDeadline(writtenKeys, Collections.nCopies(written.size(), tenant), writtenDescriptors, fence);
+            List<KeyError> notified = notifyWithinDeadline(writtenKeys, Collections.nCopies(written.size(), tenant), writtenDescriptors,
+                    packed, fence);
             for (int k = 0; k < written.size(); k++) {
                 int i = written.get(k);
                 KeyError status = notified.get(k);
@@ -298,6 +304,35 @@ public final class TierWriter {
         Collections.addAll(list, outcomes);
         return list;
     }
+
+    /**
+     * A packed allocation's answer as one result per key: the placement's descriptor, or the key's error with the
+     * master's message and retry hint (a bare code when the master sent none).
+     */
+    private List<AllocationResult> unpack(BatchAllocateDistributedPageResponse allocated, int n) {
+        PackedPlacements placements = PackedPlacements.of(allocated.getPlacements(), n);
+        List<AllocationResult> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            ErrorCode error = placements.error(i);
+            AllocationResult.Builder result = AllocationResult.newBuilder();
+            if (error != ErrorCode.OK) {
+                results.add(result.setStatus(allocated.getErrorsOrDefault(i, KeyError.newBuilder().setError(error).build())).build());
+                continue;
+            }
+            Placement place = placements.placement(i);
+            try {
+                results.add(result.setStatus(OK).setDistributedDisk(node.descriptorOf(place)).build());
+            } catch (IllegalArgumentException unknownBucket) {
+                // Nothing is written outside the layout: the key fails, and its pages go back at the deadline.
+                results.add(result.setStatus(KeyError.newBuilder().setError(ErrorCode.INTERNAL_ERROR)
+                        .setMessage("the master placed it in bucket " + place.bucket() + ", which the layout of " + node.layout().getBucketCount()
+                                + " buckets does not have: nothing was written")).build());
+            }
+        }
+        return results;
+    }
+
+    private static final KeyError OK = KeyError.newBuilder().setError(ErrorCode.OK).build();
 
     private static long maxFileBytes(List<ObjectSource> objects) {
         long max = 0;
@@ -428,11 +463,20 @@ public final class TierWriter {
      *
      * @throws MasterException when the notify failed as a whole
      */
-    private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written, Fence fence) {
+    private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written,
+                                                boolean packed, Fence fence) {
+        ByteString records = packed ? packedRecords(written) : null;
         for (int attempt = 0; ; attempt++) {
             try {
-                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccess(keys, tenants, written);
-                return notified.getResultsList();
+                if (!packed) {
+                    return node.master().notifySuccess(keys, tenants, written).getResultsList();
+                }
+                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccessPacked(keys, tenants, records);
+                List<KeyError> results = new ArrayList<>(keys.size());
+                for (int k = 0; k < keys.size(); k++) {
+                    results.add(notified.getErrorsOrDefault(k, OK));
+                }
+                return results;
             } catch (MasterException e) {
                 long pause = NOTIFY_BACKOFF_MILLIS[Math.min(attempt, NOTIFY_BACKOFF_MILLIS.length - 1)];
                 boolean retry = e.notSent() && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
@@ -447,6 +491,16 @@ public final class TierWriter {
                 }
             }
         }
+    }
+
+    /** The written objects' placements, each with its CRC32C, as a packed notify sends them. */
+    private static ByteString packedRecords(List<DistributedDiskDescriptor> written) {
+        PackedPlacements records = PackedPlacements.forKeys(written.size());
+        for (int k = 0; k < written.size(); k++) {
+            DistributedDiskDescriptor d = written.get(k);
+            records.place(k, new Placement(d.getBucket(), d.getOffset(), d.getObjectSize(), d.getCrc32C()));
+        }
+        return records.toByteString();
     }
 
     private static MasterException notifyFailed(List<String> keys, MasterException e) {
