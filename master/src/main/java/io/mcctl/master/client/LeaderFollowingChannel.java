@@ -176,7 +176,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
             if (trailers != null && trailers.containsKey(WireErrors.CHANGES_REFUSED_KEY)) {
                 return Failure.OUTCOME_UNKNOWN;
             }
-            return MasterClient.notSent(status.asRuntimeException()) ? Failure.NOT_ACTED_ON : Failure.OUTCOME_UNKNOWN;
+            return MasterClient.notSent(status.asRuntimeException(trailers)) ? Failure.NOT_ACTED_ON : Failure.OUTCOME_UNKNOWN;
         }
         if (code == Status.Code.UNKNOWN && MasterClient.connectionLost(status.asRuntimeException())) {
             return Failure.OUTCOME_UNKNOWN;

@@ -220,12 +220,16 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /**
-     * Whether a failed call never reached the master: UNAVAILABLE because no connection could be made (refused, or no
-     * route), as opposed to a connection that closed while the call was out, after which the master may have acted.
+     * Whether a failed call never reached the master's service: UNAVAILABLE because no connection could be made (refused,
+     * or no route) or because the master refused it before any method ran (still recovering its state, a standby), as
+     * opposed to a connection that closed while the call was out, after which the master may have acted.
      */
     static boolean notSent(StatusRuntimeException e) {
         if (e.getStatus().getCode() != Status.Code.UNAVAILABLE) {
             return false;
+        }
+        if (WireErrors.isNotServed(e)) {
+            return true;
         }
         for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
             if (cause instanceof java.net.ConnectException || cause instanceof java.net.NoRouteToHostException

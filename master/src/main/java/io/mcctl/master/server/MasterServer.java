@@ -397,8 +397,14 @@ public final class MasterServer implements AutoCloseable {
         }
     }
 
-    /** A method that answers every call with {@code status} and {@code trailers} without reading the request. */
-    public static ServerMethodDefinition<?, ?> refusing(String methodName, Status status, Metadata trailers) {
+    /**
+     * A method that answers every call with {@code status} and {@code trailers} without reading the request, marked as
+     * not served ({@link WireErrors#NOT_SERVED_KEY}) so that a client may send a mutation again.
+     */
+    public static ServerMethodDefinition<?, ?> refusing(String methodName, Status status, Metadata refusal) {
+        Metadata trailers = new Metadata();
+        trailers.merge(refusal);
+        trailers.put(WireErrors.NOT_SERVED_KEY, "true");
         MethodDescriptor<InputStream, InputStream> method = MethodDescriptor.<InputStream, InputStream>newBuilder()
                 .setType(MethodDescriptor.MethodType.UNKNOWN).setFullMethodName(methodName)
                 .setRequestMarshaller(Starting.RAW).setResponseMarshaller(Starting.RAW).build();

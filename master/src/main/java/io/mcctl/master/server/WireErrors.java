@@ -13,6 +13,17 @@ public final class WireErrors {
     /** Trailer set on UNAVAILABLE when the master answered but takes no changes (its log failed): reachable, not usable. */
     public static final Metadata.Key<String> CHANGES_REFUSED_KEY = Metadata.Key.of("mcctl-changes-refused", Metadata.ASCII_STRING_MARSHALLER);
 
+    /**
+     * Trailer set on every refusal made before a method runs (a master still recovering its state, a standby): the call
+     * was not served, so it is safe to send again, mutations included.
+     */
+    public static final Metadata.Key<String> NOT_SERVED_KEY = Metadata.Key.of("mcctl-not-served", Metadata.ASCII_STRING_MARSHALLER);
+
+    /** Whether a failure is a refusal made before any method ran ({@link #NOT_SERVED_KEY}). */
+    public static boolean isNotServed(StatusRuntimeException e) {
+        return e.getTrailers() != null && e.getTrailers().containsKey(NOT_SERVED_KEY);
+    }
+
     /** A mutation refused because the master takes no changes. */
     public static StatusRuntimeException changesRefused(String message) {
         Metadata trailers = new Metadata();
