@@ -1,8 +1,7 @@
 package io.mcctl.master.client;
 
-import com.google.protobuf.ByteString;
-
 import com.google.common.util.concurrent.ListenableFuture;
+import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -308,8 +307,11 @@ public final class MasterClient implements AutoCloseable {
     /** {@code pin}: every object of the batch is soft-pinned once committed. */
     public BatchAllocateDistributedPageResponse batchAllocate(List<String> keys, List<String> tenants, List<Long> sizes, boolean overwrite,
                                                               boolean pin) {
-        BatchAllocateDistributedPageRequest request = BatchAllocateDistributedPageRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).build();
+        return batchAllocate(BatchAllocateDistributedPageRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).build());
+    }
+
+    private BatchAllocateDistributedPageResponse batchAllocate(BatchAllocateDistributedPageRequest request) {
         return mutate(() -> viaStream(SessionRequest.newBuilder().setAllocate(request), SessionResponse::getAllocate,
                 () -> stub().batchAllocateDistributedPage(request)));
     }
@@ -321,10 +323,8 @@ public final class MasterClient implements AutoCloseable {
      */
     public BatchAllocateDistributedPageResponse batchAllocatePacked(List<String> keys, List<String> tenants, List<Long> sizes,
                                                                     boolean overwrite, boolean pin) {
-        BatchAllocateDistributedPageRequest request = BatchAllocateDistributedPageRequest.newBuilder().addAllKeys(keys)
-                .addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).setPacked(true).build();
-        return mutate(() -> viaStream(SessionRequest.newBuilder().setAllocate(request), SessionResponse::getAllocate,
-                () -> stub().batchAllocateDistributedPage(request)));
+        return batchAllocate(BatchAllocateDistributedPageRequest.newBuilder().addAllKeys(keys)
+                .addAllTenantIds(tenants).addAllSizes(sizes).setOverwrite(overwrite).setPin(pin).setPacked(true).build());
     }
 
     public void free(String tenant, String key, DistributedDiskDescriptor allocation) {
@@ -344,8 +344,11 @@ public final class MasterClient implements AutoCloseable {
 
     public NotifyDistributedDiskSuccessResponse notifySuccess(List<String> keys, List<String> tenants,
                                                               List<DistributedDiskDescriptor> written) {
-        NotifyDistributedDiskSuccessRequest request = NotifyDistributedDiskSuccessRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build();
+        return notifySuccess(NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build());
+    }
+
+    private NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
         return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
                 () -> stub().notifyDistributedDiskSuccess(request)));
     }
@@ -355,10 +358,8 @@ public final class MasterClient implements AutoCloseable {
      * what was written; the answer holds the errors of the keys not committed alone, by index.
      */
     public NotifyDistributedDiskSuccessResponse notifySuccessPacked(List<String> keys, List<String> tenants, ByteString written) {
-        NotifyDistributedDiskSuccessRequest request = NotifyDistributedDiskSuccessRequest.newBuilder()
-                .addAllKeys(keys).addAllTenantIds(tenants).setPlacements(written).build();
-        return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
-                () -> stub().notifyDistributedDiskSuccess(request)));
+        return notifySuccess(NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).setPlacements(written).build());
     }
 
     /** Extends allocations still held to a full deadline from now; see the RPC. Never retried here. */

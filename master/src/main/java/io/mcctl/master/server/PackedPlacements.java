@@ -59,11 +59,6 @@ public final class PackedPlacements {
         LONG.set(records, at + 16, placement.size());
     }
 
-    /** Key {@code key}'s placement with its CRC32C set to {@code crc32c}: what a writer notifies. */
-    public void setCrc(int key, int crc32c) {
-        INT.set(records, key * RECORD_BYTES + 4, crc32c);
-    }
-
     public void miss(int key, ErrorCode why) {
         INT.set(records, key * RECORD_BYTES, -why.getNumber()); // the rest of the record stays zero
     }

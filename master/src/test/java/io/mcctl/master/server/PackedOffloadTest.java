@@ -112,8 +112,7 @@ class PackedOffloadTest {
                     assertFalse(packed.containsErrors(i));
                     plainOk.add(plainKeys.get(i));
                     plainPlaces.add(d.toBuilder().setCrc32C(1000 + i).build());
-                    toNotify.place(packedOk.size(), place);
-                    toNotify.setCrc(packedOk.size(), 1000 + i);
+                    toNotify.place(packedOk.size(), place.withCrc(1000 + i));
                     packedOk.add(packedKeys.get(i));
                 } else {
                     refusals.add(code);
