@@ -5,7 +5,8 @@ through etcd's JSON gateway (``POST /v3/kv/range``, keys in base64), so no etcd 
 the leader as last known; a failure that says the leader may have moved sends it on, with the Java client's rules:
 
 * sent again, whatever the call, when it was certainly not acted on: a master that does not lead refused it (the
-  ``mcctl-leader`` trailer, whose value names the leader or is empty), or no connection could be made;
+  ``mcctl-leader`` trailer, whose value names the leader or is empty), a master refused it before any method ran (the
+  ``mcctl-not-served`` trailer: still recovering its state), or no connection could be made;
 * sent again after an unknown outcome (the connection closed under it, or the leader could not make its answer
   durable) only when that is safe: lookups, notify (the master answers OK to a notify of the descriptor it already
   committed), free with a descriptor for every key, renew; never allocate, remove, or a free without descriptors.
@@ -28,6 +29,7 @@ from .errors import InvalidParams
 SCHEME = "etcd://"
 LEADER_TRAILER = "mcctl-leader"
 CHANGES_REFUSED_TRAILER = "mcctl-changes-refused"
+NOT_SERVED_TRAILER = "mcctl-not-served"
 _FIRST_BACKOFF = 0.02
 _MAX_BACKOFF = 0.2
 
@@ -70,6 +72,30 @@ def resendable_with_unknown_outcome(method: str, request: Any) -> bool:
     if method == "CheckPages":
         return not request.repair
     return False
+
+
+def not_sent(error: grpc.RpcError) -> bool:
+    """Whether a failed call certainly never reached a master's service, so that any call, a mutation included, may be
+    sent again: refused before any method ran (``mcctl-not-served``: a master recovering its state, or a standby), or
+    UNAVAILABLE because no connection could be made. A connection that closed under the call is not one of these:
+    the master may have acted."""
+    if error.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    trailers = dict(error.trailing_metadata() or ())
+    if NOT_SERVED_TRAILER in trailers:
+        return True
+    if CHANGES_REFUSED_TRAILER in trailers:
+        return False  # that master answered: it takes no changes
+    details = (error.details() or "").lower()
+    return "failed to connect" in details or "connection refused" in details
+
+
+def resendable_after_connection_loss(error: grpc.RpcError, method: str, request: Any) -> bool:
+    """Whether a call that failed with its connection (UNAVAILABLE, a master that answered excepted) may be sent again
+    although the master may have acted on it: sending it twice acts once."""
+    if error.code() != grpc.StatusCode.UNAVAILABLE or CHANGES_REFUSED_TRAILER in dict(error.trailing_metadata() or ()):
+        return False
+    return resendable_with_unknown_outcome(method, request)
 
 
 class LeaderLookup:
@@ -191,9 +217,7 @@ class Follower:
                 if LEADER_TRAILER in trailers:
                     acted_on: Optional[bool] = False
                 elif code == grpc.StatusCode.UNAVAILABLE:
-                    details = (e.details() or "").lower()
-                    not_sent = CHANGES_REFUSED_TRAILER not in trailers and ("failed to connect" in details or "connection refused" in details)
-                    acted_on = False if not_sent else None
+                    acted_on = False if not_sent(e) else None
                 elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     self._relocate(stub, None)
                     raise

@@ -33,6 +33,8 @@ MAX_TENANT_LENGTH = 64  # KeyRules.MAX_TENANT_LENGTH
 MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one message
 LAYOUT_FILE = "mooncake.layout.json"
 _READ_ATTEMPTS = 6  # a read refused for want of a connection is tried again after 0.1, 0.2, 0.4, 0.8 and 1.6 s
+# Pauses between sends of a call that never reached the master (a notify while the master restarts): doubled up to the last.
+_RESEND_BACKOFF_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
 # While a master is down, gRPC waits longer and longer before it tries to connect again (up to two minutes), and a
 # channel that is waiting refuses every call, even once the master is back. After a connection that was up breaks, what
 # it waits on is a new resolution of the master's address, spaced by the resolver's own minimum (30 s by default) and
@@ -394,7 +396,12 @@ class Client:
 
     # ---- master calls ----
 
-    def _call(self, method: str, request: Any, read_only: bool) -> Any:
+    def _call(self, method: str, request: Any, read_only: bool, resend_until: Optional[float] = None) -> Any:
+        """The master's answer. A read refused for want of a connection is tried again (_READ_ATTEMPTS). With
+        ``resend_until`` (on the monotonic clock), a call that failed UNAVAILABLE is sent again, after _RESEND_BACKOFF_S,
+        until then, when that is safe by the rules of a fail-over (mcctl/_leader.py): it certainly never reached the
+        master's service (refused while the master recovers its state, or no connection), or sending it twice acts once
+        (a notify: the master answers OK to one of the descriptor it already committed)."""
         if self._follower is not None:
             with self._stats_lock:
                 self._calls[method] += 1
@@ -404,16 +411,21 @@ class Client:
                 raise errors.from_rpc_error(e, self.master, self.timeout) from None
             except ConnectionError as e:
                 raise MasterUnavailable(f"cannot reach the leader through {self.master}: {e}") from None
-        attempts = _READ_ATTEMPTS if read_only else 1  # a retried allocate or notify could act twice
-        for attempt in range(1, attempts + 1):
+        attempts = _READ_ATTEMPTS if read_only else 1  # a mutation that may have reached the master could act twice
+        attempt = 0
+        while True:
+            attempt += 1
             with self._stats_lock:
                 self._calls[method] += 1
             try:
                 return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts:
+                pause = _RESEND_BACKOFF_S[min(attempt, len(_RESEND_BACKOFF_S)) - 1]
+                resend = (resend_until is not None and time.monotonic() + pause < resend_until
+                          and (_leader.not_sent(e) or _leader.resendable_after_connection_loss(e, method, request)))
+                if not resend and (e.code() != grpc.StatusCode.UNAVAILABLE or attempt >= attempts):
                     raise errors.from_rpc_error(e, self.master, self.timeout) from None
-                time.sleep(0.1 * 2 ** (attempt - 1))
+                time.sleep(pause if resend else 0.1 * 2 ** (attempt - 1))
 
     def _read(self, method: str, request: Any) -> Any:
         return self._call(method, request, True)
@@ -495,9 +507,11 @@ class Client:
             self._free(keys, failed, outcomes)
         if written:
             try:
-                notified = self._mutate("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
+                # Sent again while the master restarts (its allocations were logged, so the restarted master commits
+                # them), until the allocations' deadline on this client's clock.
+                notified = self._call("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
                     keys=[keys[i] for i, _ in written], tenant_ids=[self.tenant] * len(written),
-                    descriptors=[d for _, d in written]))
+                    descriptors=[d for _, d in written]), False, resend_until=started + deadline_s)
                 for (i, _), status in zip(written, notified.results):
                     name = pb.ErrorCode.Name(status.error)
                     outcomes[i] = (0, "") if name == "OK" else (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import time
 
 import numpy as np
@@ -228,6 +229,46 @@ def test_a_master_killed_and_started_again_is_read_from_at_once(tmp_path):
             second.close()
     finally:
         c.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_notify_sent_while_the_master_restarts_is_sent_again_and_commits(tmp_path, monkeypatch):
+    """The master is killed (kill -9) after the object is written and synced, before the notify goes out, and started
+    again on the same port and state: the notify, refused while no master listens and while the new one recovers, is
+    sent again until the new master commits it (the allocation was logged before it was answered)."""
+    root = str(tmp_path / "root")
+    port = str(free_port())
+    masters = [Master(root, "--port", port)]
+    restarted = threading.Event()
+    problems = []
+    real_fdatasync = os.fdatasync
+
+    def restart_master() -> None:
+        try:
+            masters.append(Master(root, "--port", port))
+        except Exception as e:  # the test fails below on it
+            problems.append(e)
+        restarted.set()
+
+    def fdatasync_then_kill_the_master(fd: int) -> None:
+        real_fdatasync(fd)
+        if len(masters) == 1 and not restarted.is_set():
+            masters[0].kill()
+            threading.Thread(target=restart_master, daemon=True).start()
+
+    c = mcctl.Client(master=masters[0].address, timeout=10.0)
+    try:
+        monkeypatch.setattr(os, "fdatasync", fdatasync_then_kill_the_master)
+        c.put("written-before-the-kill", b"kept across the restart")
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        assert restarted.wait(60) and not problems, problems
+        assert c.stats()["calls"]["NotifyDistributedDiskSuccess"] > 1, "the first notify found no master and was sent again"
+        assert c.get("written-before-the-kill") == b"kept across the restart"
+    finally:
+        c.close()
+        restarted.wait(60)
+        for m in masters:
+            m.close()
 
 
 def test_tenants_are_walls(master, tenant):
