@@ -128,6 +128,77 @@ def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[
     return list(buckets), list(crcs), list(offsets), list(sizes)
 
 
+def _outcome(status: Any) -> Tuple[int, str]:
+    """(negative result code, "NAME: message") of a KeyError; (0, "") for OK."""
+    name = pb.ErrorCode.Name(status.error) if status.error in _KNOWN_CODES else "INTERNAL_ERROR"
+    if name == "OK":
+        return 0, ""
+    return errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {status.message}"
+
+
+class Allocation:
+    """A batch allocation answered packed (BatchAllocateDistributedPageRequest.packed): per key a bucket (or -(its
+    ErrorCode)), an offset and a size, and the KeyError of each key not allocated, by index. The notify of what was
+    written sends the same records back, each with its CRC32C, and is answered packed too."""
+
+    __slots__ = ("buckets", "offsets", "sizes", "errors")
+
+    def __init__(self, answer: Any, count: int):
+        raw = answer.placements
+        if len(raw) != count * RECORD_BYTES:
+            raise errors.InternalError(
+                f"the master answered {len(raw)} bytes of packed allocations for {count} keys, not {RECORD_BYTES} a key"
+                + (": it is older than this client (no packed allocations)" if not raw and answer.results else ""))
+        self.buckets, _, self.offsets, self.sizes = columns(raw, sys.byteorder == "little")
+        self.errors: Dict[int, Any] = {int(i): e for i, e in answer.errors.items()}
+
+    def allocated(self, i: int) -> bool:
+        return self.buckets[i] >= 0
+
+    def outcome(self, i: int) -> Tuple[int, str]:
+        """(negative result code, "NAME: message") of key i, which was not allocated."""
+        status = self.errors.get(i)
+        if status is None:
+            status = pb.KeyError(error=-self.buckets[i], message=f"the master answered error code {-self.buckets[i]}")
+        return _outcome(status)
+
+    def waiting_for_room(self) -> List[int]:
+        """The keys refused for room the master says is due (NO_AVAILABLE_HANDLE with retry_after_ms)."""
+        return [i for i, e in self.errors.items() if e.error == pb.NO_AVAILABLE_HANDLE and e.retry_after_ms > 0]
+
+    def retry_after_s(self, indices: Sequence[int]) -> float:
+        return min(self.errors[i].retry_after_ms for i in indices) / 1000.0
+
+    def replace(self, indices: Sequence[int], again: "Allocation") -> None:
+        """The answer of keys ``indices`` allocated again (``again`` holds them in that order) in place of the first."""
+        for k, i in enumerate(indices):
+            self.buckets[i], self.offsets[i], self.sizes[i] = again.buckets[k], again.offsets[k], again.sizes[k]
+            if k in again.errors:
+                self.errors[i] = again.errors[k]
+            else:
+                self.errors.pop(i, None)
+
+    def descriptor(self, i: int) -> Any:
+        """Key i's allocation as a descriptor (for a free), naming its bucket by index."""
+        return pb.DistributedDiskDescriptor(bucket=self.buckets[i], offset=self.offsets[i], object_size=self.sizes[i])
+
+    def records(self, written: Sequence[Tuple[int, int]]) -> bytes:
+        """The packed placements of keys ``written``, (index, CRC32C of what was written) each, in that order."""
+        out = bytearray(RECORD_BYTES * len(written))
+        for k, (i, crc) in enumerate(written):
+            _RECORD.pack_into(out, k * RECORD_BYTES, self.buckets[i], crc, self.offsets[i], self.sizes[i])
+        return bytes(out)
+
+    @staticmethod
+    def notified(answer: Any, count: int) -> List[Tuple[int, str]]:
+        """(code, message) of each of the ``count`` keys of a packed notify: OK but for the keys its errors name."""
+        outcomes = [(0, "")] * count
+        for i, status in answer.errors.items():
+            if 0 <= i < count:
+                outcomes[i] = _outcome(status)
+        return outcomes
+
+
 class Remembered:
     """Per key, the placement this client's last lookup of it answered and until when a read may start under that
     lookup's lease: what a later read of the key may read while its own lookup is in flight (Client's

@@ -1,7 +1,7 @@
 """mcctl.Client: the master's gRPC contract plus in-place reads and writes of the shared bucket files.
 
 Offload: BatchAllocateDistributedPage -> pwritev of each object at the offset the master gave -> fdatasync of
-each file written -> NotifyDistributedDiskSuccess with each object's CRC32C; a key whose write fails has its
+each file written, the files at once -> NotifyDistributedDiskSuccess with each object's CRC32C; a key whose write fails has its
 pages freed at once (BatchFreeDistributedPage). Get: BatchGetDistributedPageMapping (which grants a read
 lease) -> preadv into the caller's memory -> CRC32C check (a mismatch is a miss, never data). A key whose mapping
 carries MEMORY replicas (a promotion copied it into nodes' DRAM) is read from one of those nodes first (mcctl/_nodes.py)
@@ -22,7 +22,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _io, _leader, _nodes, errors
-from ._placements import DONE, Placements, Remembered
+from ._placements import DONE, Allocation, Placements, Remembered
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
@@ -452,111 +452,108 @@ class Client:
         return self.write_margin if self.write_margin is not None else min(5.0, deadline_s / 2)
 
     def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool) -> List[Tuple[int, str]]:
-        """Offloads one batch of at most MAX_BATCH keys; a (code, message) per key."""
+        """Offloads one batch of at most MAX_BATCH keys; a (code, message) per key. The allocation is answered packed
+        and the notify sends the placements back packed (docs/wire-protocol.md, "Packed offloads")."""
         n = len(keys)
         tenants = [self.tenant] * n
         sizes = [_io.total_size(v) for v in views]
         started = time.monotonic()  # before the request goes out, so the deadline is never overestimated
         try:
-            allocated = self._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
-                keys=keys, tenant_ids=tenants, sizes=sizes, overwrite=overwrite))
+            answer = self._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
+                keys=keys, tenant_ids=tenants, sizes=sizes, overwrite=overwrite, packed=True))
+            allocation = Allocation(answer, n)
         except McctlError as e:
             return [(e.result, str(e))] * n
-        deadline_s = allocated.deadline_ms / 1000.0
+        deadline_s = answer.deadline_ms / 1000.0
         fence = started + deadline_s - self._margin(deadline_s)
-        results = self._wait_for_room(list(allocated.results), keys, tenants, sizes, overwrite, fence)
+        self._wait_for_room(allocation, keys, tenants, sizes, overwrite, fence)
         outcomes: List[Optional[Tuple[int, str]]] = [None] * n
-        written: List[Tuple[int, Any]] = []  # (index, descriptor with crc)
-        failed: List[Tuple[int, Any]] = []  # (index, descriptor as allocated)
-        synced: Dict[int, str] = {}  # fd -> path of files written
-        for i, result in enumerate(results):
-            name = pb.ErrorCode.Name(result.status.error)
-            if name != "OK":
-                outcomes[i] = (errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {result.status.message}")
+        written: List[Tuple[int, int, int]] = []  # (index, fd, crc) of each object written
+        failed: List[int] = []  # indices of allocations to free
+        paths: Dict[int, str] = {}  # fd -> path of files written
+        for i in range(n):
+            if not allocation.allocated(i):
+                outcomes[i] = allocation.outcome(i)
                 continue
-            place = result.distributed_disk
+            bucket, offset = allocation.buckets[i], allocation.offsets[i]
+            path = f"bucket {bucket}"
             try:
-                if place.object_size != sizes[i]:
-                    raise OSError(f"the master allocated {place.object_size} bytes for an object of {sizes[i]}")
-                path = self._files.local_path(place.file_path)
-                self._files.check_range(path, place.offset, sizes[i])
-                fd = self._files.fd(path)
-                _io.pwrite_all(fd, views[i], place.offset, fence)
-                synced[fd] = path
-                crc = _io.crc32c(views[i])
-                written.append((i, pb.DistributedDiskDescriptor(file_path=place.file_path, offset=place.offset,
-                                                                object_size=place.object_size, crc32c=crc)))
+                if allocation.sizes[i] != sizes[i]:
+                    raise OSError(f"the master allocated {allocation.sizes[i]} bytes for an object of {sizes[i]}")
+                path = self._files.bucket_path(bucket)
+                self._files.check_range(path, offset, sizes[i])
+                fd = self._files.bucket_fd(bucket)
+                _io.pwrite_all(fd, views[i], offset, fence)
+                paths[fd] = path
+                written.append((i, fd, _io.crc32c(views[i])))
             except _io.WriteFenced:
                 self._count("writes_fenced")
-                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: the allocation's deadline of {allocated.deadline_ms} ms "
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: the allocation's deadline of {answer.deadline_ms} ms "
                                f"was within the write margin before the write could start; not written")
-                failed.append((i, place))
+                failed.append(i)
             except OSError as e:
-                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {place.file_path} failed: {e}")
-                failed.append((i, place))
-        for fd, path in synced.items():
-            try:
-                os.fdatasync(fd)
-            except OSError as e:
-                for k in [k for k, (i, d) in enumerate(written) if self._files.local_path(d.file_path) == path]:
-                    i, d = written[k]
-                    outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: fdatasync of {path} failed: {e}")
-                    failed.append((i, results[i].distributed_disk))
-                written = [(i, d) for i, d in written if outcomes[i] is None]
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
+                failed.append(i)
+        try:
+            unsynced = self._files.sync(list(paths))
+        except OSError as e:  # closed under the call
+            unsynced = {fd: e for fd in paths}
+        if unsynced:
+            for i, fd, _ in written:
+                if fd in unsynced:
+                    outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: fdatasync of {paths[fd]} failed: {unsynced[fd]}")
+                    failed.append(i)
+            written = [w for w in written if w[1] not in unsynced]
         if failed:
-            self._free(keys, failed, outcomes)
+            self._free(keys, allocation, failed, outcomes)
         if written:
             try:
                 # Sent again while the master restarts (its allocations were logged, so the restarted master commits
                 # them), until the allocations' deadline on this client's clock.
                 notified = self._call("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
-                    keys=[keys[i] for i, _ in written], tenant_ids=[self.tenant] * len(written),
-                    descriptors=[d for _, d in written]), False, resend_until=started + deadline_s)
-                for (i, _), status in zip(written, notified.results):
-                    name = pb.ErrorCode.Name(status.error)
-                    outcomes[i] = (0, "") if name == "OK" else (
-                        errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {status.message}")
+                    keys=[keys[i] for i, _, _ in written], tenant_ids=[self.tenant] * len(written),
+                    placements=allocation.records([(i, crc) for i, _, crc in written])), False, resend_until=started + deadline_s)
+                for (i, _, _), outcome in zip(written, Allocation.notified(notified, len(written))):
+                    outcomes[i] = outcome
             except McctlError as e:
-                for i, _ in written:
+                for i, _, _ in written:
                     outcomes[i] = (e.result, f"{e} (written but not committed; the master reclaims the pages at the deadline)")
         return outcomes  # type: ignore[return-value]
 
     # Longest a batch waits in all for room the master says is due from quarantine (a few read leases).
     MAX_WAIT_FOR_ROOM_S = 15.0
 
-    def _wait_for_room(self, results: list, keys: List[str], tenants: List[str], sizes: List[int], overwrite: bool,
-                       fence: float) -> list:
+    def _wait_for_room(self, allocation: Allocation, keys: List[str], tenants: List[str], sizes: List[int], overwrite: bool,
+                       fence: float) -> None:
         """Keys refused for room the master says is due (NO_AVAILABLE_HANDLE with retry_after_ms: pages waiting in
         quarantine behind read leases) are asked for again once it is, while the batch's first allocations keep
         most of their deadline; the answers replace the refusals."""
         waited = 0.0
         while True:
-            retry = [i for i, r in enumerate(results)
-                     if r.status.error == pb.NO_AVAILABLE_HANDLE and r.status.retry_after_ms > 0]
+            retry = allocation.waiting_for_room()
             if not retry:
-                return results
-            after = min(results[i].status.retry_after_ms for i in retry) / 1000.0
+                return
+            after = allocation.retry_after_s(retry)
             if waited + after > self.MAX_WAIT_FOR_ROOM_S or after > (fence - time.monotonic()) / 2:
-                return results
+                return
             time.sleep(after)
             waited += after
             try:
                 again = self._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
                     keys=[keys[i] for i in retry], tenant_ids=[tenants[i] for i in retry],
-                    sizes=[sizes[i] for i in retry], overwrite=overwrite))
+                    sizes=[sizes[i] for i in retry], overwrite=overwrite, packed=True))
+                allocation.replace(retry, Allocation(again, len(retry)))
             except McctlError:
-                return results  # the first answer's refusals stand
-            for i, result in zip(retry, again.results):
-                results[i] = result
+                return  # the first answer's refusals stand
 
-    def _free(self, keys: List[str], failed: List[Tuple[int, Any]], outcomes: list) -> None:
+    def _free(self, keys: List[str], allocation: Allocation, failed: List[int], outcomes: list) -> None:
         try:
             freed = self._mutate("BatchFreeDistributedPage", pb.BatchFreeDistributedPageRequest(
-                keys=[keys[i] for i, _ in failed], tenant_ids=[self.tenant] * len(failed),
-                descriptors=[d for _, d in failed]))
+                keys=[keys[i] for i in failed], tenant_ids=[self.tenant] * len(failed),
+                descriptors=[allocation.descriptor(i) for i in failed]))
             self._count("page_leaks_prevented", sum(1 for s in freed.results if s.error == pb.OK))
         except McctlError as e:
-            for i, _ in failed:
+            for i in failed:
                 code, message = outcomes[i]
                 outcomes[i] = (code, f"{message}; freeing its pages failed too ({e}), the master reclaims them at the deadline")
 

@@ -13,6 +13,7 @@ import torch
 
 import mcctl
 from mcctl import errors
+from mcctl._placements import Placements
 from mcctl._proto import master_pb2 as pb
 
 from conftest import Master, free_port
@@ -53,6 +54,19 @@ def test_put_of_committed_key_needs_overwrite(client):
     assert client.get("k") == b"first"
     client.put("k", b"second!", overwrite=True)
     assert client.get("k") == b"second!"
+
+
+def test_a_batch_with_refused_keys_among_new_ones_commits_each_new_key_with_its_own_bytes(client):
+    """The allocation answers and the notify's placements are packed records in the keys' order, the refused keys
+    left out of the notify: each committed key must hold its own bytes, not its neighbour's."""
+    client.put("taken-1", b"already here 1")
+    client.put("taken-3", b"already here 3")
+    keys = ["new-0", "taken-1", "new-2", "taken-3", "new-4"]
+    data = [pattern(40 + i, 1000 + 4096 * i) for i in range(len(keys))]
+    assert client.batch_put_from(keys, data) == [0, errors.OBJECT_ALREADY_EXISTS, 0, errors.OBJECT_ALREADY_EXISTS, 0]
+    assert [client.get(k) for k in keys] == [data[0], b"already here 1", data[2], b"already here 3", data[4]]
+    assert client.batch_put_from(["new-0", "new-5"], [b"x", b"fifth"]) == [errors.OBJECT_ALREADY_EXISTS, 0]
+    assert client.get("new-5") == b"fifth"
 
 
 def test_batch_from_and_into_every_kind_of_buffer(client):
@@ -250,11 +264,14 @@ def test_a_notify_sent_while_the_master_restarts_is_sent_again_and_commits(tmp_p
             problems.append(e)
         restarted.set()
 
+    killing = threading.Lock()
+
     def fdatasync_then_kill_the_master(fd: int) -> None:
         real_fdatasync(fd)
-        if len(masters) == 1 and not restarted.is_set():
-            masters[0].kill()
-            threading.Thread(target=restart_master, daemon=True).start()
+        with killing:  # a batch's files are synced on several threads
+            if masters[0].process.poll() is None:
+                masters[0].kill()
+                threading.Thread(target=restart_master, daemon=True).start()
 
     c = mcctl.Client(master=masters[0].address, timeout=10.0)
     try:
@@ -269,6 +286,36 @@ def test_a_notify_sent_while_the_master_restarts_is_sent_again_and_commits(tmp_p
         restarted.wait(60)
         for m in masters:
             m.close()
+
+
+def test_a_file_whose_flush_fails_fails_its_keys_alone_and_frees_their_pages(master, tenant, monkeypatch):
+    """A batch's files are flushed at once; the one whose fdatasync fails (made to fail here for one bucket file) fails
+    the keys written to it, whose pages are freed, and the keys in every other file commit."""
+    with mcctl.Client(master=master.address, tenant=tenant) as c:
+        keys = [f"flush/{i}" for i in range(40)]
+        data = [pattern(60 + i, 3000 + i) for i in range(len(keys))]
+        failing_fd = c._files.bucket_fd(0)
+        real_fdatasync = os.fdatasync
+
+        def fdatasync_failing_for_bucket_0(fd: int) -> None:
+            if fd == failing_fd:
+                raise OSError(5, "Input/output error (made to fail)")
+            real_fdatasync(fd)
+
+        monkeypatch.setattr(os, "fdatasync", fdatasync_failing_for_bucket_0)
+        codes = c.batch_put_from(keys, data)
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        found = c._read("BatchGetDistributedPageMapping", pb.BatchGetDistributedPageMappingRequest(
+            keys=keys, tenant_ids=[tenant] * len(keys), packed=True))
+        placements = Placements.of(found, len(keys))
+        in_bucket_0 = [i for i, code in enumerate(codes) if code != 0]
+        assert 0 < len(in_bucket_0) < len(keys), "some keys of the batch have bucket 0 as their home (4 buckets, 40 keys), not all"
+        assert all(codes[i] == errors.WRITE_FAIL for i in in_bucket_0)
+        assert all(not placements.found(i) for i in in_bucket_0), "a key whose file was not flushed is not committed"
+        assert c.stats()["page_leaks_prevented"] == len(in_bucket_0)
+        for i, code in enumerate(codes):
+            if code == 0:
+                assert placements.buckets[i] != 0 and c.get(keys[i]) == data[i]
 
 
 def test_tenants_are_walls(master, tenant):

@@ -70,3 +70,34 @@ def test_a_batch_read_picks_the_placements_of_the_keys_it_reads(client):
     assert client.batch_get_into(order, buffers, mappings=mappings) == [104, errors.OBJECT_NOT_FOUND, 101, 105]
     assert bytes(buffers[0][:104]) == data[4] and bytes(buffers[2][:101]) == data[1] and bytes(buffers[3][:105]) == data[5]
     assert mappings.found() == [True] * 6 + [False] and mappings.leading_hits() == 6
+
+
+def test_a_packed_allocation_says_what_the_unpacked_one_says_and_its_records_go_back_as_they_came(client):
+    client.put("alloc/taken", b"here")
+    keys = ["alloc/0", "alloc/taken", "alloc/2", ""]
+    sizes = [100, 10, 70000, 10]
+    answer = client._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
+        keys=keys, tenant_ids=[client.tenant] * len(keys), sizes=sizes, packed=True))
+    assert len(answer.results) == 0
+    allocation = _placements.Allocation(answer, len(keys))
+    assert [allocation.allocated(i) for i in range(len(keys))] == [True, False, True, False]
+    assert allocation.outcome(1)[0] == errors.OBJECT_ALREADY_EXISTS and "alloc/taken" in allocation.outcome(1)[1]
+    assert allocation.outcome(3)[0] == errors.INVALID_PARAMS
+    assert [allocation.sizes[i] for i in (0, 2)] == [100, 70000]
+    records = allocation.records([(2, 0x12345678), (0, 7)])
+    assert _placements.columns(records, False) == (
+        [allocation.buckets[2], allocation.buckets[0]], [0x12345678, 7],
+        [allocation.offsets[2], allocation.offsets[0]], [70000, 100])
+    freed = client._mutate("BatchFreeDistributedPage", pb.BatchFreeDistributedPageRequest(
+        keys=["alloc/0", "alloc/2"], tenant_ids=[client.tenant] * 2, descriptors=[allocation.descriptor(0), allocation.descriptor(2)]))
+    assert [s.error for s in freed.results] == [pb.OK, pb.OK], "a descriptor naming the bucket by index is the allocation"
+
+
+def test_an_allocation_answered_unpacked_is_refused_in_one_line():
+    answer = pb.BatchAllocateDistributedPageResponse(results=[pb.AllocationResult()])
+    try:
+        _placements.Allocation(answer, 1)
+    except errors.InternalError as e:
+        assert "older than this client" in str(e) and "\n" not in str(e)
+    else:
+        raise AssertionError("an unpacked answer was taken for a packed one")

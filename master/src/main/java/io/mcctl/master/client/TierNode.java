@@ -13,6 +13,18 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One node of the tier: a master client plus this node's view of the shared root (fd pool and IO), with
@@ -181,8 +193,78 @@ public final class TierNode implements AutoCloseable {
         pool.channel(file).force(false);
     }
 
+    /**
+     * Files whose flushes run at once: a batch's keys land in many bucket files (each key's home bucket), and each
+     * flush waits on the device (on a shared filesystem, on its storage service), so the waits overlap instead of
+     * adding up.
+     */
+    static final int SYNC_THREADS = 16;
+
+    /** Threads for {@link #syncAll}, made on first use; idle ones end after a while. Guarded by {@code this}. */
+    private ThreadPoolExecutor syncThreads;
+
+    /** Makes the writes to every file of {@code files} durable, the files at once; the failure of each that failed. */
+    Map<Path, IOException> syncAll(Collection<Path> files) {
+        Map<Path, IOException> failures = new ConcurrentHashMap<>();
+        if (files.size() == 1) {
+            Path file = files.iterator().next();
+            try {
+                sync(file);
+            } catch (IOException e) {
+                failures.put(file, e);
+            }
+            return failures;
+        }
+        ExecutorService threads = syncThreads();
+        List<Future<?>> flushes = new ArrayList<>(files.size());
+        for (Path file : files) {
+            flushes.add(threads.submit(() -> {
+                try {
+                    sync(file);
+                } catch (IOException e) {
+                    failures.put(file, e);
+                }
+            }));
+        }
+        boolean interrupted = false;
+        for (Future<?> flush : flushes) {
+            while (true) {
+                try {
+                    flush.get();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true; // every flush is waited for: the caller acts on the outcome of each
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException("a flush failed unexpectedly", e.getCause());
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return failures;
+    }
+
+    private synchronized ExecutorService syncThreads() {
+        if (syncThreads == null) {
+            AtomicInteger made = new AtomicInteger();
+            syncThreads = new ThreadPoolExecutor(SYNC_THREADS, SYNC_THREADS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+                Thread thread = new Thread(task, "mcctl-sync-" + made.incrementAndGet());
+                thread.setDaemon(true);
+                return thread;
+            });
+            syncThreads.allowCoreThreadTimeOut(true);
+        }
+        return syncThreads;
+    }
+
     @Override
     public void close() throws IOException {
+        synchronized (this) {
+            if (syncThreads != null) {
+                syncThreads.shutdown();
+            }
+        }
         dram.close();
         pool.close();
     }

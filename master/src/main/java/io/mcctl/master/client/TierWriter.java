@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
@@ -267,18 +268,20 @@ public final class TierWriter {
         for (int i : written) {
             writtenDescriptors.add(places[i]);
         }
-        try {
-            for (Path file : files) {
-                node.sync(file);
-            }
-        } catch (IOException e) {
-            for (int k = 0; k < written.size(); k++) {
+        Map<Path, IOException> unsynced = files.isEmpty() ? Map.of() : node.syncAll(files);
+        if (!unsynced.isEmpty()) {
+            for (int k = written.size() - 1; k >= 0; k--) {
                 int i = written.get(k);
-                failed.add(i);
-                outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, "fsync failed: " + e.getMessage(), writtenDescriptors.get(k));
+                Path file = Path.of(writtenDescriptors.get(k).getFilePath());
+                IOException e = unsynced.get(file);
+                if (e != null) {
+                    failed.add(i);
+                    outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, "fsync of " + file + " failed: " + e.getMessage(),
+                            writtenDescriptors.get(k));
+                    written.remove(k);
+                    writtenDescriptors.remove(k);
+                }
             }
-            written.clear();
-            writtenDescriptors.clear();
         }
         if (!failed.isEmpty()) {
             freeFailed(tenant, keys, outcomes, failed);
