@@ -449,8 +449,9 @@ class BucketFiles:
             except OSError as e:
                 failures[fd] = e
 
-        if len(fds) == 1:
-            one(fds[0])
+        if len(fds) <= 1:
+            for fd in fds:
+                one(fd)
             return failures
         with self._lock:
             if self._closed:
