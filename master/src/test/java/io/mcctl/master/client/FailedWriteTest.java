@@ -118,6 +118,26 @@ class FailedWriteTest {
     }
 
     @Test
+    void the_files_of_a_batch_are_flushed_at_once_and_a_file_that_fails_its_flush_is_named_alone() throws IOException {
+        var layout = cluster.layout();
+        Path missing = layout.bucketPath(BAD_BUCKET);
+        Files.delete(missing);
+        TierCluster.Node b = cluster.addNode();
+        List<Path> files = new ArrayList<>();
+        for (int bucket = 0; bucket < 8; bucket++) {
+            files.add(layout.bucketPath(bucket));
+        }
+
+        Map<Path, IOException> failures = b.tier().syncAll(files);
+
+        assertEquals(Set.of(missing), failures.keySet(), "only the file that cannot be opened fails: " + failures);
+        assertTrue(failures.get(missing).getMessage().contains(missing.toString()), failures.get(missing).getMessage());
+        assertEquals(Map.of(), b.tier().syncAll(List.of(layout.bucketPath(GOOD_BUCKET_1))), "one file is flushed on the caller's thread");
+        assertEquals(Set.of(missing), b.tier().syncAll(List.of(missing)).keySet());
+        assertFalse(Files.exists(missing), "a flush never creates a bucket file");
+    }
+
+    @Test
     void a_reader_whose_bucket_file_is_missing_gets_MOUNT_MISSING_naming_the_file() throws IOException {
         TierCluster.Node a = cluster.addNode();
         String key = TestObjects.keysWithHome(cluster.layout(), BAD_BUCKET, "vanishing-", 1).get(0);
