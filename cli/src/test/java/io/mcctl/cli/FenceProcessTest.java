@@ -158,28 +158,51 @@ class FenceProcessTest {
 
     @Test
     void a_notify_retried_against_a_restarted_master_within_the_deadline_commits() throws Exception {
+        // kill -9 between the write and the notify: the notify goes out while no master listens (it never reaches
+        // one), then again with backoff.
+        notifyAcrossARestart("survivor", 500_000, 500, first -> { });
+    }
+
+    @Test
+    void a_notify_whose_connection_breaks_under_it_is_sent_again_to_the_restarted_master_and_commits() throws Exception {
+        notifyAcrossARestart("cut-off", 300_000, 2000, first -> {
+            signal(first.process(), "STOP"); // within the hook's pause: the notify goes out to a master that reads nothing
+            Thread.sleep(3500); // past the pause: the notify is on the connection, unanswered, when the kill resets it
+        });
+    }
+
+    interface BeforeTheKill {
+        void run(McctlProcess.Master first) throws Exception;
+    }
+
+    /**
+     * Offloads {@code key} with the writer pausing {@code pauseMillis} between its write and its notify; once it has
+     * written, {@code beforeTheKill} runs and the master is killed (kill -9), then started again on the same port and
+     * state: the writer must still be trying, and must commit against the new master.
+     */
+    void notifyAcrossARestart(String key, int size, int pauseMillis, BeforeTheKill beforeTheKill) throws Exception {
         int port = freePort();
-        byte[] bytes = content("survivor", 500_000);
-        Path file = dir.resolve("survivor.bin");
+        byte[] bytes = content(key, size);
+        Path file = dir.resolve(key + ".bin");
         Files.write(file, bytes);
         McctlProcess.Master first = startMaster("40s", "10s", port);
-        Running writer = startMcctl(Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, "500"),
-                "offload", "--master", first.address(), "survivor", file.toString());
+        Running writer = startMcctl(Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, String.valueOf(pauseMillis)),
+                "offload", "--master", first.address(), "--timeout", "30s", key, file.toString());
         try {
             assertTrue(await(Duration.ofSeconds(60), () -> writer.errSays("test hook: written")), "the writer never finished writing");
-            first.process().destroyForcibly(); // kill -9 between the write and the notify
+            beforeTheKill.run(first);
+            first.process().destroyForcibly();
             assertTrue(first.process().waitFor(30, TimeUnit.SECONDS));
         } finally {
             first.close();
         }
-        // The writer's notify goes out while no master listens (it never reaches one), then again with backoff.
         Thread.sleep(3000);
         assertTrue(writer.process().isAlive(), "the writer is still trying to notify, not gone with an error");
         try (McctlProcess.Master second = startMaster("40s", "10s", port)) {
             McctlProcess.Done done = writer.waitFor();
             assertEquals(0, done.exitCode(), done.out() + done.err());
-            assertTrue(done.out().contains("offloaded survivor"), done.out());
-            assertReadBack(second.address(), Map.of("survivor", bytes));
+            assertTrue(done.out().contains("offloaded " + key), done.out());
+            assertReadBack(second.address(), Map.of(key, bytes));
         }
     }
 

@@ -256,8 +256,9 @@ public final class MasterClient implements AutoCloseable {
             if (tlsProblem != null) {
                 return new MasterException(ErrorCode.INTERNAL_ERROR, "TLS with the master at " + target + " failed: " + tlsProblem, true, e);
             }
+            boolean notSent = notSent(e);
             return new MasterException(ErrorCode.INTERNAL_ERROR, "cannot reach the master at " + target + ": " + reason
-                    + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, notSent(e), e);
+                    + " (is 'mcctl master start' running there? set --master or MCCTL_MASTER)", true, notSent, !notSent, e);
         }
         if (code == Status.Code.DEADLINE_EXCEEDED) {
             return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " did not answer within "

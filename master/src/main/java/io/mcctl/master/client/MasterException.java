@@ -9,6 +9,7 @@ public final class MasterException extends RuntimeException {
     private final ErrorCode code;
     private final boolean unreachable;
     private final boolean notSent;
+    private final boolean connectionLost;
 
     public MasterException(ErrorCode code, String message, boolean unreachable, Throwable cause) {
         this(code, message, unreachable, false, cause);
@@ -16,10 +17,19 @@ public final class MasterException extends RuntimeException {
 
     /** @param notSent the request never reached the master (no connection could be made), so it changed nothing */
     public MasterException(ErrorCode code, String message, boolean unreachable, boolean notSent, Throwable cause) {
+        this(code, message, unreachable, notSent, false, cause);
+    }
+
+    /**
+     * @param connectionLost the connection failed under the call after the request may have gone out (as opposed to a
+     *     master that answered, or did not answer in time)
+     */
+    public MasterException(ErrorCode code, String message, boolean unreachable, boolean notSent, boolean connectionLost, Throwable cause) {
         super(message, cause);
         this.code = code;
         this.unreachable = unreachable;
         this.notSent = notSent;
+        this.connectionLost = connectionLost;
     }
 
     public ErrorCode code() {
@@ -40,6 +50,10 @@ public final class MasterException extends RuntimeException {
      * True when the master may or may not have acted on the call: it stopped answering (the call's deadline passed) or the
      * connection was lost after the request went out.
      */
+    public boolean connectionLost() {
+        return connectionLost;
+    }
+
     public boolean outcomeUnknown() {
         return unreachable && !notSent;
     }

@@ -459,10 +459,11 @@ public final class TierWriter {
     }
 
     /**
-     * Notifies, trying again while the master cannot be reached (it is restarting: the call never got to it), with
-     * backoff, until the allocations' deadline on this writer's clock. A notify that may have reached the master before
-     * the connection was lost, or that it did not answer in time, is not repeated: its outcome is unknown, and the
-     * exception says so and how to find out.
+     * Notifies, trying again with backoff, until the allocations' deadline on this writer's clock, while the master
+     * cannot be reached (it is restarting: the call never got to it) or after the connection broke under the call (the
+     * master may have committed it, and then answers OK to it again). A notify the master did not answer in time, or
+     * refused for want of its log, is not repeated: its outcome is unknown, and the exception says so and how to find
+     * out.
      *
      * @throws MasterException when the notify failed as a whole
      */
@@ -482,7 +483,10 @@ public final class TierWriter {
                 return results;
             } catch (MasterException e) {
                 long pause = NOTIFY_BACKOFF_MILLIS[Math.min(attempt, NOTIFY_BACKOFF_MILLIS.length - 1)];
-                boolean retry = e.notSent() && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
+                // A notify that may have reached the master before its connection broke is safe to send again: the
+                // master answers OK to the notify of a descriptor it has committed.
+                boolean resendable = e.notSent() || e.connectionLost();
+                boolean retry = resendable && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
                 if (!retry) {
                     throw notifyFailed(keys, e);
                 }
@@ -513,7 +517,7 @@ public final class TierWriter {
                 : e.notSent() ? "notify of " + keys.size() + " key(s) failed: the master could not be reached before the allocation deadline: "
                 + e.getMessage()
                 : e.getMessage();
-        return new MasterException(e.code(), message, e.unreachable(), e.notSent(), e);
+        return new MasterException(e.code(), message, e.unreachable(), e.notSent(), e.connectionLost(), e);
     }
 
     /** A write failure as one line; a full filesystem says how full, against what the layout promises. */
