@@ -165,9 +165,9 @@ class FenceProcessTest {
 
     @Test
     void a_notify_whose_connection_breaks_under_it_is_sent_again_to_the_restarted_master_and_commits() throws Exception {
-        notifyAcrossARestart("cut-off", 300_000, 2000, first -> {
+        notifyAcrossARestart("cut-off", 300_000, 4000, first -> {
             signal(first.process(), "STOP"); // within the hook's pause: the notify goes out to a master that reads nothing
-            Thread.sleep(3500); // past the pause: the notify is on the connection, unanswered, when the kill resets it
+            Thread.sleep(5500); // past the pause: the notify is on the connection, unanswered, when the kill resets it
         });
     }
 

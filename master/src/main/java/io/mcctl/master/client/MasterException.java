@@ -47,13 +47,17 @@ public final class MasterException extends RuntimeException {
     }
 
     /**
-     * True when the master may or may not have acted on the call: it stopped answering (the call's deadline passed) or the
-     * connection was lost after the request went out.
+     * True when the connection failed under the call after the request may have gone out: the master may have acted on
+     * it, and a call that acts once however often it is sent (a notify) may be sent again.
      */
     public boolean connectionLost() {
         return connectionLost;
     }
 
+    /**
+     * True when the master may or may not have acted on the call: it stopped answering (the call's deadline passed) or the
+     * connection was lost after the request went out.
+     */
     public boolean outcomeUnknown() {
         return unreachable && !notSent;
     }
