@@ -107,12 +107,11 @@ class Placements:
     def error(self, i: int, key: str, tenant: str) -> Tuple[int, str]:
         """(negative result code, "NAME: message") of key i, which has no placement."""
         code = -self.buckets[i]
-        name = pb.ErrorCode.Name(code) if code in _KNOWN_CODES else "INTERNAL_ERROR"
         message = self.messages.get(i)
         if message is None:
             message = (f"key '{key}' not found in tenant '{tenant}'" if code == pb.OBJECT_NOT_FOUND
                        else f"the master answered error code {code}")
-        return errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {message}"
+        return _outcome(code, message)
 
 
 def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[int], List[int]]:
@@ -128,12 +127,13 @@ def columns(raw: bytes, native_order: bool) -> Tuple[List[int], List[int], List[
     return list(buckets), list(crcs), list(offsets), list(sizes)
 
 
-def _outcome(status: Any) -> Tuple[int, str]:
-    """(negative result code, "NAME: message") of a KeyError; (0, "") for OK."""
-    name = pb.ErrorCode.Name(status.error) if status.error in _KNOWN_CODES else "INTERNAL_ERROR"
+def _outcome(code: int, message: str) -> Tuple[int, str]:
+    """(negative result code, "NAME: message") of ErrorCode ``code`` (a code this client does not know is an
+    INTERNAL_ERROR); (0, "") for OK."""
+    name = pb.ErrorCode.Name(code) if code in _KNOWN_CODES else "INTERNAL_ERROR"
     if name == "OK":
         return 0, ""
-    return errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {status.message}"
+    return errors.RESULT_BY_NAME.get(name, errors.INTERNAL_ERROR), f"{name}: {message}"
 
 
 class Allocation:
@@ -159,8 +159,8 @@ class Allocation:
         """(negative result code, "NAME: message") of key i, which was not allocated."""
         status = self.errors.get(i)
         if status is None:
-            status = pb.KeyError(error=-self.buckets[i], message=f"the master answered error code {-self.buckets[i]}")
-        return _outcome(status)
+            return _outcome(-self.buckets[i], f"the master answered error code {-self.buckets[i]}")
+        return _outcome(status.error, status.message)
 
     def waiting_for_room(self) -> List[int]:
         """The keys refused for room the master says is due (NO_AVAILABLE_HANDLE with retry_after_ms)."""
@@ -195,7 +195,7 @@ class Allocation:
         outcomes = [(0, "")] * count
         for i, status in answer.errors.items():
             if 0 <= i < count:
-                outcomes[i] = _outcome(status)
+                outcomes[i] = _outcome(status.error, status.message)
         return outcomes
 
 

@@ -206,12 +206,13 @@ public final class TierNode implements AutoCloseable {
     /** Makes the writes to every file of {@code files} durable, the files at once; the failure of each that failed. */
     Map<Path, IOException> syncAll(Collection<Path> files) {
         Map<Path, IOException> failures = new ConcurrentHashMap<>();
-        if (files.size() == 1) {
-            Path file = files.iterator().next();
-            try {
-                sync(file);
-            } catch (IOException e) {
-                failures.put(file, e);
+        if (files.size() <= 1) { // nothing to overlap: on the caller's thread
+            for (Path file : files) {
+                try {
+                    sync(file);
+                } catch (IOException e) {
+                    failures.put(file, e);
+                }
             }
             return failures;
         }

@@ -268,7 +268,7 @@ public final class TierWriter {
         for (int i : written) {
             writtenDescriptors.add(places[i]);
         }
-        Map<Path, IOException> unsynced = files.isEmpty() ? Map.of() : node.syncAll(files);
+        Map<Path, IOException> unsynced = node.syncAll(files);
         if (!unsynced.isEmpty()) {
             for (int k = written.size() - 1; k >= 0; k--) {
                 int i = written.get(k);
