@@ -443,7 +443,7 @@ function _picocli_mcctl_get() {
 
   local commands=""
   local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -494,6 +494,9 @@ function _picocli_mcctl_get() {
       return $?
       ;;
     '--batch-size')
+      return
+      ;;
+    '--read-threads')
       return
       ;;
   esac
@@ -2392,7 +2395,7 @@ function _picocli_mcctl_bench_io() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--root'"
+  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2410,6 +2413,9 @@ function _picocli_mcctl_bench_io() {
       return
       ;;
     '--keys-per-lookup')
+      return
+      ;;
+    '--read-threads')
       return
       ;;
     '--root')

@@ -128,9 +128,11 @@ class BenchCommandsTest {
 
     @Test
     void bench_io_compares_the_tier_with_a_plain_read_of_the_same_bytes() throws Exception {
-        CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "--keys-per-lookup", "100", "-o", "json").expectOk();
+        CliRun run = CliRun.run("bench", "io", "--total", "8MiB", "--rounds", "1", "--keys-per-lookup", "100", "--read-threads", "3",
+                "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         assertEquals(100, report.get("keys_per_lookup").asInt());
+        assertEquals(3, report.get("read_threads").asInt());
         JsonNode cases = report.get("cases");
         assertEquals(2, cases.size());
         assertEquals(65536, cases.get(0).get("object_size").asLong());
@@ -139,6 +141,7 @@ class BenchCommandsTest {
         for (JsonNode c : cases) {
             assertTrue(c.get("tier_gib_per_s").asDouble() > 0, c::toString);
             assertTrue(c.get("plain_read_gib_per_s").asDouble() > 0, c::toString);
+            assertTrue(c.get("tier_one_thread_gib_per_s").asDouble() > 0, c::toString); // the same passes on the caller alone
             assertTrue(c.has("fio_gib_per_s"), c::toString);
         }
     }
@@ -170,6 +173,8 @@ class BenchCommandsTest {
     void bench_io_refuses_keys_per_lookup_outside_what_the_master_takes() {
         CliRun run = CliRun.run("bench", "io", "--keys-per-lookup", "0").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("--keys-per-lookup 0") && run.err().contains("1 to 10000"), run.err());
+        CliRun threads = CliRun.run("bench", "io", "--read-threads", "65").expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: invalid --read-threads 65: allowed is 1 to 64", threads.err().strip());
     }
 
     @Test

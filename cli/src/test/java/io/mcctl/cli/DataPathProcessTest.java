@@ -91,7 +91,7 @@ class DataPathProcessTest {
         Path in = Files.createDirectories(dir.resolve("in"));
         StringBuilder keys = new StringBuilder();
         for (int i = 0; i < 20; i++) {
-            Files.write(in.resolve("block-" + i), randomBytes(1 + i * 3001, i));
+            Files.write(in.resolve("block-" + i), randomBytes(1 + i * 30001, i)); // up to 570 KB: batches read on several threads
             keys.append("blk/block-").append(i).append('\n');
         }
         Files.writeString(dir.resolve("keys.txt"), keys);
@@ -103,8 +103,14 @@ class DataPathProcessTest {
             assertEquals(20, new ObjectMapper().readTree(offload.out()).get("offloaded").asInt());
 
             Path out = dir.resolve("out");
+            McctlProcess.Done refused = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString(),
+                    "--read-threads", "0");
+            assertEquals(2, refused.exitCode(), refused.err());
+            assertEquals("mcctl: error: invalid --read-threads 0: allowed is 1 to 64", refused.err().strip());
+            assertFalse(Files.exists(out), "a refused get writes nothing");
+
             McctlProcess.Done get = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString(),
-                    "--batch-size", "6");
+                    "--batch-size", "6", "--read-threads", "3");
             assertEquals(0, get.exitCode(), get.err());
             for (int i = 0; i < 20; i++) {
                 assertArrayEquals(Files.readAllBytes(in.resolve("block-" + i)), Files.readAllBytes(out.resolve("blk%2Fblock-" + i)));

@@ -61,11 +61,17 @@ public final class BenchIoCommand implements Callable<Integer> {
             description = "Most keys per mapping call; reads go 64 objects at a time whatever this is (default: ${DEFAULT-VALUE}).")
     int keysPerLookup;
 
+    @Option(names = "--read-threads", paramLabel = "N",
+            description = "Threads the tier reads a batch on (default: the CPUs this process may use, at most 4);"
+                    + " above 1 the tier is timed on one thread as well, in the same passes.")
+    int readThreads = TierReader.DEFAULT_READ_THREADS;
+
     @Option(names = "--root", paramLabel = "DIR", description = "Directory for the bucket files (default: a temporary directory, removed after).")
     Path root;
 
     /** Figures for one object size. */
-    record Case(long objectSize, int objects, double tierGiBps, double plainGiBps, Double fioGiBps) {
+    /** {@code oneThreadGiBps}: the tier read on the calling thread alone, null when {@code --read-threads} is 1. */
+    record Case(long objectSize, int objects, double tierGiBps, Double oneThreadGiBps, double plainGiBps, Double fioGiBps) {
     }
 
     @Override
@@ -84,6 +90,9 @@ public final class BenchIoCommand implements Callable<Integer> {
         }
         if (keysPerLookup < 1 || keysPerLookup > 10_000) {
             throw new CliException(ExitCodes.USAGE, "invalid --keys-per-lookup " + keysPerLookup + ": allowed is 1 to 10000");
+        }
+        if (readThreads < 1 || readThreads > TierReader.MAX_READ_THREADS) {
+            throw new CliException(ExitCodes.USAGE, "invalid --read-threads " + readThreads + ": allowed is 1 to " + TierReader.MAX_READ_THREADS);
         }
         boolean temporary = root == null;
         Path dir = temporary ? Files.createTempDirectory("mcctl-bench-io") : root;
@@ -131,22 +140,31 @@ public final class BenchIoCommand implements Callable<Integer> {
         }
         Path file = layout.bucketPath(bucket);
         long bytes = objectSize * objects;
-        TierReader reader = new TierReader(node);
-        // Warm the page cache and the JIT for both paths (gRPC needs a few thousand calls before its
+        TierReader reader = new TierReader(node, readThreads);
+        TierReader oneThread = readThreads == 1 ? null : new TierReader(node, 1);
+        // Warm the page cache and the JIT for every path (gRPC needs a few thousand calls before its
         // figures settle), then alternate timed passes and keep the best of each.
         long warmUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         while (System.nanoTime() < warmUntil) {
             readTier(reader, keys, objectSize, keysPerLookup);
+            if (oneThread != null) {
+                readTier(oneThread, keys, objectSize, keysPerLookup);
+            }
             readPlain(file, bytes, objectSize);
         }
         long tierNanos = Long.MAX_VALUE;
+        long oneThreadNanos = Long.MAX_VALUE;
         long plainNanos = Long.MAX_VALUE;
         for (int round = 0; round < rounds; round++) {
             tierNanos = Math.min(tierNanos, readTier(reader, keys, objectSize, keysPerLookup));
+            if (oneThread != null) {
+                oneThreadNanos = Math.min(oneThreadNanos, readTier(oneThread, keys, objectSize, keysPerLookup));
+            }
             plainNanos = Math.min(plainNanos, readPlain(file, bytes, objectSize));
         }
         Double fio = fio(file, bytes);
-        return new Case(objectSize, objects, gibps(bytes, tierNanos), gibps(bytes, plainNanos), fio);
+        return new Case(objectSize, objects, gibps(bytes, tierNanos), oneThread == null ? null : gibps(bytes, oneThreadNanos),
+                gibps(bytes, plainNanos), fio);
     }
 
     private static List<String> keysInBucket(BucketLayout layout, int bucket, int count, String prefix) {
@@ -250,6 +268,7 @@ public final class BenchIoCommand implements Callable<Integer> {
             report.put("machine", MachineInfo.describe());
             report.put("rounds", rounds);
             report.put("keys_per_lookup", keysPerLookup);
+            report.put("read_threads", readThreads);
             List<Map<String, Object>> rows = new ArrayList<>();
             for (Case c : cases) {
                 Map<String, Object> row = new LinkedHashMap<>();
@@ -258,17 +277,21 @@ public final class BenchIoCommand implements Callable<Integer> {
                 row.put("tier_gib_per_s", round(c.tierGiBps()));
                 row.put("plain_read_gib_per_s", round(c.plainGiBps()));
                 row.put("tier_over_plain", round(c.tierGiBps() / c.plainGiBps()));
+                row.put("tier_one_thread_gib_per_s", c.oneThreadGiBps() == null ? null : round(c.oneThreadGiBps()));
+                row.put("tier_one_thread_over_plain", c.oneThreadGiBps() == null ? null : round(c.oneThreadGiBps() / c.plainGiBps()));
                 row.put("fio_gib_per_s", c.fioGiBps() == null ? null : round(c.fioGiBps()));
                 rows.add(row);
             }
             report.put("cases", rows);
             out.println(OutputMixin.toJson(report));
         } else {
-            out.printf("tier: reads of 64 objects, mapping calls of up to %d keys, best of %d passes%n", keysPerLookup, rounds);
-            Table table = new Table("OBJECT", "OBJECTS", "TIER GiB/s", "PLAIN GiB/s", "TIER/PLAIN", "FIO GiB/s");
+            out.printf("tier: reads of 64 objects on up to %d threads, mapping calls of up to %d keys, best of %d passes%n",
+                    readThreads, keysPerLookup, rounds);
+            Table table = new Table("OBJECT", "OBJECTS", "TIER GiB/s", "PLAIN GiB/s", "TIER/PLAIN", "1 THREAD/PLAIN", "FIO GiB/s");
             for (Case c : cases) {
                 table.row(SizeParser.format(c.objectSize()), c.objects(), fmt(c.tierGiBps()), fmt(c.plainGiBps()),
-                        fmt(c.tierGiBps() / c.plainGiBps()), c.fioGiBps() == null ? "not installed" : fmt(c.fioGiBps()));
+                        fmt(c.tierGiBps() / c.plainGiBps()), c.oneThreadGiBps() == null ? "-" : fmt(c.oneThreadGiBps() / c.plainGiBps()),
+                        c.fioGiBps() == null ? "not installed" : fmt(c.fioGiBps()));
             }
             out.print(table.render());
         }

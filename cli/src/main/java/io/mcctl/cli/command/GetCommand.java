@@ -79,6 +79,11 @@ public final class GetCommand implements Callable<Integer> {
             description = "Keys per mapping call (default: ${DEFAULT-VALUE}); objects are read and written " + READ_BATCH + " at a time.")
     int batchSize;
 
+    @Option(names = "--read-threads", paramLabel = "N",
+            description = "With --batch: threads that read a batch of objects at once (default: the CPUs this process may use,"
+                    + " at most 4); a batch of less than 256KiB is read on one thread.")
+    int readThreads = TierReader.DEFAULT_READ_THREADS;
+
     /** Objects held in memory at once. */
     static final int READ_BATCH = 64;
 
@@ -86,6 +91,9 @@ public final class GetCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         if (nullSeparated && keysFile == null) {
             throw new CliException(ExitCodes.USAGE, "-0/--null goes with --batch KEYS_FILE");
+        }
+        if (readThreads < 1 || readThreads > TierReader.MAX_READ_THREADS) {
+            throw new CliException(ExitCodes.USAGE, "invalid --read-threads " + readThreads + ": allowed is 1 to " + TierReader.MAX_READ_THREADS);
         }
         if (keysFile == null) {
             if (key == null) {
@@ -250,7 +258,7 @@ public final class GetCommand implements Callable<Integer> {
         try (MasterClient master = client.connect(spec);
              TierNode node = ClientOptions.node(master, false);
              Progress progress = new Progress("get", keys.size())) {
-            new TierReader(node).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
+            new TierReader(node, readThreads).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
                 @Override
                 public List<ByteBuffer> destinations(List<String> batch) {
                     return null;

@@ -18,9 +18,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -194,76 +192,121 @@ public final class TierNode implements AutoCloseable {
     }
 
     /**
-     * Files whose flushes run at once: a batch's keys land in many bucket files (each key's home bucket), and each
-     * flush waits on the device (on a shared filesystem, on its storage service), so the waits overlap instead of
-     * adding up.
+     * Most of this node's IO threads, for {@link #syncAll} and for reads of a batch ({@link TierReader}): a batch's keys
+     * land in many bucket files (each key's home bucket), and each flush or read waits on the device (on a shared
+     * filesystem, on its storage service), so the waits overlap instead of adding up.
      */
-    static final int SYNC_THREADS = 16;
+    static final int IO_THREADS = 16;
 
-    /** Threads for {@link #syncAll}, made on first use; idle ones end after a while. Guarded by {@code this}. */
-    private ThreadPoolExecutor syncThreads;
+    /** Threads for {@link #shareOut}, made on first use; idle ones end after a while. Guarded by {@code this}. */
+    private ThreadPoolExecutor ioThreads;
 
     /** Makes the writes to every file of {@code files} durable, the files at once; the failure of each that failed. */
     Map<Path, IOException> syncAll(Collection<Path> files) {
         Map<Path, IOException> failures = new ConcurrentHashMap<>();
-        if (files.size() <= 1) { // nothing to overlap: on the caller's thread
-            for (Path file : files) {
-                try {
-                    sync(file);
-                } catch (IOException e) {
-                    failures.put(file, e);
-                }
+        List<Path> list = new ArrayList<>(files);
+        shareOut(0, list.size(), IO_THREADS - 1, () -> true, i -> {
+            try {
+                sync(list.get(i));
+            } catch (IOException e) {
+                failures.put(list.get(i), e);
             }
-            return failures;
-        }
-        ExecutorService threads = syncThreads();
-        List<Future<?>> flushes = new ArrayList<>(files.size());
-        for (Path file : files) {
-            flushes.add(threads.submit(() -> {
-                try {
-                    sync(file);
-                } catch (IOException e) {
-                    failures.put(file, e);
-                }
-            }));
-        }
-        boolean interrupted = false;
-        for (Future<?> flush : flushes) {
-            while (true) {
-                try {
-                    flush.get();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true; // every flush is waited for: the caller acts on the outcome of each
-                } catch (ExecutionException e) {
-                    throw new IllegalStateException("a flush failed unexpectedly", e.getCause());
-                }
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        });
         return failures;
     }
 
-    private synchronized ExecutorService syncThreads() {
-        if (syncThreads == null) {
+    /**
+     * Hands the indexes {@code from..to-1} out in order, each once, to the calling thread and up to {@code helpers} of
+     * this node's IO threads, which run {@code work} on each index they take for as long as {@code goOn} holds when
+     * they come to take the next; returns, once every thread has stopped, the first index not taken ({@code to} when
+     * all were). Since the indexes go out in order, what is not taken is always the tail. The calling thread takes its
+     * first index without asking {@code goOn}, so that every call makes progress. A helper that has not started by the
+     * time the calling thread runs out of work is called off, so a busy pool costs the caller no wait. {@code work}'s
+     * writes are visible to the caller on return; a RuntimeException it threw is thrown here, after every thread has
+     * stopped.
+     */
+    int shareOut(int from, int to, int helpers, java.util.function.BooleanSupplier goOn, java.util.function.IntConsumer work) {
+        AtomicInteger next = new AtomicInteger(from);
+        int wanted = Math.max(0, Math.min(helpers, to - from - 1));
+        AtomicInteger notStarted = new AtomicInteger(wanted);
+        java.util.concurrent.Semaphore finished = new java.util.concurrent.Semaphore(0);
+        java.util.concurrent.atomic.AtomicReference<RuntimeException> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        if (wanted > 0) {
+            ExecutorService threads = ioThreads();
+            for (int h = 0; h < wanted; h++) {
+                threads.execute(() -> {
+                    if (!claim(notStarted)) {
+                        return; // called off: the caller has stopped waiting for it
+                    }
+                    try {
+                        take(next, to, goOn, work, true);
+                    } catch (RuntimeException e) {
+                        failure.compareAndSet(null, e);
+                    } finally {
+                        finished.release();
+                    }
+                });
+            }
+        }
+        try {
+            take(next, to, goOn, work, false);
+        } catch (RuntimeException e) {
+            failure.compareAndSet(null, e);
+        }
+        int started = wanted - notStarted.getAndSet(0);
+        finished.acquireUninterruptibly(started); // every started helper is waited for: the caller acts on what each did
+        if (failure.get() != null) {
+            throw failure.get();
+        }
+        return Math.min(next.get(), to);
+    }
+
+    /** Takes one of {@code notStarted}'s helpers' places; false when none is left (the caller called them off). */
+    private static boolean claim(AtomicInteger notStarted) {
+        for (int left = notStarted.get(); left > 0; left = notStarted.get()) {
+            if (notStarted.compareAndSet(left, left - 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void take(AtomicInteger next, int to, java.util.function.BooleanSupplier goOn, java.util.function.IntConsumer work, boolean askFirst) {
+        for (boolean ask = askFirst; ; ask = true) {
+            if (ask && !goOn.getAsBoolean()) {
+                return;
+            }
+            int i = next.getAndIncrement();
+            if (i >= to) {
+                return;
+            }
+            work.accept(i);
+        }
+    }
+
+    /** The most IO threads this node has had at once (0: none was ever needed). */
+    synchronized int ioThreadsStarted() {
+        return ioThreads == null ? 0 : ioThreads.getLargestPoolSize();
+    }
+
+    private synchronized ExecutorService ioThreads() {
+        if (ioThreads == null) {
             AtomicInteger made = new AtomicInteger();
-            syncThreads = new ThreadPoolExecutor(SYNC_THREADS, SYNC_THREADS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
-                Thread thread = new Thread(task, "mcctl-sync-" + made.incrementAndGet());
+            ioThreads = new ThreadPoolExecutor(IO_THREADS, IO_THREADS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+                Thread thread = new Thread(task, "mcctl-io-" + made.incrementAndGet());
                 thread.setDaemon(true);
                 return thread;
             });
-            syncThreads.allowCoreThreadTimeOut(true);
+            ioThreads.allowCoreThreadTimeOut(true);
         }
-        return syncThreads;
+        return ioThreads;
     }
 
     @Override
     public void close() throws IOException {
         synchronized (this) {
-            if (syncThreads != null) {
-                syncThreads.shutdown();
+            if (ioThreads != null) {
+                ioThreads.shutdown();
             }
         }
         dram.close();

@@ -15,14 +15,18 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import com.google.common.util.concurrent.ListenableFuture;
 
 /**
  * Get: one BatchGetDistributedPageMapping for the whole batch (answered packed), then a direct pread of each object from the
- * shared bucket file and a CRC32C check. No byte passes through the node that wrote the object. A read that
- * would start after the mapping's read lease has run out asks for the mapping again first.
+ * shared bucket file and a CRC32C check, a batch's objects read on several threads at once when they are large enough
+ * to gain from it. No byte passes through the node that wrote the object. A read that would start after the mapping's
+ * read lease has run out asks for the mapping again first.
+ *
+ * <p>Thread-safe: batches may be read from several threads at once, and share the reader's threads.
  */
 public final class TierReader {
 
@@ -36,10 +40,39 @@ public final class TierReader {
         }
     }
 
-    private final TierNode node;
+    /** Most threads a reader may read a batch on, as the Python client allows. */
+    public static final int MAX_READ_THREADS = 64;
 
+    /** Threads a reader reads a batch on unless told: the CPUs this process may use, at most 4. */
+    public static final int DEFAULT_READ_THREADS = Math.min(4, Runtime.getRuntime().availableProcessors());
+
+    /**
+     * Bytes of a batch's objects per helper thread: a small batch stays on the calling thread, since handing a read
+     * to another thread costs more than a warm read of a few pages.
+     */
+    static final long BYTES_PER_HELPER = 256 * 1024;
+
+    private final TierNode node;
+    private final int readThreads;
+    /** Helper threads left for the batches being read, {@code readThreads - 1} in all: each caller reads too. */
+    private final java.util.concurrent.Semaphore readHelpers;
+
+    /** A reader that reads each batch on up to {@link #DEFAULT_READ_THREADS} threads. */
     public TierReader(TierNode node) {
+        this(node, DEFAULT_READ_THREADS);
+    }
+
+    /**
+     * A reader that reads each batch on up to {@code readThreads} threads, the caller's among them; batches read at the
+     * same time from several threads share them. 1 keeps every read on the calling thread.
+     */
+    public TierReader(TierNode node, int readThreads) {
+        if (readThreads < 1 || readThreads > MAX_READ_THREADS) {
+            throw new IllegalArgumentException("read threads " + readThreads + " must be from 1 to " + MAX_READ_THREADS);
+        }
         this.node = node;
+        this.readThreads = readThreads;
+        this.readHelpers = new java.util.concurrent.Semaphore(readThreads - 1);
     }
 
     /** Reads each key into a new heap buffer. */
@@ -199,41 +232,85 @@ public final class TierReader {
     }
 
     /**
-     * Reads one batch whose mappings arrived. A key whose lease has run short is looked up again, together
-     * with the rest of the batch, before it is read; the fresh lease covers only this batch's keys.
+     * Reads one batch whose mappings arrived, its keys taken in order by the calling thread and up to
+     * {@link #helpersFor} of the node's IO threads. A key whose lease has run short is looked up again, together
+     * with the rest of the batch (what is left unread is always its tail), before it is read; the fresh lease covers
+     * only this batch's keys.
      */
     private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations, List<MappingResult> results, Lease lease) {
-        List<Outcome> outcomes = new ArrayList<>(keys.size());
-        for (int i = 0; i < keys.size(); i++) {
-            if (!lease.safeNow()) {
-                List<String> rest = keys.subList(i, keys.size());
-                long asked = System.nanoTime();
-                try {
-                    BatchGetDistributedPageMappingResponse fresh = node.master().batchGetMappingPacked(rest, Collections.nCopies(rest.size(), tenant));
-                    List<MappingResult> refreshed = new ArrayList<>(results.subList(0, i));
-                    refreshed.addAll(resultsOf(fresh, tenant, rest));
-                    results = refreshed;
-                    lease = Lease.askedAt(asked, fresh.getLeaseMs());
-                } catch (MasterException e) {
-                    for (String key : rest) {
-                        outcomes.add(new Outcome(key, statusOf(e.code()), e.getMessage(), null, null));
+        Outcome[] outcomes = new Outcome[keys.size()];
+        int helpers = distinct(destinations) ? helpers(results) : 0; // one buffer named twice is filled in key order
+        try {
+            int from = 0;
+            while (from < keys.size()) {
+                if (!lease.safeNow()) {
+                    List<String> rest = keys.subList(from, keys.size());
+                    long asked = System.nanoTime();
+                    try {
+                        BatchGetDistributedPageMappingResponse fresh = node.master().batchGetMappingPacked(rest, Collections.nCopies(rest.size(), tenant));
+                        List<MappingResult> refreshed = new ArrayList<>(results.subList(0, from));
+                        refreshed.addAll(resultsOf(fresh, tenant, rest));
+                        results = refreshed;
+                        lease = Lease.askedAt(asked, fresh.getLeaseMs());
+                    } catch (MasterException e) {
+                        for (int i = from; i < keys.size(); i++) {
+                            outcomes[i] = new Outcome(keys.get(i), statusOf(e.code()), e.getMessage(), null, null);
+                        }
+                        break;
                     }
-                    return outcomes;
                 }
+                List<MappingResult> mappings = results;
+                Lease held = lease;
+                from = node.shareOut(from, keys.size(), helpers, held::safeNow,
+                        i -> outcomes[i] = readOne(tenant, keys.get(i), mappings.get(i), destinations == null ? null : destinations.get(i)));
             }
-            String key = keys.get(i);
-            MappingResult result = results.get(i);
-            if (result.getStatus().getError() != ErrorCode.OK) {
-                outcomes.add(new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null));
-                continue;
-            }
-            ByteBuffer destination = destinations == null ? null : destinations.get(i);
-            DramReader dram = result.getMemoryCount() == 0 ? null : node.dram();
-            ByteBuffer inDram = dram == null ? null : dram.read(tenant, key, result.getMemoryList(), destination);
-            outcomes.add(inDram != null ? new Outcome(key, Status.OK, "", inDram, result.getDistributedDisk())
-                    : read(key, result.getDistributedDisk(), destination));
+        } finally {
+            readHelpers.release(helpers);
         }
-        return outcomes;
+        return new ArrayList<>(Arrays.asList(outcomes));
+    }
+
+    /** Key {@code key}'s read, its mapping being {@code result}: from a node's DRAM where it has a copy, else the shared file. */
+    private Outcome readOne(String tenant, String key, MappingResult result, ByteBuffer destination) {
+        if (result.getStatus().getError() != ErrorCode.OK) {
+            return new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null);
+        }
+        DramReader dram = result.getMemoryCount() == 0 ? null : node.dram();
+        ByteBuffer inDram = dram == null ? null : dram.read(tenant, key, result.getMemoryList(), destination);
+        return inDram != null ? new Outcome(key, Status.OK, "", inDram, result.getDistributedDisk())
+                : read(key, result.getDistributedDisk(), destination);
+    }
+
+    /**
+     * Helper threads for a batch of {@code results}, taken from this reader's {@code readThreads - 1}: one per
+     * {@link #BYTES_PER_HELPER} of its objects, no more than its keys less one, and only as many as other batches
+     * being read at the same time have left (each of their callers reads too). The caller gives them back.
+     */
+    private int helpers(List<MappingResult> results) {
+        long bytes = 0;
+        for (MappingResult result : results) {
+            bytes += result.getDistributedDisk().getObjectSize();
+        }
+        int wanted = (int) Math.min(Math.min(readThreads - 1, bytes / BYTES_PER_HELPER), results.size() - 1L);
+        int taken = 0;
+        while (taken < wanted && readHelpers.tryAcquire()) {
+            taken++;
+        }
+        return taken;
+    }
+
+    /** Whether no buffer is named twice among {@code destinations} (null: new buffers, all distinct). */
+    private static boolean distinct(List<ByteBuffer> destinations) {
+        if (destinations == null) {
+            return true;
+        }
+        java.util.Set<ByteBuffer> seen = Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (ByteBuffer destination : destinations) {
+            if (!seen.add(destination)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private Outcome read(String key, DistributedDiskDescriptor place, ByteBuffer destination) {

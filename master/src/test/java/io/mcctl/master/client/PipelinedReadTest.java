@@ -26,10 +26,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * {@link TierReader#getPipelined}: mapping calls that cover several read batches, batches handed over in
- * key order, and a key whose read lease ran short looked up again before it is read.
+ * key order, and a key whose read lease ran short looked up again before it is read, on one thread or several.
  */
 @Timeout(60)
 class PipelinedReadTest {
@@ -61,8 +63,11 @@ class PipelinedReadTest {
         return keys;
     }
 
-    static int sizeOf(String key) {
-        return 1 + Math.floorMod(key.hashCode(), 9000);
+    /** The smallest object this test writes: large enough, in the lease test, for a batch to be read on several threads. */
+    int smallest = 1;
+
+    int sizeOf(String key) {
+        return smallest + Math.floorMod(key.hashCode(), 9000);
     }
 
     double batchLookups() throws IOException, InterruptedException {
@@ -157,8 +162,10 @@ class PipelinedReadTest {
         }
     }
 
-    @Test
-    void a_key_whose_lease_ran_short_is_looked_up_again_and_read_where_it_lives_now() throws Exception {
+    @ParameterizedTest(name = "objects of {0} bytes and more, read on up to {1} threads")
+    @CsvSource({"1, 1", "100000, 4"})
+    void a_key_whose_lease_ran_short_is_looked_up_again_and_read_where_it_lives_now(int smallestObject, int readThreads) throws Exception {
+        smallest = smallestObject;
         // A short lease, so the sink can outlast it; the allocation deadline stays long.
         cluster = TierCluster.start(TierCluster.smallLayout(root, 8), Duration.ofSeconds(60), Duration.ofMillis(400), 2);
         List<String> keys = offload(cluster.node(0), "lease-", 8);
@@ -168,7 +175,7 @@ class PipelinedReadTest {
         byte[] newContent = content("new content of " + overwritten, 5000);
 
         List<TierReader.Outcome> all = new ArrayList<>();
-        reader.reader().getPipelined(TENANT, keys, 4, 8, new TierReader.BatchSink() {
+        new TierReader(reader.tier(), readThreads).getPipelined(TENANT, keys, 4, 8, new TierReader.BatchSink() {
             @Override
             public List<ByteBuffer> destinations(List<String> batch) {
                 return null;
@@ -203,6 +210,7 @@ class PipelinedReadTest {
             assertArrayEquals(expected, bytesOf(outcome.data()), keys.get(i));
         }
         assertNotEquals(sizeOf(overwritten), newContent.length, "the two versions differ in size too");
+        assertEquals(readThreads > 1, reader.tier().ioThreadsStarted() > 0, "batches of 4 objects of 100-109 KB have helpers");
     }
 
     @Test
