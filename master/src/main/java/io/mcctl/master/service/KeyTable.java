@@ -32,6 +32,7 @@ final class KeyTable {
         /** The next allocation in its hash chain. */
         InFlight chainNext;
         final Placement placement;
+        /** Written under the shard's lock; read without it by the reaper, as a hint only. */
         long deadlineNanos;
         final boolean overwrite;
         /** Whether the commit of this allocation is soft-pinned. */
@@ -61,8 +62,11 @@ final class KeyTable {
         MappingTable mappings = new MappingTable();
         /** In-flight allocations by scoped key. */
         final InFlights inFlight = new InFlights(0);
-        /** Oldest deadline first. */
-        InFlight head;
+        /**
+         * Oldest deadline first. Volatile so that the reaper can pass over a shard with nothing due without its lock
+         * ({@link PageService#reap}): a plain read could be stale; what it finds due it checks again under the lock.
+         */
+        volatile InFlight head;
         InFlight tail;
 
         void append(InFlight inFlight) {

@@ -811,11 +811,18 @@ public final class PageService {
             return 0;
         }
         long freed = 0;
+        long now = state.now();
         for (int s = 0; s < KeyTable.SHARDS; s++) {
             KeyTable.Shard shard = keys.shard(s);
+            // Most shards have nothing due: their oldest allocation is read without the lock, so that a pass over an
+            // idle or lookup-only master costs no lock at all. A shard's list is in deadline order, appended at its
+            // tail, so a head not due means nothing in the shard is; what looks due is checked again under the lock.
+            KeyTable.InFlight oldest = shard.head;
+            if (oldest == null || oldest.deadlineNanos - now > 0) {
+                continue;
+            }
             shard.lock.lock();
             try {
-                long now = state.now();
                 while (shard.head != null && shard.head.deadlineNanos - now <= 0) {
                     freed += expire(shard.head);
                     expiredAllocations.increment();
