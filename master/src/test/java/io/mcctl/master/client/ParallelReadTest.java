@@ -196,6 +196,41 @@ class ParallelReadTest {
     }
 
     @Test
+    void the_threads_take_indexes_in_order_so_that_what_a_stop_leaves_untaken_is_the_tail() throws Exception {
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        TierNode tier = cluster.node(0).tier();
+        java.util.SplittableRandom random = new java.util.SplittableRandom(20261204);
+        for (int round = 0; round < 200; round++) {
+            int count = 1 + random.nextInt(300);
+            int goOnFor = random.nextInt(count + 10); // how many asks say go on; the rest say stop
+            int helpers = random.nextInt(5);
+            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.ConcurrentHashMap<Integer, Integer> taken = new java.util.concurrent.ConcurrentHashMap<>();
+            int untaken = tier.shareOut(0, count, helpers, () -> asked.incrementAndGet() <= goOnFor, i -> {
+                taken.merge(i, 1, Integer::sum);
+                if (i % 7 == 0) {
+                    Thread.yield(); // so that the threads interleave
+                }
+            });
+            String what = "round " + round + ": " + count + " indexes, " + helpers + " helpers, " + goOnFor + " asks to go on";
+            assertTrue(untaken >= 1, what + ": the caller takes its first index without asking");
+            assertEquals(untaken, taken.size(), what);
+            for (int i = 0; i < untaken; i++) {
+                assertEquals(1, taken.get(i), what + ": index " + i + " taken once");
+            }
+            if (goOnFor >= count + helpers) {
+                assertEquals(count, untaken, what + ": nothing said stop before the last index");
+            }
+        }
+        IllegalStateException thrown = assertThrows(IllegalStateException.class, () -> tier.shareOut(0, 50, 3, () -> true, i -> {
+            if (i == 20) {
+                throw new IllegalStateException("index 20 failed");
+            }
+        }));
+        assertEquals("index 20 failed", thrown.getMessage());
+    }
+
+    @Test
     void read_threads_outside_one_to_sixty_four_are_refused_in_one_line() {
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> new TierReader(null, 0));
         assertEquals("read threads 0 must be from 1 to 64", none.getMessage());
