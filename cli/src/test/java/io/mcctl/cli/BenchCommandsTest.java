@@ -173,8 +173,8 @@ class BenchCommandsTest {
     void bench_io_refuses_keys_per_lookup_outside_what_the_master_takes() {
         CliRun run = CliRun.run("bench", "io", "--keys-per-lookup", "0").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("--keys-per-lookup 0") && run.err().contains("1 to 10000"), run.err());
-        CliRun threads = CliRun.run("bench", "io", "--read-threads", "65").expectExit(ExitCodes.USAGE);
-        assertEquals("mcctl: error: invalid --read-threads 65: allowed is 1 to 64", threads.err().strip());
+        CliRun threads = CliRun.run("bench", "io", "--read-threads", "17").expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: invalid --read-threads 17: allowed is 1 to 16", threads.err().strip());
     }
 
     @Test

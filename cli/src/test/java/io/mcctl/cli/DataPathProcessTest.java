@@ -106,7 +106,7 @@ class DataPathProcessTest {
             McctlProcess.Done refused = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString(),
                     "--read-threads", "0");
             assertEquals(2, refused.exitCode(), refused.err());
-            assertEquals("mcctl: error: invalid --read-threads 0: allowed is 1 to 64", refused.err().strip());
+            assertEquals("mcctl: error: invalid --read-threads 0: allowed is 1 to 16", refused.err().strip());
             assertFalse(Files.exists(out), "a refused get writes nothing");
 
             McctlProcess.Done get = McctlProcess.run(dir, env, "get", "--batch", dir.resolve("keys.txt").toString(), "--out", out.toString(),

@@ -40,8 +40,8 @@ public final class TierReader {
         }
     }
 
-    /** Most threads a reader may read a batch on, as the Python client allows. */
-    public static final int MAX_READ_THREADS = 64;
+    /** Most threads a reader may read a batch on: the calling thread and all of the node's IO threads but one. */
+    public static final int MAX_READ_THREADS = TierNode.IO_THREADS;
 
     /** Threads a reader reads a batch on unless told: the CPUs this process may use, at most 4. */
     public static final int DEFAULT_READ_THREADS = Math.min(4, Runtime.getRuntime().availableProcessors());

@@ -231,9 +231,9 @@ class ParallelReadTest {
     }
 
     @Test
-    void read_threads_outside_one_to_sixty_four_are_refused_in_one_line() {
+    void read_threads_outside_one_to_sixteen_are_refused_in_one_line() {
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> new TierReader(null, 0));
-        assertEquals("read threads 0 must be from 1 to 64", none.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> new TierReader(null, 65));
+        assertEquals("read threads 0 must be from 1 to 16", none.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new TierReader(null, 17));
     }
 }
