@@ -233,7 +233,7 @@ public final class TierReader {
 
     /**
      * Reads one batch whose mappings arrived, its keys taken in order by the calling thread and up to
-     * {@link #helpersFor} of the node's IO threads. A key whose lease has run short is looked up again, together
+     * {@link #helpers} of the node's IO threads. A key whose lease has run short is looked up again, together
      * with the rest of the batch (what is left unread is always its tail), before it is read; the fresh lease covers
      * only this batch's keys.
      */
