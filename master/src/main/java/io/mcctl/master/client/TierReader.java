@@ -239,7 +239,7 @@ public final class TierReader {
      */
     private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations, List<MappingResult> results, Lease lease) {
         Outcome[] outcomes = new Outcome[keys.size()];
-        int helpers = distinct(destinations) ? helpers(results) : 0; // one buffer named twice is filled in key order
+        int helpers = helpers(results, destinations);
         try {
             int from = 0;
             while (from < keys.size()) {
@@ -284,14 +284,18 @@ public final class TierReader {
     /**
      * Helper threads for a batch of {@code results}, taken from this reader's {@code readThreads - 1}: one per
      * {@link #BYTES_PER_HELPER} of its objects, no more than its keys less one, and only as many as other batches
-     * being read at the same time have left (each of their callers reads too). The caller gives them back.
+     * being read at the same time have left (each of their callers reads too); none when a buffer is named twice among
+     * {@code destinations}, which is then filled in key order. The caller gives them back.
      */
-    private int helpers(List<MappingResult> results) {
+    private int helpers(List<MappingResult> results, List<ByteBuffer> destinations) {
         long bytes = 0;
         for (MappingResult result : results) {
             bytes += result.getDistributedDisk().getObjectSize();
         }
         int wanted = (int) Math.min(Math.min(readThreads - 1, bytes / BYTES_PER_HELPER), results.size() - 1L);
+        if (wanted <= 0 || !distinct(destinations)) {
+            return 0;
+        }
         int taken = 0;
         while (taken < wanted && readHelpers.tryAcquire()) {
             taken++;
