@@ -285,7 +285,7 @@ complete -c mcctl -n '__mcctl_at snapshot recover' -s x -l stacktrace -d 'On err
 
 # mcctl snapshot wal
 complete -c mcctl -n '__mcctl_at snapshot wal' -f
-complete -c mcctl -n '__mcctl_at snapshot wal' -a 'dump' -d 'Print the decoded records of a state directory\'s write-ahead log in order: sequence, time (ISO-8601, UTC), change (allocated, committed, pending_dropped, removed, released) and its fields; places read bucket@offset+size.'
+complete -c mcctl -n '__mcctl_at snapshot wal' -a 'dump' -d 'Print the decoded records of a state directory\'s write-ahead log in order: sequence, time (ISO-8601, UTC), change (allocated, committed, pending_dropped, removed, released, reserved, reservation_closed, ...) and its fields; places read bucket@offset+size.'
 complete -c mcctl -n '__mcctl_at snapshot wal' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at snapshot wal' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at snapshot wal' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'

@@ -113,6 +113,12 @@ public final class SnapshotInspectCommand implements Callable<Integer> {
         counters.row("in flight", c.inFlight());
         counters.row("quarantined", SnapshotListCommand.plural(c.quarantinedRanges(), "range") + ", "
                 + SnapshotListCommand.plural(c.quarantinedPages(), "page"));
+        if (r.meta() != null && r.meta().getReservationsCount() > 0) {
+            // Open when the snapshot was taken: a recovery from it holds their free pages until their hold times.
+            counters.row("reservations", SnapshotListCommand.plural(r.meta().getReservationsCount(), "range") + " open, holding free pages "
+                    + "until " + Formats.iso(r.meta().getReservationsList().stream().mapToLong(io.mcctl.master.proto.v1.Reserved::getHoldUntilMs)
+                    .max().orElse(0)) + " after a crash");
+        }
         counters.row("tenants", c.tenants());
         counters.row("pages used", c.pagesUsed() + " of " + c.pagesTotal());
         out.print(counters.render());

@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl snapshot wal dump}: the write-ahead log, decoded. */
 @Command(name = "dump", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Print the decoded records of a state directory's write-ahead log in order: sequence, time (ISO-8601, UTC), "
-                + "change (allocated, committed, pending_dropped, removed, released) and its fields; places read bucket@offset+size.",
+                + "change (allocated, committed, pending_dropped, removed, released, reserved, reservation_closed, ...) and its fields; places read bucket@offset+size.",
                 "First one line per segment with its header: format version, minimum reader version, cluster id, first record "
                         + "and leader epoch (format 1: a segment written before segments had a header).",
                 "Text: one line per record, then a summary line. JSON (-o json): JSON Lines, one \"type\":\"segment\" object per "

@@ -84,6 +84,11 @@ public final class ChangeCodec {
                 };
                 yield new Change.PromotionEnded(e.getTenantId(), e.getKey(), placement(e.getPlacement()), outcome);
             }
+            case RESERVED -> reservation(record.getReserved());
+            case RESERVATION_CLOSED -> {
+                io.mcctl.master.proto.v1.ReservationClosed c = record.getReservationClosed();
+                yield new Change.ReservationClosed(c.getBucket(), c.getFirstPage(), c.getPages(), c.getOpenUntilMs());
+            }
             case CHANGE_NOT_SET -> throw new IllegalArgumentException("a change of a kind this mcctl does not know (written by a newer one?)");
         };
     }
@@ -138,10 +143,25 @@ public final class ChangeCodec {
             };
             record.setPromotionEnded(io.mcctl.master.proto.v1.PromotionEnded.newBuilder().setTenantId(e.tenant()).setKey(e.key())
                     .setPlacement(record(e.placement())).setOutcome(outcome));
+        } else if (change instanceof Change.Reserved r) {
+            record.setReserved(reservationRecord(r));
+        } else if (change instanceof Change.ReservationClosed c) {
+            record.setReservationClosed(io.mcctl.master.proto.v1.ReservationClosed.newBuilder().setBucket(c.bucket())
+                    .setFirstPage(c.firstPage()).setPages(c.pages()).setOpenUntilMs(c.openUntilMs()));
         } else {
             throw new IllegalArgumentException("no record for change " + change);
         }
         return record;
+    }
+
+    /** A reservation as the log and snapshots write it. */
+    public static io.mcctl.master.proto.v1.Reserved reservationRecord(Change.Reserved r) {
+        return io.mcctl.master.proto.v1.Reserved.newBuilder().setBucket(r.bucket()).setFirstPage(r.firstPage()).setPages(r.pages())
+                .setOpenUntilMs(r.openUntilMs()).setHoldUntilMs(r.holdUntilMs()).build();
+    }
+
+    public static Change.Reserved reservation(io.mcctl.master.proto.v1.Reserved r) {
+        return new Change.Reserved(r.getBucket(), r.getFirstPage(), r.getPages(), r.getOpenUntilMs(), r.getHoldUntilMs());
     }
 
     public static PlacementRecord record(Placement p) {

@@ -220,6 +220,8 @@ public final class Snapshotter {
                     .putAllSettings(settings)
                     .putAllTenantQuotas(pages.quotas())
                     .addAllPromotionTasks(pages.promotions().export().stream().map(ChangeCodec::promotionRecord).toList())
+                    // Read after the covered sequence: every reservation logged up to it and not closed is here.
+                    .addAllReservations(pages.reservations().stream().map(ChangeCodec::reservationRecord).toList())
                     .setLeaderEpoch(epoch)
                     .build());
             requireOwner("snapshot published");

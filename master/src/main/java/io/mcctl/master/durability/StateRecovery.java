@@ -264,6 +264,7 @@ public final class StateRecovery {
         reader.read(SnapshotFile.Section.QUARANTINE, QuarantineRecord.parser(), q -> restorer.quarantined(ChangeCodec.quarantined(q)));
         meta.getTenantQuotasMap().forEach((tenant, bytes) -> restorer.apply(new Change.QuotaSet(tenant, bytes)));
         meta.getPromotionTasksList().forEach(task -> restorer.apply(ChangeCodec.promotionTask(task)));
+        meta.getReservationsList().forEach(reserved -> restorer.reserved(ChangeCodec.reservation(reserved)));
         state.snapshot = path;
         state.snapshotSequence = meta.getWalSequence();
     }

@@ -150,13 +150,20 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** This log as the page service's change log: allocations and commits encoded from their fields. */
     public ChangeLog changeLog() {
-        return change -> {
-            if (change instanceof Change.Allocated a) {
-                appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
-            } else if (change instanceof Change.Committed c) {
-                appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
-            } else {
-                append(ChangeCodec.encode(change));
+        return new ChangeLog() {
+            @Override
+            public long append(Change change) {
+                if (change instanceof Change.Allocated a) {
+                    return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
+                } else if (change instanceof Change.Committed c) {
+                    return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
+                }
+                return WriteAheadLog.this.append(ChangeCodec.encode(change));
+            }
+
+            @Override
+            public long durableSequence() {
+                return lastDurable;
             }
         };
     }
@@ -226,7 +233,15 @@ public final class WriteAheadLog implements AutoCloseable {
      * finishes after the lease's deadline answers nothing OK, since a newer leader may have fenced the log before it.
      */
     public CompletableFuture<Void> whenDurable() {
-        CompletableFuture<Void> written = whenWritten();
+        return whenDurable(Long.MAX_VALUE);
+    }
+
+    /**
+     * {@link #whenDurable()} for the records up to {@code sequence} only (those appended later are not waited for);
+     * {@code Long.MAX_VALUE}: every record appended before this call.
+     */
+    public CompletableFuture<Void> whenDurable(long sequence) {
+        CompletableFuture<Void> written = whenWritten(sequence);
         if (epoch == 0) {
             return written;
         }
@@ -239,22 +254,39 @@ public final class WriteAheadLog implements AutoCloseable {
         });
     }
 
-    private CompletableFuture<Void> whenWritten() {
+    private CompletableFuture<Void> whenWritten(long sequence) {
         lock.lock();
         try {
             if (failure != null) {
                 return CompletableFuture.failedFuture(failure);
             }
-            if (lastDurable >= lastAppended) {
+            long upTo = Math.min(sequence, lastAppended);
+            if (lastDurable >= upTo) {
                 return CompletableFuture.completedFuture(null);
             }
             CompletableFuture<Void> future = new CompletableFuture<>();
-            waiters.add(new Waiter(lastAppended, future));
+            // Waiters stay in sequence order: the writer completes them from the head. One for an earlier sequence than
+            // the last waiter's goes before it (rare: an answer waiting for a reservation appended moments ago).
+            if (waiters.isEmpty() || waiters.peekLast().sequence() <= upTo) {
+                waiters.add(new Waiter(upTo, future));
+            } else {
+                insertInOrder(new Waiter(upTo, future));
+            }
             work.signal();
             return future;
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Caller holds the lock. */
+    private void insertInOrder(Waiter waiter) {
+        ArrayDeque<Waiter> later = new ArrayDeque<>();
+        while (!waiters.isEmpty() && waiters.peekLast().sequence() > waiter.sequence()) {
+            later.addFirst(waiters.pollLast());
+        }
+        waiters.add(waiter);
+        waiters.addAll(later);
     }
 
     public long lastAppended() {

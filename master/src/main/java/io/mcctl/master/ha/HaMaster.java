@@ -605,6 +605,7 @@ public final class HaMaster implements AutoCloseable {
         if (leading != null) {
             leading.housekeeping().shutdownNow();
             leading.clients().close();
+            leading.pages().closeAllReservations(); // refused by the log past the lease: the next leader holds their pages
             try {
                 leading.wal().close();
             } catch (IOException e) {

@@ -132,7 +132,7 @@ public final class LayoutGrowth {
     }
 
     private void awaitDurable() throws IOException {
-        CompletableFuture<Void> durable = durability.whenDurable();
+        CompletableFuture<Void> durable = durability.whenDurable(io.mcctl.master.service.AnswerBarrier.EVERYTHING);
         try {
             durable.get();
         } catch (InterruptedException e) {

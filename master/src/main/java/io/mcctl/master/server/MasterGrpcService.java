@@ -55,6 +55,7 @@ import io.mcctl.master.proto.v1.CheckPagesRequest;
 import io.mcctl.master.proto.v1.CheckPagesResponse;
 import io.mcctl.master.proto.v1.PageClaimant;
 import io.mcctl.master.proto.v1.PageRun;
+import io.mcctl.master.service.AnswerBarrier;
 import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
@@ -83,10 +84,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     /** Each bucket's path, UTF-8 encoded once: every descriptor carries one. */
     private final ByteString[] bucketPathBytes;
 
-    /** Completes once every change made so far is durable. */
+    /** When changes are durable. */
     @FunctionalInterface
     public interface Durability {
-        CompletableFuture<Void> whenDurable();
+        /** Completes once every change up to {@code sequence} is durable ({@link AnswerBarrier#EVERYTHING}: all made so far). */
+        CompletableFuture<Void> whenDurable(long sequence);
     }
 
     private final Durability durability;
@@ -220,15 +222,25 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
      * writer completes the answer after its fsync, one fsync for every call waiting at that moment.
      */
     private <T> void replyWhenDurable(StreamObserver<T> observer, T response) {
-        whenDurable(() -> reply(observer, response), observer::onError);
+        replyWhenDurable(observer, response, AnswerBarrier.EVERYTHING);
+    }
+
+    /** {@link #replyWhenDurable(StreamObserver, Object)} once the changes up to {@code sequence} are on disk (0: at once). */
+    private <T> void replyWhenDurable(StreamObserver<T> observer, T response, long sequence) {
+        whenDurable(sequence, () -> reply(observer, response), observer::onError);
     }
 
     /**
-     * Runs {@code answer} once every change made so far is on disk, or {@code fail} with the status that says the
-     * outcome is unknown when the log failed. Unary calls and the stream answer mutations through this alone.
+     * Runs {@code answer} once every change up to {@code sequence} is on disk ({@link AnswerBarrier#EVERYTHING}: every
+     * change made so far; 0: at once), or {@code fail} with the status that says the outcome is unknown when the log
+     * failed. Unary calls and the stream answer mutations through this alone.
      */
-    void whenDurable(Runnable answer, java.util.function.Consumer<StatusRuntimeException> fail) {
-        CompletableFuture<Void> durable = durability.whenDurable();
+    void whenDurable(long sequence, Runnable answer, java.util.function.Consumer<StatusRuntimeException> fail) {
+        if (sequence == 0) {
+            answer.run();
+            return;
+        }
+        CompletableFuture<Void> durable = durability.whenDurable(sequence);
         if (durable.isDone() && !durable.isCompletedExceptionally()) {
             answer.run();
             return;
@@ -249,28 +261,32 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void allocateDistributedPage(AllocateDistributedPageRequest request, StreamObserver<AllocateDistributedPageResponse> observer) {
-        Placement placement = orThrow(pages.allocate(request.getTenantId(), request.getKey(), request.getSize(), request.getOverwrite(),
-                request.getPin()));
+        AnswerBarrier answer = new AnswerBarrier();
+        Placement placement = orThrow(pages.allocate(pages.tenant(request.getTenantId()), request.getKey(), request.getSize(),
+                request.getOverwrite(), request.getPin(), answer));
         replyWhenDurable(observer, AllocateDistributedPageResponse.newBuilder().setDistributedDisk(toWire(placement))
-                .setDeadlineMs(pages.allocationDeadlineMillis()).build());
+                .setDeadlineMs(pages.allocationDeadlineMillis()).build(), answer.sequence());
     }
 
     @Override
     public void batchAllocateDistributedPage(BatchAllocateDistributedPageRequest request,
                                              StreamObserver<BatchAllocateDistributedPageResponse> observer) {
-        replyWhenDurable(observer, batchAllocate(request));
+        AnswerBarrier answer = new AnswerBarrier();
+        BatchAllocateDistributedPageResponse response = batchAllocate(request, answer);
+        replyWhenDurable(observer, response, answer.sequence());
     }
 
     // ---- the batch operations, one method each, shared by the unary calls and the Session stream ----
     // Each checks the request as a whole (throwing the call's status before anything changes), then acts key by key,
     // with each distinct tenant of the batch checked and resolved once.
 
-    BatchAllocateDistributedPageResponse batchAllocate(BatchAllocateDistributedPageRequest request) {
+    /** @param answer filled with what the answer must wait for: an allocation's own record need not be durable first */
+    BatchAllocateDistributedPageResponse batchAllocate(BatchAllocateDistributedPageRequest request, AnswerBarrier answer) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "sizes", request.getSizesCount());
         BatchAllocateDistributedPageResponse.Builder response = BatchAllocateDistributedPageResponse.newBuilder()
                 .setDeadlineMs(pages.allocationDeadlineMillis());
         List<Result<Placement>> results = pages.allocateAll(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList(),
-                request.getSizesList(), request.getOverwrite(), request.getPin());
+                request.getSizesList(), request.getOverwrite(), request.getPin(), answer);
         if (request.getPacked()) {
             PackedPlacements packed = PackedPlacements.forKeys(results.size());
             for (int i = 0; i < results.size(); i++) {
@@ -687,7 +703,8 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setEvictedBytes(pages.evictedBytesTotal())
                 .setEvictionRuns(pages.evictionRunsTotal()).setOldestUseAgeMs(pages.oldestUseAgeMillis())
                 .setPageAllocationsTotal(pages.pageAllocationsTotal())
-                .setPinnedKeys(pages.pinnedMappingCount()).setPinnedBytes(pages.pinnedBytes());
+                .setPinnedKeys(pages.pinnedMappingCount()).setPinnedBytes(pages.pinnedBytes())
+                .setReservationHeldPages(pages.heldPageCount());
         for (Map.Entry<String, long[]> t : pages.tenantCounters().entrySet()) {
             long[] c = t.getValue();
             lookups += c[2] + c[3];

@@ -107,6 +107,17 @@ public final class MasterMetrics {
                     .callback(cb -> cb.call(wal.recordsWritten())).register(registry);
             CounterWithCallback.builder().name("mcctl_wal_bytes_total").help("Bytes written to write-ahead log segments")
                     .callback(cb -> cb.call(wal.bytesWritten())).register(registry);
+            GaugeWithCallback.builder().name("mcctl_master_reservations")
+                    .help("Reservations not closed: page ranges where allocations are answered before their own log records are durable")
+                    .callback(cb -> cb.call(pages.reservationCount())).register(registry);
+            CounterWithCallback.builder().name("mcctl_master_reservations_opened_total").help("Reservations opened (one log record each)")
+                    .callback(cb -> cb.call(pages.reservationsOpenedTotal())).register(registry);
+            CounterWithCallback.builder().name("mcctl_master_allocations_reserved_total")
+                    .help("Allocations made inside a reservation, whose answers do not wait for their own log records")
+                    .callback(cb -> cb.call(pages.reservedAllocationsTotal())).register(registry);
+            GaugeWithCallback.builder().name("mcctl_master_reservation_held_pages")
+                    .help("Quarantined pages held for reservations a crash left open, until their hold times")
+                    .callback(cb -> cb.call(pages.heldPageCount())).register(registry);
             CounterWithCallback.builder().name("mcctl_wal_sync_seconds_total")
                     .help("Time spent writing and fsyncing the write-ahead log; over syncs_total, the mean commit time")
                     .callback(cb -> cb.call(wal.syncSeconds())).register(registry);

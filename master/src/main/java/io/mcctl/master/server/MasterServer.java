@@ -238,7 +238,7 @@ public final class MasterServer implements AutoCloseable {
             MasterMetrics metrics = new MasterMetrics(pages, wal);
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
-                    log == null ? () -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
+                    log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
             // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
             ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
             service.serveClients(clients, promotionSettings(options));
@@ -540,6 +540,8 @@ public final class MasterServer implements AutoCloseable {
         }
         metricsServer.stop();
         if (wal != null) {
+            // No call is served any more: the closes go in the log's last group, so a restart holds nothing for them.
+            pages.closeAllReservations();
             try {
                 wal.close();
             } catch (IOException e) {

@@ -12,6 +12,7 @@ import io.mcctl.master.proto.v1.SessionResponse;
 import io.mcctl.master.proto.v1.SessionResponses;
 import io.mcctl.master.security.AccessControl;
 import io.mcctl.master.security.MethodPermissions;
+import io.mcctl.master.service.AnswerBarrier;
 import io.mcctl.master.service.ChangeLog;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +21,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Session stream: each request it carries is checked by its unary twin's access rule, handed to the very method
- * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once, mutations once their
+ * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once, allocations once the
+ * reservations they were made in are durable (see {@link AnswerBarrier}), other mutations once their
  * changes are durable (so answers may overtake each other). A request that fails whole is answered with the status
  * its twin's call would have closed with; the stream goes on. A bundle's requests are served the same way, one after
  * the other, and answered in bundles: one message for what is answered at once, one for the mutations.
@@ -65,17 +67,13 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             outstanding++;
         }
         Served served = serve(request, arrived);
-        if (!served.afterDurable) {
-            answer(List.of(served));
-        } else {
-            service.whenDurable(() -> answer(List.of(served)), e -> answer(List.of(served.failedWith(e))));
-        }
+        service.whenDurable(served.awaitSequence, () -> answer(List.of(served)), e -> answer(List.of(served.failedWith(e))));
     }
 
     /**
      * The requests of a bundle, served one after the other as if each had come alone; what is answered at once goes
-     * out in one message, and the mutations' answers in another once the last of their changes is durable (one
-     * wait covers them all: it waits for every change made so far).
+     * out in one message, and the others' answers in another once the last change they wait for is durable (one
+     * wait covers them all: it waits for the highest sequence any of them needs).
      */
     private void onBundle(SessionRequest bundle, long arrived) {
         List<SessionRequest> members = bundle.getBundle().getRequestsList();
@@ -88,7 +86,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                 outstanding++;
             }
             answer(List.of(new Served(null, arrived, failure(bundle.getId(), WireErrors.exception(ErrorCode.INVALID_PARAMS,
-                    "session bundle " + bundle.getId() + " carries no request")), false)));
+                    "session bundle " + bundle.getId() + " carries no request")), 0)));
             return;
         }
         synchronized (responses) {
@@ -96,15 +94,17 @@ final class SessionStream implements StreamObserver<SessionRequest> {
         }
         List<Served> atOnce = new ArrayList<>(members.size());
         List<Served> afterDurable = new ArrayList<>(members.size());
+        long awaitSequence = 0;
         for (SessionRequest member : members) {
             Served served = serve(member, arrived);
-            (served.afterDurable ? afterDurable : atOnce).add(served);
+            (served.awaitSequence == 0 ? atOnce : afterDurable).add(served);
+            awaitSequence = Math.max(awaitSequence, served.awaitSequence);
         }
         if (!atOnce.isEmpty()) {
             answer(atOnce);
         }
         if (!afterDurable.isEmpty()) {
-            service.whenDurable(() -> answer(afterDurable), e -> {
+            service.whenDurable(awaitSequence, () -> answer(afterDurable), e -> {
                 List<Served> failed = new ArrayList<>(afterDurable.size());
                 for (Served served : afterDurable) {
                     failed.add(served.failedWith(e));
@@ -115,13 +115,14 @@ final class SessionStream implements StreamObserver<SessionRequest> {
     }
 
     /**
-     * What one request came to: its answer, and whether that answer must wait until the changes made so far are
-     * durable (a mutation that was done). {@code kind} is null for a bundle's own answer.
+     * What one request came to: its answer, and the log sequence that must be durable before it goes out: 0 for none (a
+     * lookup, a request refused whole, an allocation inside durable reservations), {@link AnswerBarrier#EVERYTHING} for
+     * every change made so far (a mutation that was done). {@code kind} is null for a bundle's own answer.
      */
-    private record Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, boolean afterDurable) {
+    private record Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, long awaitSequence) {
         /** The answer instead, when the log could not make the changes durable. */
         Served failedWith(StatusRuntimeException e) {
-            return new Served(kind, arrived, failure(response.getId(), e), false);
+            return new Served(kind, arrived, failure(response.getId(), e), 0);
         }
     }
 
@@ -132,38 +133,42 @@ final class SessionStream implements StreamObserver<SessionRequest> {
         try {
             if (kind == SessionRequest.RequestCase.BUNDLE) {
                 return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
-                        + " is a bundle inside a bundle: bundles do not nest")), false);
+                        + " is a bundle inside a bundle: bundles do not nest")), 0);
             }
             String twin = MethodPermissions.sessionTwin(kind);
             if (twin == null) {
                 return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INVALID_PARAMS, "session request " + id
-                        + " carries no request: allowed are allocate, notify, lookup, free, remove and a bundle of these")), false);
+                        + " carries no request: allowed are allocate, notify, lookup, free, remove and a bundle of these")), 0);
             }
             Status refused = guard == null
                     ? Status.PERMISSION_DENIED.withDescription("this master checks no access on its streams: use the unary calls")
                     : guard.refusal(twin, MethodPermissions.sessionInner(request));
             if (refused != null) {
-                return new Served(kind, arrived, failure(id, refused.asRuntimeException()), false);
+                return new Served(kind, arrived, failure(id, refused.asRuntimeException()), 0);
             }
             SessionResponse.Builder response = SessionResponse.newBuilder().setId(id);
             switch (kind) {
                 case LOOKUP -> {
-                    return new Served(kind, arrived, response.setLookup(service.batchLookup(request.getLookup())).build(), false);
+                    return new Served(kind, arrived, response.setLookup(service.batchLookup(request.getLookup())).build(), 0);
                 }
-                case ALLOCATE -> response.setAllocate(service.batchAllocate(request.getAllocate()));
+                case ALLOCATE -> {
+                    AnswerBarrier answer = new AnswerBarrier();
+                    response.setAllocate(service.batchAllocate(request.getAllocate(), answer));
+                    return new Served(kind, arrived, response.build(), answer.sequence());
+                }
                 case NOTIFY -> response.setNotify(service.notifySuccess(request.getNotify()));
                 case FREE -> response.setFree(service.batchFree(request.getFree()));
                 case REMOVE -> response.setRemove(service.batchRemove(request.getRemove()));
                 default -> throw new IllegalStateException("no handler for " + kind);
             }
-            return new Served(kind, arrived, response.build(), true);
+            return new Served(kind, arrived, response.build(), AnswerBarrier.EVERYTHING);
         } catch (StatusRuntimeException e) {
-            return new Served(kind, arrived, failure(id, e), false); // the check of the request as a whole: nothing of it was done
+            return new Served(kind, arrived, failure(id, e), 0); // the check of the request as a whole: nothing of it was done
         } catch (ChangeLog.Refused e) {
-            return new Served(kind, arrived, failure(id, WireErrors.changesRefused(e.getMessage())), false);
+            return new Served(kind, arrived, failure(id, WireErrors.changesRefused(e.getMessage())), 0);
         } catch (RuntimeException e) {
             LOG.error("session request {} failed", id, e);
-            return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)), false);
+            return new Served(kind, arrived, failure(id, WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + id + " failed: " + e)), 0);
         }
     }
 

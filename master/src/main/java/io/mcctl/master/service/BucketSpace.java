@@ -30,6 +30,14 @@ final class BucketSpace {
      */
     private volatile int[][] allocationStamps;
 
+    /**
+     * Per bucket, the highest log sequence of a change that freed pages in it (0: none since the start). Written under
+     * the bucket's allocator monitor before the pages are freed, so that an allocation, which takes that monitor to find
+     * its run, then reads a value at least as high as the sequence that freed any page it got: an answer that does not
+     * wait for the log waits for that sequence instead, and never hands out pages whose freeing a crash could undo.
+     */
+    private final long[] lastFreeSequence;
+
     private final LongAdder pageAllocations = new LongAdder();
     private final LongAdder pageFrees = new LongAdder();
     private final LongAdder allocationFailures = new LongAdder();
@@ -39,6 +47,7 @@ final class BucketSpace {
         this.layout = layout;
         this.bucketPaths = new String[layout.bucketCount()];
         this.allocators = new BitmapPageAllocator[layout.bucketCount()];
+        this.lastFreeSequence = new long[layout.bucketCount()];
         for (int b = 0; b < layout.bucketCount(); b++) {
             bucketPaths[b] = layout.bucketPath(b).toString();
             bucketByPath.put(bucketPaths[b], b);
@@ -126,8 +135,27 @@ final class BucketSpace {
     }
 
     void free(int bucket, long firstPage, long pages) {
-        allocators[bucket].free(firstPage, pages);
+        free(bucket, firstPage, pages, 0);
+    }
+
+    /** @param sequence the log sequence of the change that frees them (0: none, the pages were never handed out) */
+    void free(int bucket, long firstPage, long pages, long sequence) {
+        BitmapPageAllocator allocator = allocators[bucket];
+        synchronized (allocator) {
+            if (sequence > lastFreeSequence[bucket]) {
+                lastFreeSequence[bucket] = sequence;
+            }
+            allocator.free(firstPage, pages);
+        }
         pageFrees.add(pages);
+    }
+
+    /**
+     * The highest log sequence that freed pages of {@code bucket}, read after an allocation there: at least the one that
+     * freed any page of the allocation (see {@link #lastFreeSequence}'s field).
+     */
+    long lastFreeSequence(int bucket) {
+        return lastFreeSequence[bucket];
     }
 
     private void stamp(int bucket, long firstPage, long pages, long nowNanos) {

@@ -10,7 +10,8 @@ package io.mcctl.master.service;
  * already holds changes nothing.
  */
 public sealed interface Change permits Change.Allocated, Change.Renewed, Change.Committed, Change.AllocationDropped, Change.Removed,
-        Change.QuotaSet, Change.Released, Change.LayoutGrown, Change.PromotionQueued, Change.PromotionEnded {
+        Change.QuotaSet, Change.Released, Change.LayoutGrown, Change.PromotionQueued, Change.PromotionEnded, Change.Reserved,
+        Change.ReservationClosed {
 
     /** Why an in-flight allocation ended without a commit. */
     enum DropReason {
@@ -106,5 +107,22 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
 
     /** The promotion task of the mapping {@code placement} ended; its pin goes. */
     record PromotionEnded(String tenant, String key, Placement placement, PromotionOutcome outcome) implements Change {
+    }
+
+    /**
+     * Pages [{@code firstPage}, {@code firstPage + pages}) of {@code bucket}, in which allocations are answered before
+     * their own records are durable, until {@code openUntilMs}. Until a {@link ReservationClosed} names it, recovery holds
+     * the range's unclaimed pages until {@code holdUntilMs}: an allocation answered there before a crash, whose record
+     * was lost, has a writer that may write until its deadline (at most {@code openUntilMs} plus the allocation deadline),
+     * and the grace period after it.
+     */
+    record Reserved(int bucket, long firstPage, long pages, long openUntilMs, long holdUntilMs) implements Change {
+    }
+
+    /**
+     * A reservation closed: every allocation answered in it was appended to the log before this change, so recovery,
+     * which replays the log in order, finds them all and holds nothing for it.
+     */
+    record ReservationClosed(int bucket, long firstPage, long pages, long openUntilMs) implements Change {
     }
 }

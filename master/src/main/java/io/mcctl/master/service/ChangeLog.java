@@ -9,15 +9,20 @@ package io.mcctl.master.service;
 public interface ChangeLog {
 
     /** Records nothing. */
-    ChangeLog NONE = change -> {
-    };
+    ChangeLog NONE = change -> 0;
 
     /**
      * Takes {@code change} into the log, in order with every other change.
      *
+     * @return its sequence in the log (1, 2, 3, ...), or 0 when this log records nothing
      * @throws Refused when the log takes no more changes (it failed); the caller then applies nothing
      */
-    void append(Change change);
+    long append(Change change);
+
+    /** Every change up to this sequence is durable; a log that records nothing has nothing to wait for. */
+    default long durableSequence() {
+        return Long.MAX_VALUE;
+    }
 
     /** The log failed and takes no more changes: the master answers no mutation until it restarts. */
     final class Refused extends RuntimeException {

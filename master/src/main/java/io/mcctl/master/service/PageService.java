@@ -23,10 +23,16 @@ import java.util.function.LongSupplier;
  * allocation, or from quarantine once the last read lease on them (or an expired allocation's grace period) has
  * run out, so no reader ever sees a page reused under it and no late writer writes over another object.
  *
+ * <p>An allocation is answered without waiting for its own record when its pages lie in a durable reservation
+ * ({@link Reservations}; recovery holds the free pages of reservations a crash left open, as quarantine, until the
+ * writers answered there are done), and waits only for the reservation's record and for any change not yet durable
+ * that freed its pages ({@link AnswerBarrier}).
+ *
  * <p>The parts: {@link KeyTable} (mappings and in-flight allocations, in shards), {@link Quarantine},
- * {@link BucketSpace} (the allocators). Locks, and how they nest: the layout lock (only a layout grow, a snapshot's
- * start and a page check take it), then a shard lock (one at a time; see
- * {@link KeyTable}), then {@link Quarantine#lock}, then a bucket allocator's monitor. A change is logged and
+ * {@link Reservations}, {@link BucketSpace} (the allocators). Locks, and how they nest: the layout lock (only a layout
+ * grow, a snapshot's start and a page check take it), then a shard lock (one at a time; see {@link KeyTable}), then a
+ * bucket's reservations monitor (around an allocation's record; the reaper takes it alone to close reservations) or
+ * {@link Quarantine#lock}, then a bucket allocator's monitor; the log's lock is innermost. A change is logged and
  * applied under the same shard lock, so the log's order is the order changes of one key were applied in.
  *
  * <p>Validate, log, apply: a change the log refuses (it failed) is never applied, and a page run reserved for it
@@ -45,6 +51,10 @@ public final class PageService {
     private final BucketSpace space;
     private final long allocationDeadlineNanos;
     private final long allocationGraceNanos;
+    /** Pages a reservation is cut in: a 64th of a bucket, between 1 and {@value #MAX_RESERVATION_BLOCK_PAGES}. */
+    private final long reservationBlockPages;
+    /** How long a reservation is open for allocations: {@link #RESERVATION_OPEN}, or the allocation deadline if shorter. */
+    private final long reservationOpenNanos;
     private final long readLeaseNanos;
     private final ListingCursors listings = new ListingCursors();
 
@@ -54,6 +64,8 @@ public final class PageService {
     private volatile String refusal;
 
     private final LongAdder expiredAllocations = new LongAdder();
+    private final LongAdder reservationsOpened = new LongAdder();
+    private final LongAdder reservedAllocations = new LongAdder();
     private final Promotions promotions;
     /** Counts reads for promotion; null while promotion is off (no node has a DRAM segment). */
     private volatile PromotionAdmission admission;
@@ -83,7 +95,19 @@ public final class PageService {
         this.allocationGraceNanos = allocationGrace.toNanos();
         this.readLeaseNanos = readLease.toNanos();
         this.promotions = new Promotions(this, state, keys);
+        this.reservationBlockPages = Math.max(1, Math.min(MAX_RESERVATION_BLOCK_PAGES, layout.pagesPerBucket() / 64));
+        this.reservationOpenNanos = Math.min(RESERVATION_OPEN.toNanos(), allocationDeadlineNanos);
     }
+
+    /** The most pages one reservation block spans (64 MiB of 64 KiB pages). */
+    static final long MAX_RESERVATION_BLOCK_PAGES = 1024;
+    /** How long a reservation takes allocations; a crash holds its free pages for this plus the deadline and grace. */
+    static final Duration RESERVATION_OPEN = Duration.ofSeconds(2);
+    /**
+     * Open reservations a bucket may have at once. Allocations that land all over a bucket (where eviction freed room)
+     * would open one each; past this many they are answered once their own records are durable, as without reservations.
+     */
+    static final int MAX_OPEN_RESERVATIONS = 8;
 
     /** Promotion tasks into the DRAM tier. */
     public Promotions promotions() {
@@ -112,6 +136,17 @@ public final class PageService {
     public BucketLayout layout() {
         return state.layout;
     }
+
+    /**
+     * Whether allocations are answered inside reservations, before their own records are durable (the default), or each
+     * waits for its own record and no reservation is opened: the log then holds nothing but the page changes themselves,
+     * and a crash holds no pages beyond the allocations in flight.
+     */
+    public void setReservations(boolean on) {
+        this.reserving = on;
+    }
+
+    private volatile boolean reserving = true;
 
     /** Sends every later change to {@code log}. */
     public void setChangeLog(ChangeLog log) {
@@ -188,11 +223,16 @@ public final class PageService {
     }
 
     public Result<Placement> allocate(Tenant tenant, String key, long size, boolean overwrite, boolean pin) {
+        return allocate(tenant, key, size, overwrite, pin, new AnswerBarrier());
+    }
+
+    /** {@link #allocate}, noting in {@code answer} what the answer must wait for. */
+    public Result<Placement> allocate(Tenant tenant, String key, long size, boolean overwrite, boolean pin, AnswerBarrier answer) {
         String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key), KeyRules.checkSize(size, layout().bucketSize()));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
-        return allocateScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), size, overwrite, pin);
+        return allocateScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), size, overwrite, pin, answer);
     }
 
     /**
@@ -202,6 +242,12 @@ public final class PageService {
      */
     public List<Result<Placement>> allocateAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, List<Long> sizes,
                                                boolean overwrite, boolean pin) {
+        return allocateAll(tenants, tenantIds, keyList, sizes, overwrite, pin, new AnswerBarrier());
+    }
+
+    /** {@link #allocateAll}, noting in {@code answer} what the batch's answer must wait for. */
+    public List<Result<Placement>> allocateAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, List<Long> sizes,
+                                               boolean overwrite, boolean pin, AnswerBarrier answer) {
         int n = keyList.size();
         long[] bytes = new long[n];
         for (int i = 0; i < n; i++) {
@@ -211,19 +257,20 @@ public final class PageService {
         ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> KeyRules.checkSize(bytes[i], bucketSize));
         List<Result<Placement>> results = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            results.add(batch.scoped[i] == null ? allocate(batch.owners[i], keyList.get(i), bytes[i], overwrite, pin) // answers what is wrong
-                    : allocateScoped(batch.owners[i], keyList.get(i), batch.scoped[i], bytes[i], overwrite, pin));
+            results.add(batch.scoped[i] == null ? allocate(batch.owners[i], keyList.get(i), bytes[i], overwrite, pin, answer) // answers what is wrong
+                    : allocateScoped(batch.owners[i], keyList.get(i), batch.scoped[i], bytes[i], overwrite, pin, answer));
         }
         return results;
     }
 
     /** {@link #allocate} of a valid key of a valid tenant and a valid size, {@code scoped} being the two as the table keys them. */
-    private Result<Placement> allocateScoped(Tenant tenant, String key, String scoped, long size, boolean overwrite, boolean pin) {
+    private Result<Placement> allocateScoped(Tenant tenant, String key, String scoped, long size, boolean overwrite, boolean pin,
+                                            AnswerBarrier answer) {
         checkAccepting();
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, eviction.enabled());
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, eviction.enabled(), answer);
         } finally {
             shard.lock.unlock();
         }
@@ -231,7 +278,7 @@ public final class PageService {
 
     /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
     private Result<Placement> allocateLocked(Tenant resolvedTenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
-                                             boolean pin, boolean mayEvict) {
+                                             boolean pin, boolean mayEvict, AnswerBarrier answer) {
         String tenant = resolvedTenant.id;
         long now = state.now();
         long pages = layout().pagesFor(size);
@@ -261,7 +308,7 @@ public final class PageService {
                 } finally {
                     shard.lock.lock();
                 }
-                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
+                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, answer);
             }
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
@@ -280,20 +327,111 @@ public final class PageService {
             } finally {
                 shard.lock.lock();
             }
-            return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false);
+            return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, answer);
         }
         if (placement == null) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size), quarantineRetryAfterMillis());
         }
         Change.Allocated change = new Change.Allocated(tenant, key, placement, state.wallMillis(now + allocationDeadlineNanos), overwrite, pin);
         try {
-            changeLog.append(change);
+            answer.needs(appendAllocation(change, pages, now));
         } catch (ChangeLog.Refused e) {
             space.free(placement); // the run was reserved for this change alone: nothing else can have seen it
             throw e;
         }
         state.apply(change, scoped);
         return Result.ok(placement);
+    }
+
+    /**
+     * Appends an allocation's record and returns the log sequence its answer must wait for. Inside a reservation that is
+     * open (its record appended, and durable by the time the answer goes out) the answer need not wait for the
+     * allocation's own record: were it lost in a crash, recovery holds the reservation's unclaimed pages until the
+     * allocation's writer is done. So it waits for the reservation's record and for any change not yet durable that
+     * freed pages of the bucket (a crash could undo that free, and the pages would then be another object's). A bucket
+     * with no open reservation covering the run gets one, unless it has {@value #MAX_OPEN_RESERVATIONS} already: the
+     * answer then waits for everything, as without reservations. With nothing logged there is nothing to wait for.
+     *
+     * <p>The cover is checked and the record appended under the bucket's reservations monitor, which the reservation's
+     * close takes too: every allocation answered in a reservation is in the log before the record that closes it.
+     */
+    private long appendAllocation(Change.Allocated change, long pages, long now) {
+        ChangeLog log = changeLog;
+        if (log == ChangeLog.NONE) {
+            return 0;
+        }
+        if (!reserving) {
+            log.append(change);
+            return AnswerBarrier.EVERYTHING;
+        }
+        int bucket = change.placement().bucket();
+        long first = change.placement().offset() / layout().pageSize();
+        Reservations.Bucket reserved = state.reservations.bucket(bucket);
+        synchronized (reserved) {
+            Reservations.Reservation cover = reserved.covering(first, pages, now);
+            if (cover == null && reserved.openCount(now) < MAX_OPEN_RESERVATIONS) {
+                cover = reserve(bucket, first, first + pages, now);
+            }
+            log.append(change);
+            if (cover == null) {
+                return AnswerBarrier.EVERYTHING;
+            }
+            closePassed(reserved, first);
+            reserveAhead(reserved, bucket, first + pages, now);
+            reservedAllocations.increment();
+            return Math.max(cover.sequence, space.lastFreeSequence(bucket));
+        }
+    }
+
+    /**
+     * Logs and applies a reservation of the blocks that pages [from, to) of {@code bucket} touch, open from now for
+     * {@link #reservationOpenNanos}. Caller holds the bucket's reservations monitor.
+     */
+    private Reservations.Reservation reserve(int bucket, long from, long to, long now) {
+        long pagesPerBucket = layout().pagesPerBucket();
+        long first = from / reservationBlockPages * reservationBlockPages;
+        long end = Math.min(pagesPerBucket, (to + reservationBlockPages - 1) / reservationBlockPages * reservationBlockPages);
+        long openUntilMs = state.wallMillis(now + reservationOpenNanos);
+        // Held for as long as any allocation answered while it is open can be written: its deadline, then the grace.
+        long holdUntilMs = state.wallMillis(state.clockOf(openUntilMs) + allocationDeadlineNanos + allocationGraceNanos);
+        Change.Reserved change = new Change.Reserved(bucket, first, end - first, openUntilMs, holdUntilMs);
+        long sequence = changeLog.append(change);
+        state.apply(change, null, sequence);
+        reservationsOpened.increment();
+        return state.reservations.bucket(bucket).covering(from, to - from, now);
+    }
+
+    /**
+     * Closes this master's reservations of the bucket that end at or before {@code first}, where its allocator, which
+     * searches onwards from the end of its last run, has moved past them: allocations rarely come back there before their
+     * open time ends, and a bucket filling fast would otherwise keep a reservation open per block it filled. Caller holds
+     * the monitor; what was answered in them is in the log already.
+     */
+    private void closePassed(Reservations.Bucket reserved, long first) {
+        for (int i = 0; i < reserved.list.size(); ) {
+            Reservations.Reservation r = reserved.list.get(i);
+            if (r.recovered() || r.endPage() > first) {
+                i++;
+                continue;
+            }
+            Change.Reserved passed = r.change;
+            logAndApply(new Change.ReservationClosed(passed.bucket(), passed.firstPage(), passed.pages(), passed.openUntilMs()));
+        }
+    }
+
+    /**
+     * Opens the next reservation before the allocations reach it, so that they need not wait for its record: when no
+     * open reservation covers the half block from {@code next} (where the bucket's next allocation starts, its allocator
+     * searching onwards from the end of the last) for at least half its open time. Caller holds the monitor.
+     */
+    private void reserveAhead(Reservations.Bucket reserved, int bucket, long next, long now) {
+        long pagesPerBucket = layout().pagesPerBucket();
+        long from = next >= pagesPerBucket ? 0 : next;
+        long span = Math.min(Math.max(1, reservationBlockPages / 2), pagesPerBucket - from);
+        Reservations.Reservation ahead = reserved.covering(from, span, now + reservationOpenNanos / 2);
+        if (ahead == null && reserved.openCount(now) < MAX_OPEN_RESERVATIONS) {
+            reserve(bucket, from, Math.min(pagesPerBucket, from + 2 * reservationBlockPages), now);
+        }
     }
 
     /**
@@ -831,7 +969,82 @@ public final class PageService {
                 shard.lock.unlock();
             }
         }
+        closeReservations(now);
         return freed + releaseDueQuarantine();
+    }
+
+    /**
+     * Closes every reservation of this master's whose open time has ended at {@code now} ({@code Long.MAX_VALUE}: all of
+     * them), and forgets replayed ones whose hold has passed, each under its bucket's monitor: no allocation is answered
+     * in a reservation after its close, and every one answered there is in the log before it, so recovery holds
+     * nothing for it.
+     */
+    private void closeReservations(long now) {
+        long nowMs = nowWallMillis();
+        for (int b = 0; b < state.reservations.bucketCount(); b++) {
+            Reservations.Bucket reserved = state.reservations.bucket(b);
+            synchronized (reserved) {
+                for (int i = 0; i < reserved.list.size(); ) {
+                    Reservations.Reservation r = reserved.list.get(i);
+                    if (r.recovered()) {
+                        // Never closed (see Reservations); once its hold has passed, a replay would hold nothing for it.
+                        if (r.change.holdUntilMs() <= nowMs) {
+                            reserved.list.remove(i);
+                        } else {
+                            i++;
+                        }
+                        continue;
+                    }
+                    if (now != Long.MAX_VALUE && r.openUntilNanos - now > 0) {
+                        i++;
+                        continue;
+                    }
+                    Change.Reserved open = r.change;
+                    // Applying it takes it off the list: the next one moves to index i.
+                    logAndApply(new Change.ReservationClosed(open.bucket(), open.firstPage(), open.pages(), open.openUntilMs()));
+                }
+            }
+        }
+    }
+
+    /**
+     * Closes every reservation this master opened, for a master that stops: once the log has made the closes durable, a
+     * restart holds no pages for them. Allocations answered after this open new ones; a master stops taking calls first.
+     */
+    public void closeAllReservations() {
+        if (refusal != null) {
+            return;
+        }
+        try {
+            closeReservations(Long.MAX_VALUE);
+        } catch (ChangeLog.Refused e) {
+            // The log takes no more (it failed, or the leader lease lapsed): the next start holds their pages instead.
+        }
+    }
+
+    /** Reservations not closed (open for allocations, or waiting for the reaper to close them). */
+    public int reservationCount() {
+        return state.reservations.count();
+    }
+
+    /** Reservations opened since the start. */
+    public long reservationsOpenedTotal() {
+        return reservationsOpened.sum();
+    }
+
+    /** Allocations made inside a reservation since the start: answered without waiting for their own records. */
+    public long reservedAllocationsTotal() {
+        return reservedAllocations.sum();
+    }
+
+    /** This service's clock now, as the wall-clock milliseconds its changes log (what recovery compares holds with). */
+    public long nowWallMillis() {
+        return state.wallMillis(state.now());
+    }
+
+    /** The reservations not closed, as their changes: what a snapshot keeps. */
+    public List<Change.Reserved> reservations() {
+        return state.reservations.all();
     }
 
     /** Releases the quarantined ranges whose time has come; returns the pages freed. Caller holds no shard lock. */
@@ -847,7 +1060,14 @@ public final class PageService {
                 }
                 // Applied before the lock is let go, so that a range is never out of quarantine yet still allocated
                 // where a check holding this lock would see it as leaked.
-                logAndApply(new Change.Released(due.bucket(), due.firstPage(), due.pages()));
+                Change.Released released = new Change.Released(due.bucket(), due.firstPage(), due.pages());
+                if (due.hold()) {
+                    // Not logged: every recovery derives a hold from its reservation, and holds nothing once its time has
+                    // passed, so no crash can undo this release (nor need a record to redo it).
+                    state.apply(released);
+                } else {
+                    logAndApply(released);
+                }
                 freed += due.pages();
             } finally {
                 quarantine.lock.unlock();
@@ -881,8 +1101,8 @@ public final class PageService {
 
     /** @param scopedKey the change's key as tenant, NUL, key when the caller has it, so the transition need not build it again */
     void logAndApply(Change change, String scopedKey) {
-        changeLog.append(change);
-        state.apply(change, scopedKey);
+        long sequence = changeLog.append(change);
+        state.apply(change, scopedKey, sequence);
     }
 
     private void checkAccepting() {
@@ -1646,13 +1866,24 @@ public final class PageService {
         }
     }
 
-    /** The quarantined ranges, for a snapshot. */
+    /** The quarantined ranges, for a snapshot: without the holds, which recovery derives from the reservations it keeps. */
     public List<QuarantinedRange> exportQuarantine() {
+        return quarantined(false);
+    }
+
+    /** The ranges held for reservations a crash left open (see {@link #pagesHeldForReservations}). */
+    public List<QuarantinedRange> exportHolds() {
+        return quarantined(true);
+    }
+
+    private List<QuarantinedRange> quarantined(boolean holds) {
         quarantine.lock.lock();
         try {
             List<QuarantinedRange> out = new ArrayList<>();
             for (Quarantine.Range q : quarantine.ranges()) {
-                out.add(new QuarantinedRange(q.bucket(), q.firstPage(), q.pages(), state.wallMillis(q.releaseNanos())));
+                if (q.hold() == holds) {
+                    out.add(new QuarantinedRange(q.bucket(), q.firstPage(), q.pages(), state.wallMillis(q.releaseNanos())));
+                }
             }
             return out;
         } finally {
@@ -1702,6 +1933,11 @@ public final class PageService {
         /** An in-flight allocation a snapshot holds. */
         public void inFlight(Change.Allocated allocation) {
             state.apply(allocation);
+        }
+
+        /** A reservation a snapshot holds (one not closed when it was taken). */
+        public void reserved(Change.Reserved reservation) {
+            state.apply(reservation);
         }
 
         /** A quarantined range a snapshot holds. */
@@ -1754,6 +1990,7 @@ public final class PageService {
         public void finish() {
             finishTables();
             ClaimedPages claims = claimAll();
+            holdReserved(claims);
             java.util.stream.IntStream.range(0, space.allocators.length).parallel()
                     .forEach(b -> space.allocators[b].restoreAllocated(claims.claimed(b)));
             state.finishRestore();
@@ -1869,6 +2106,56 @@ public final class PageService {
         return claims;
     }
 
+    /**
+     * Holds the pages of every reservation left unclosed that nothing claims, until its hold time, as quarantined ranges
+     * (claimed in {@code claims} too): an allocation answered there before the crash may have lost its record, and its
+     * writer may write until its deadline and grace. Reservations whose hold has passed hold nothing. The longest holds
+     * go first, so a page two reservations cover waits for the later time. The reservations stay, never closed, until
+     * their holds pass: what they hold is quarantine that is not logged, which a crash before a snapshot would lose, and
+     * the next recovery then holds their pages again.
+     */
+    private void holdReserved(ClaimedPages claims) {
+        long nowMs = nowWallMillis();
+        List<Change.Reserved> unclosed = new ArrayList<>(state.reservations.all());
+        unclosed.sort((a, b) -> Long.compare(b.holdUntilMs(), a.holdUntilMs()));
+        for (Change.Reserved r : unclosed) {
+            if (r.holdUntilMs() <= nowMs || r.bucket() < 0 || r.bucket() >= layout().bucketCount()) {
+                continue;
+            }
+            long end = Math.min(r.firstPage() + r.pages(), layout().pagesPerBucket());
+            long[] claimed = claims.claimed(r.bucket());
+            long runStart = -1;
+            for (long page = Math.max(0, r.firstPage()); page <= end; page++) {
+                boolean free = page < end && (claimed[(int) (page >>> 6)] & (1L << page)) == 0;
+                if (free && runStart < 0) {
+                    runStart = page;
+                } else if (!free && runStart >= 0) {
+                    quarantine.add(new Quarantine.Range(state.clockOf(r.holdUntilMs()), r.bucket(), runStart, page - runStart, true));
+                    claims.add(r.bucket(), runStart, page - runStart);
+                    heldPages += page - runStart;
+                    runStart = -1;
+                }
+            }
+        }
+    }
+
+    /** Pages recovery held for reservations left unclosed (see {@link #holdReserved}). */
+    private long heldPages;
+
+    /** Pages held now for reservations a crash left open (released at their hold times). */
+    public long heldPageCount() {
+        long held = 0;
+        for (QuarantinedRange range : exportHolds()) {
+            held += range.pages();
+        }
+        return held;
+    }
+
+    /** Pages the last recovery held for reservations a crash left unclosed. */
+    public long pagesHeldForReservations() {
+        return heldPages;
+    }
+
     private boolean inLayout(Placement p) {
         return p.bucket() >= 0 && p.bucket() < layout().bucketCount() && p.offset() >= 0 && p.offset() % layout().pageSize() == 0 && p.size() > 0
                 && p.offset() + p.size() <= layout().bucketSize();
@@ -1915,6 +2202,10 @@ public final class PageService {
         void inFlight(Change.Allocated allocation);
 
         void quarantined(QuarantinedRange range);
+
+        /** A range held for a reservation a crash left open (quarantine that recovery derives, not snapshotted). */
+        default void held(QuarantinedRange range) {
+        }
     }
 
     /** Visits the whole state, one shard at a time under its lock. */
@@ -1931,6 +2222,7 @@ public final class PageService {
             copy.inFlight.forEach(visitor::inFlight);
         }
         exportQuarantine().forEach(visitor::quarantined);
+        exportHolds().forEach(visitor::held);
     }
 
     /**

@@ -52,6 +52,8 @@ final class PageState {
     final AtomicLong pinnedMappings = new AtomicLong();
     final LongAdder pinnedBytes = new LongAdder();
     final ConcurrentHashMap<String, TenantUsage> tenants = new ConcurrentHashMap<>();
+    /** Reservations not closed: open for allocations while serving; what recovery holds once replayed. */
+    final Reservations reservations;
     /**
      * Promotion tasks by scoped key, at most one per key, each about the key's committed mapping of that moment. Filled
      * and emptied only by {@link #apply} (a task's holder excepted, which is not logged); changed under the key's shard
@@ -86,6 +88,7 @@ final class PageState {
     PageState(BucketLayout layout, LongSupplier nanoClock, LongSupplier wallClock) {
         this.layout = layout;
         this.space = new BucketSpace(layout);
+        this.reservations = new Reservations(layout.bucketCount());
         // Times are kept relative to construction so they never go below zero and 0 can mean "no read lease";
         // System.nanoTime() itself may be negative.
         long origin = nanoClock.getAsLong();
@@ -118,24 +121,30 @@ final class PageState {
     // ---- the transitions ----
 
     void apply(Change change) {
-        apply(change, null);
+        apply(change, null, 0);
+    }
+
+    void apply(Change change, String scopedKey) {
+        apply(change, scopedKey, 0);
     }
 
     /**
      * @param scopedKey the change's key as tenant, NUL, key when the caller holds it already (serving: the very string
      *                  whose hash the table has cached), else null
+     * @param sequence  the change's log sequence while serving (0 on replay, or when nothing is logged): pages it frees
+     *                  are not handed out in an answer that does not wait for it ({@link BucketSpace#lastFreeSequence})
      */
-    void apply(Change change, String scopedKey) {
+    void apply(Change change, String scopedKey, long sequence) {
         if (change instanceof Change.Allocated a) {
             allocated(a, scopedKey != null ? scopedKey : KeyRules.scopedKey(a.tenant(), a.key()));
         } else if (change instanceof Change.Committed c) {
-            committed(c, scopedKey != null ? scopedKey : KeyRules.scopedKey(c.tenant(), c.key()));
+            committed(c, scopedKey != null ? scopedKey : KeyRules.scopedKey(c.tenant(), c.key()), sequence);
         } else if (change instanceof Change.AllocationDropped d) {
-            dropped(d, scopedKey != null ? scopedKey : KeyRules.scopedKey(d.tenant(), d.key()));
+            dropped(d, scopedKey != null ? scopedKey : KeyRules.scopedKey(d.tenant(), d.key()), sequence);
         } else if (change instanceof Change.Removed r) {
-            removed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()));
+            removed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()), sequence);
         } else if (change instanceof Change.Released r) {
-            released(r);
+            released(r, sequence);
         } else if (change instanceof Change.Renewed r) {
             renewed(r, scopedKey != null ? scopedKey : KeyRules.scopedKey(r.tenant(), r.key()));
         } else if (change instanceof Change.QuotaSet q) {
@@ -150,6 +159,10 @@ final class PageState {
             }
         } else if (change instanceof Change.PromotionEnded e) {
             endPromotion(scopedKey != null ? scopedKey : KeyRules.scopedKey(e.tenant(), e.key()), e.placement());
+        } else if (change instanceof Change.Reserved r) {
+            reservations.add(r, sequence, clockOf(r.openUntilMs()));
+        } else if (change instanceof Change.ReservationClosed c) {
+            reservations.close(c);
         } else {
             throw new IllegalArgumentException("unknown change " + change);
         }
@@ -187,7 +200,7 @@ final class PageState {
         shard.append(pending);
     }
 
-    private void committed(Change.Committed c, String scoped) {
+    private void committed(Change.Committed c, String scoped, long sequence) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         // The allocation this commit ends is in flight no more, even when the snapshot already holds the commit: its
         // Allocated record, replayed just before, has put it back.
@@ -208,7 +221,7 @@ final class PageState {
                 promotions.remove(scoped, promoting); // it copied the mapping this commit replaces
             }
             if (table.sameRange(m, c.replaced())) {
-                release(c.replaced(), c.replacedReleaseMs());
+                release(c.replaced(), c.replacedReleaseMs(), sequence);
             }
             usage.bytes.add(-table.size(m));
             if (table.pinned(m)) {
@@ -231,17 +244,17 @@ final class PageState {
         usage.bytes.add(placement.size());
     }
 
-    private void dropped(Change.AllocationDropped d, String scoped) {
+    private void dropped(Change.AllocationDropped d, String scoped, long sequence) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         KeyTable.InFlight pending = shard.inFlight.get(scoped);
         if (pending == null || !pending.placement.sameRange(d.placement())) {
             return;
         }
         endInFlight(shard, pending, d.tenant());
-        release(d.placement(), d.releaseMs());
+        release(d.placement(), d.releaseMs(), sequence);
     }
 
-    private void removed(Change.Removed r, String scoped) {
+    private void removed(Change.Removed r, String scoped, long sequence) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         MappingTable table = shard.mappings;
         int m = table.find(scoped);
@@ -263,7 +276,7 @@ final class PageState {
         endPromotion(scoped, r.placement()); // its source is gone
         table.remove(m);
         mappings.decrementAndGet();
-        release(r.placement(), r.releaseMs());
+        release(r.placement(), r.releaseMs(), sequence);
     }
 
     /**
@@ -288,9 +301,9 @@ final class PageState {
         }
     }
 
-    private void released(Change.Released r) {
+    private void released(Change.Released r, long sequence) {
         if (quarantine.remove(r.bucket(), r.firstPage(), r.pages())) {
-            freePages(r.bucket(), r.firstPage(), r.pages());
+            freePages(r.bucket(), r.firstPage(), r.pages(), sequence);
         }
     }
 
@@ -304,19 +317,19 @@ final class PageState {
     }
 
     /** A range leaving a mapping or an allocation: free at once ({@code releaseMs} 0), or quarantined until then. */
-    private void release(Placement placement, long releaseMs) {
+    private void release(Placement placement, long releaseMs, long sequence) {
         long firstPage = placement.offset() / layout.pageSize();
         long pages = layout.pagesFor(placement.size());
         if (releaseMs > 0) {
             quarantine.add(new Quarantine.Range(clockOf(releaseMs), placement.bucket(), firstPage, pages));
         } else {
-            freePages(placement.bucket(), firstPage, pages);
+            freePages(placement.bucket(), firstPage, pages, sequence);
         }
     }
 
-    private void freePages(int bucket, long firstPage, long pages) {
+    private void freePages(int bucket, long firstPage, long pages, long sequence) {
         if (bitmapsInStep) {
-            space.free(bucket, firstPage, pages);
+            space.free(bucket, firstPage, pages, sequence);
         }
     }
 

@@ -9,14 +9,22 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Freed page ranges waiting before they may be reused: behind the read leases of a removed or replaced mapping,
- * or for the grace period after an in-flight allocation's deadline (a late writer may still be writing).
+ * or for the grace period after an in-flight allocation's deadline (a late writer may still be writing), or held for a
+ * reservation a crash left open ({@link Range#hold}: derived by recovery from the reservation, so neither snapshotted
+ * nor released through the log).
  *
  * <p>{@link #lock} guards the queue. It nests inside a shard lock and outside a bucket's allocator monitor.
  */
 final class Quarantine {
 
-    /** One range and the time (service clock) from which it may be released. */
-    record Range(long releaseNanos, int bucket, long firstPage, long pages) {
+    /**
+     * One range and the time (service clock) from which it may be released; {@code hold}: held for a reservation (see
+     * {@link PageService#pagesHeldForReservations}), which every recovery derives again from the reservation itself.
+     */
+    record Range(long releaseNanos, int bucket, long firstPage, long pages, boolean hold) {
+        Range(long releaseNanos, int bucket, long firstPage, long pages) {
+            this(releaseNanos, bucket, firstPage, pages, false);
+        }
     }
 
     final ReentrantLock lock = new ReentrantLock();

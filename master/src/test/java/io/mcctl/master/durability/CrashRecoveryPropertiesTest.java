@@ -40,7 +40,9 @@ import net.jqwik.api.lifecycle.AddLifecycleHook;
  * against the model (what each key holds, what each call answers), and the pages against the claims (the master's
  * own page check: nothing leaked, nothing claimed twice). A crash taken while a change is still unacknowledged may
  * keep or lose that change, and nothing else; one taken with everything acknowledged must recover exactly the live
- * state (mappings, in-flight allocations with their deadlines, quarantine with its release times, bitmaps).
+ * state (mappings, in-flight allocations with their deadlines, quarantine with its release times, bitmaps), with the
+ * pages of every reservation left open held until its hold time. An allocation answered inside a reservation and then
+ * lost with its record in a crash is remembered: no later allocation may get its pages while its writer may write.
  */
 @AddLifecycleHook(PropertyTimeout.class)
 class CrashRecoveryPropertiesTest {
@@ -53,7 +55,7 @@ class CrashRecoveryPropertiesTest {
     static final String[] TENANTS = {"t1", "t2"};
 
     enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
-        CRASH_UNACKNOWLEDGED, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED, PROMOTE, PROMOTION_TAKE, PROMOTION_END }
+        CRASH_UNACKNOWLEDGED, ANSWERED_THEN_CRASH, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED, PROMOTE, PROMOTION_TAKE, PROMOTION_END }
 
     /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
     static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
@@ -71,7 +73,7 @@ class CrashRecoveryPropertiesTest {
                 Tuple.of(12, Kind.ALLOCATE), Tuple.of(4, Kind.ALLOCATE_OVERWRITE), Tuple.of(12, Kind.NOTIFY), Tuple.of(1, Kind.NOTIFY_WRONG),
                 Tuple.of(3, Kind.FREE), Tuple.of(5, Kind.REMOVE), Tuple.of(5, Kind.LOOKUP), Tuple.of(2, Kind.RENEW), Tuple.of(2, Kind.DROP),
                 Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
-                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.EVICT), Tuple.of(1, Kind.QUOTA),
+                Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.ANSWERED_THEN_CRASH), Tuple.of(3, Kind.EVICT), Tuple.of(1, Kind.QUOTA),
                 Tuple.of(1, Kind.GROW), Tuple.of(1, Kind.GROW_THEN_CRASH_UNACKNOWLEDGED),
                 Tuple.of(3, Kind.PROMOTE), Tuple.of(2, Kind.PROMOTION_TAKE), Tuple.of(2, Kind.PROMOTION_END));
         Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
@@ -92,6 +94,17 @@ class CrashRecoveryPropertiesTest {
         /** Whether the in-flight allocation is past its deadline at {@code now} (the service's own test: deadline - now <= 0). */
         boolean expired(long now) {
             return inFlight != null && deadline - now <= 0;
+        }
+    }
+
+    /**
+     * An allocation answered (inside a durable reservation) whose record a crash lost: recovery does not know it, but its
+     * writer may write its pages until its deadline, and late by the grace after it; until then no allocation may get them.
+     */
+    record Ghost(Placement placement, long writableUntil) {
+        boolean overlaps(Placement other) {
+            return other.bucket() == placement.bucket() && other.offset() < placement.offset() + placement.size()
+                    && placement.offset() < other.offset() + other.size();
         }
     }
 
@@ -144,6 +157,7 @@ class CrashRecoveryPropertiesTest {
         Path stateDir = root.resolve("state");
         Files.createDirectories(stateDir);
         Map<String, KeyModel> model = new HashMap<>();
+        List<Ghost> ghosts = new ArrayList<>();
         Live live = new Live(stateDir);
         int crashes = 0;
         try {
@@ -172,6 +186,10 @@ class CrashRecoveryPropertiesTest {
                         } else if (r.isOk()) {
                             km.inFlight = r.value();
                             km.deadline = now + DEADLINE.toNanos();
+                            for (Ghost ghost : ghosts) {
+                                assertTrue(ghost.writableUntil - now <= 0 || !ghost.overlaps(r.value()), where + ": " + r.value()
+                                        + " overlaps " + ghost + ", an allocation answered before the last crash whose writer may still write");
+                            }
                         } else {
                             assertEquals(ErrorCode.NO_AVAILABLE_HANDLE, r.error(), where);
                         }
@@ -289,13 +307,37 @@ class CrashRecoveryPropertiesTest {
                     case GROW_THEN_CRASH_UNACKNOWLEDGED -> {
                         // A grow appended and not waited for: the crash keeps it or loses it, whole, and nothing else.
                         live.durable();
-                        List<String> without = StateFixtures.dump(live.pages);
+                        StateFixtures.Captured without = StateFixtures.capture(live.pages);
                         assertTrue(live.pages.growLayout(live.pages.layout().bucketSize() + step.pages() * PAGE).isOk(), where);
-                        List<String> with = StateFixtures.dump(live.pages);
+                        StateFixtures.Captured with = StateFixtures.capture(live.pages);
                         Live recovered = crash(live, stateDir, root, crashes++);
                         List<String> got = StateFixtures.dump(recovered.pages);
-                        assertTrue(sameState(with, got) || sameState(without, got), where
+                        assertTrue(sameState(with.afterCrash(recovered.pages), got) || sameState(without.afterCrash(recovered.pages), got), where
                                 + ": recovered neither with nor without the unacknowledged grow:\n" + String.join("\n", got));
+                        live = recovered;
+                        model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
+                    }
+                    case ANSWERED_THEN_CRASH -> {
+                        // An allocation whose answer waited for nothing of its own, then a crash that loses its record (the
+                        // state directory as it was, everything durable, before the allocation): recovery must hold its pages
+                        // for as long as its writer may write them.
+                        if (km.inFlight != null) {
+                            break;
+                        }
+                        live.durable();
+                        StateFixtures.Captured before = StateFixtures.capture(live.pages);
+                        Path durableCopy = copyState(stateDir, root, crashes);
+                        long durable = live.wal.lastDurable();
+                        live.pages.setEviction(PageService.EvictionPolicy.OFF);
+                        io.mcctl.master.service.AnswerBarrier answer = new io.mcctl.master.service.AnswerBarrier();
+                        Result<Placement> r = live.pages.allocate(live.pages.tenant(tenant), key, step.pages() * PAGE, true, false, answer);
+                        live.pages.setEviction(EVICTION);
+                        if (r.isOk() && answer.sequence() <= durable) {
+                            ghosts.add(new Ghost(r.value(), now + DEADLINE.toNanos() + GRACE.toNanos()));
+                        }
+                        Live recovered = crashTo(live, durableCopy, stateDir);
+                        crashes++;
+                        assertSameState(before.afterCrash(recovered.pages), StateFixtures.dump(recovered.pages), where);
                         live = recovered;
                         model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
                     }
@@ -305,9 +347,9 @@ class CrashRecoveryPropertiesTest {
                     }
                     case CRASH -> {
                         live.durable();
-                        List<String> before = StateFixtures.dump(live.pages);
+                        StateFixtures.Captured before = StateFixtures.capture(live.pages);
                         Live recovered = crash(live, stateDir, root, crashes++);
-                        assertSameState(before, StateFixtures.dump(recovered.pages), where);
+                        assertSameState(before.afterCrash(recovered.pages), StateFixtures.dump(recovered.pages), where);
                         live = recovered;
                         model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
                     }
@@ -318,21 +360,24 @@ class CrashRecoveryPropertiesTest {
                             break;
                         }
                         live.durable();
-                        List<String> without = StateFixtures.dump(live.pages);
+                        StateFixtures.Captured without = StateFixtures.capture(live.pages);
                         live.pages.setEviction(PageService.EvictionPolicy.OFF); // one change, not evictions before it
                         Result<Placement> r = live.pages.allocate(tenant, key, PAGE, true);
                         live.pages.setEviction(EVICTION);
-                        List<String> with = StateFixtures.dump(live.pages);
+                        StateFixtures.Captured with = StateFixtures.capture(live.pages);
+                        // The allocation may have opened a reservation, appended before its own record: the log may keep that alone.
+                        StateFixtures.Captured reservedOnly = new StateFixtures.Captured(without.lines(), with.reservations(), without.bitmaps(),
+                                without.quarantinedPages());
                         Live recovered = crash(live, stateDir, root, crashes++);
                         List<String> got = StateFixtures.dump(recovered.pages);
                         if (r.isOk()) {
-                            boolean kept = sameState(with, got);
-                            assertTrue(kept || sameState(without, got), where + ": recovered neither with nor without the unacknowledged change:\n"
-                                    + String.join("\n", got));
+                            boolean kept = sameState(with.afterCrash(recovered.pages), got);
+                            assertTrue(kept || sameState(without.afterCrash(recovered.pages), got) || sameState(reservedOnly.afterCrash(recovered.pages), got),
+                                    where + ": recovered neither with nor without the unacknowledged change:\n" + String.join("\n", got));
                             km.inFlight = kept ? r.value() : null;
                             km.deadline = now + DEADLINE.toNanos();
                         } else {
-                            assertSameState(without, got, where);
+                            assertSameState(without.afterCrash(recovered.pages), got, where);
                         }
                         live = recovered;
                         model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
@@ -355,6 +400,11 @@ class CrashRecoveryPropertiesTest {
      * would trim the log), copied aside before the old log's writer could change them; then recovers from the copy.
      */
     private Live crash(Live live, Path stateDir, Path root, int crash) throws Exception {
+        return crashTo(live, copyState(stateDir, root, crash), stateDir);
+    }
+
+    /** The state directory's files as they are now, copied aside. */
+    private static Path copyState(Path stateDir, Path root, int crash) throws IOException {
         Path copy = root.resolve("crash-" + crash);
         Files.createDirectories(copy);
         try (Stream<Path> files = Files.list(stateDir)) {
@@ -362,7 +412,12 @@ class CrashRecoveryPropertiesTest {
                 Files.copy(file, copy.resolve(file.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
             }
         }
-        live.close(); // the old process is gone: its state directory is the copy from now on
+        return copy;
+    }
+
+    /** The old process is gone, and {@code copy} is what it left in its state directory; recovers from it. */
+    private Live crashTo(Live live, Path copy, Path stateDir) throws Exception {
+        live.close();
         deleteTree(stateDir);
         Files.move(copy, stateDir);
         return new Live(stateDir);

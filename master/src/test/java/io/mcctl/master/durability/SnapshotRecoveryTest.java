@@ -1,6 +1,7 @@
 package io.mcctl.master.durability;
 
 import static io.mcctl.master.durability.StateFixtures.assertSameState;
+import static io.mcctl.master.durability.StateFixtures.capture;
 import static io.mcctl.master.durability.StateFixtures.dump;
 import static io.mcctl.master.durability.StateFixtures.flipByte;
 import static io.mcctl.master.durability.StateFixtures.layoutRecord;
@@ -175,7 +176,7 @@ class SnapshotRecoveryTest {
         assertEquals(taken.path(), restored.recovered().snapshot);
         assertEquals(List.of(), restored.recovered().warnings);
         PageService back = restored.pages();
-        assertSameState(dump(live), dump(back), "snapshot round trip");
+        assertSameState(capture(live).afterCrash(back), dump(back), "snapshot round trip");
         for (String tenant : List.of("alpha", "beta", "gamma")) {
             for (int i = 0; i < 12; i++) {
                 String key = "r-shared-" + i;
@@ -245,7 +246,7 @@ class SnapshotRecoveryTest {
         AtomicLong ops = new AtomicLong();
         AtomicBoolean stop = new AtomicBoolean();
         List<Path> snapshots = new ArrayList<>();
-        List<String> live;
+        StateFixtures.Captured live;
         // A large layout and many mappings make each export take a while, so that the workers change many keys
         // between the sequence a snapshot records and the moment their shard is copied (the fuzzy window).
         BucketLayout big = new BucketLayout(dir.resolve("root"), 64, PAGE, 16L << 20);
@@ -261,12 +262,20 @@ class SnapshotRecoveryTest {
                 } while (!allocated.isOk() || !pages.notifySuccess("bulk", key, allocated.value().withCrc(i)).isOk());
             }
             io.mcctl.master.service.ChangeLog log = service.wal.changeLog();
-            pages.setChangeLog(change -> {
-                kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
-                if (change instanceof Change.Committed c && c.replaced() != null) {
-                    replacements.incrementAndGet();
+            pages.setChangeLog(new io.mcctl.master.service.ChangeLog() {
+                @Override
+                public long append(Change change) {
+                    kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
+                    if (change instanceof Change.Committed c && c.replaced() != null) {
+                        replacements.incrementAndGet();
+                    }
+                    return log.append(change);
                 }
-                log.append(change);
+
+                @Override
+                public long durableSequence() {
+                    return log.durableSequence();
+                }
             });
             List<Thread> workers = new ArrayList<>();
             List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -314,7 +323,7 @@ class SnapshotRecoveryTest {
             }
             assertEquals(List.of(), failures);
             service.durable();
-            live = dump(pages);
+            live = capture(pages);
         }
         assertEquals(SNAPSHOTS, snapshots.size());
         // Newest first; then each older one, after deleting the newer; then the log alone.
@@ -324,12 +333,12 @@ class SnapshotRecoveryTest {
             assertEquals(snapshot, restored.recovered().snapshot);
             assertTrue(restored.recovered().replayed > 0, "records after the snapshot were replayed");
             assertFalse(restored.recovered().wal.torn());
-            assertSameState(live, dump(restored.pages()), "from " + snapshot.getFileName() + " and the log after it");
+            assertSameState(live.afterCrash(restored.pages()), dump(restored.pages()), "from " + snapshot.getFileName() + " and the log after it");
             Files.delete(snapshot);
         }
         StateFixtures.Restored fromLog = recover(stateDir(), big, true);
         assertNull(fromLog.recovered().snapshot);
-        assertSameState(live, dump(fromLog.pages()), "from the log alone");
+        assertSameState(live.afterCrash(fromLog.pages()), dump(fromLog.pages()), "from the log alone");
     }
 
     /** Random changes by one worker on its own keys (two workers share key names in different tenants), durable in groups. */
@@ -419,14 +428,14 @@ class SnapshotRecoveryTest {
             }
             wal.whenDurable().get(10, TimeUnit.SECONDS);
         }
-        List<String> live = dump(pages);
+        StateFixtures.Captured live = capture(pages);
         for (Path state : stateDirs) {
             for (WalSegments.Segment segment : WalSegments.list(log)) {
                 Files.copy(segment.path(), state.resolve(segment.path().getFileName()));
             }
             StateFixtures.Restored restored = recover(state, layout(), true);
             assertTrue(restored.recovered().snapshot != null);
-            assertSameState(live, dump(restored.pages()), state.getFileName().toString());
+            assertSameState(live.afterCrash(restored.pages()), dump(restored.pages()), state.getFileName().toString());
         }
     }
 
@@ -451,7 +460,8 @@ class SnapshotRecoveryTest {
             writer.beginSection(SnapshotFile.Section.META);
             writer.add(SnapshotMeta.newBuilder().setFormatVersion(SnapshotFile.FORMAT_VERSION).setClusterId("test-cluster")
                     .setBucketCount(layout().bucketCount()).setPageSize(layout().pageSize()).setBucketSize(layout().bucketSize())
-                    .setWalSequence(walSequence).build());
+                    .setWalSequence(walSequence)
+                    .addAllReservations(pages.reservations().stream().map(ChangeCodec::reservationRecord).toList()).build());
             writer.finish();
         }
     }
@@ -505,13 +515,13 @@ class SnapshotRecoveryTest {
             wal.whenDurable().get(10, TimeUnit.SECONDS);
         }
         StateFixtures.Restored restored = recover(stateDir(), oneBucket, true);
-        assertSameState(dump(pages), dump(restored.pages()), "after the wall clock stepped back");
+        assertSameState(capture(pages).afterCrash(restored.pages()), dump(restored.pages()), "after the wall clock stepped back");
     }
 
     // ---- falling back to an older snapshot ----
 
     /** Three rounds of changes with two snapshots between them; returns the live state at the end and the snapshots. */
-    private List<String> twoSnapshotsAndALogTail(List<Path> snapshots) throws Exception {
+    private StateFixtures.Captured twoSnapshotsAndALogTail(List<Path> snapshots) throws Exception {
         try (LoggedService service = new LoggedService(Duration.ofSeconds(60), Duration.ofSeconds(60), 3, 64L << 20)) {
             changes(service.pages, "one");
             snapshots.add(service.snapshotter.take().path());
@@ -519,7 +529,7 @@ class SnapshotRecoveryTest {
             snapshots.add(service.snapshotter.take().path());
             changes(service.pages, "three");
             service.durable();
-            return dump(service.pages);
+            return capture(service.pages);
         }
     }
 
@@ -528,7 +538,7 @@ class SnapshotRecoveryTest {
     void a_flipped_byte_in_a_section_of_the_newest_snapshot_falls_back_to_the_previous_one_and_ends_in_the_same_state(
             SnapshotFile.Section section) throws Exception {
         List<Path> snapshots = new ArrayList<>();
-        List<String> live = twoSnapshotsAndALogTail(snapshots);
+        StateFixtures.Captured live = twoSnapshotsAndALogTail(snapshots);
         Path newest = snapshots.get(1);
         SnapshotFile.SectionInfo info = SnapshotFile.open(newest).info(section);
         assertTrue(info.length() > 0, section + " holds records");
@@ -542,17 +552,17 @@ class SnapshotRecoveryTest {
         assertEquals(snapshots.get(0), restored.recovered().snapshot, "the previous snapshot is used");
         assertEquals(1, restored.recovered().warnings.size(), restored.recovered().warnings.toString());
         assertTrue(restored.recovered().warnings.get(0).contains(newest.getFileName().toString()), restored.recovered().warnings.get(0));
-        assertSameState(live, dump(restored.pages()), "from the previous snapshot and the log");
+        assertSameState(live.afterCrash(restored.pages()), dump(restored.pages()), "from the previous snapshot and the log");
     }
 
     @Test
     void a_deleted_newest_snapshot_falls_back_to_the_previous_one_and_ends_in_the_same_state() throws Exception {
         List<Path> snapshots = new ArrayList<>();
-        List<String> live = twoSnapshotsAndALogTail(snapshots);
+        StateFixtures.Captured live = twoSnapshotsAndALogTail(snapshots);
         Files.delete(snapshots.get(1));
         StateFixtures.Restored restored = recover(stateDir(), layout(), true);
         assertEquals(snapshots.get(0), restored.recovered().snapshot);
-        assertSameState(live, dump(restored.pages()), "from the previous snapshot and the log");
+        assertSameState(live.afterCrash(restored.pages()), dump(restored.pages()), "from the previous snapshot and the log");
     }
 
     @Test
@@ -639,7 +649,7 @@ class SnapshotRecoveryTest {
         Snapshotter.Taken taken = new Snapshotter(pages, null, stateDir(), layoutRecord(layout()), 2, Map.of(), 0).take();
         assertEquals(1500, taken.mappings());
         StateFixtures.Restored restored = recover(stateDir(), layout(), false);
-        assertSameState(dump(pages), dump(restored.pages()), "from the snapshot taken after the failed one");
+        assertSameState(capture(pages).afterCrash(restored.pages()), dump(restored.pages()), "from the snapshot taken after the failed one");
     }
 
     @Test
@@ -657,13 +667,13 @@ class SnapshotRecoveryTest {
             assertEquals(3, files.count(), "no other file is left behind");
         }
         StateFixtures.Restored restored = recover(stateDir(), layout(), false);
-        assertSameState(dump(pages), dump(restored.pages()), "from the newest snapshot");
+        assertSameState(capture(pages).afterCrash(restored.pages()), dump(restored.pages()), "from the newest snapshot");
     }
 
     @Test
     void retention_with_the_log_deletes_covered_segments_but_keeps_what_the_oldest_kept_snapshot_needs() throws Exception {
         List<Path> snapshots = new ArrayList<>();
-        List<String> live;
+        StateFixtures.Captured live;
         String longKey = "k".repeat(4000);
         try (LoggedService service = new LoggedService(Duration.ofSeconds(60), Duration.ofSeconds(60), 2, 1 << 20)) {
             for (int round = 0; round < 3; round++) {
@@ -675,7 +685,7 @@ class SnapshotRecoveryTest {
                 snapshots.add(service.snapshotter.take().path());
             }
             service.durable();
-            live = dump(service.pages);
+            live = capture(service.pages);
         }
         List<SnapshotFile.Listed> kept = SnapshotFile.list(stateDir());
         assertEquals(List.of(snapshots.get(2), snapshots.get(1)), kept.stream().map(SnapshotFile.Listed::path).toList());
@@ -686,6 +696,6 @@ class SnapshotRecoveryTest {
         Files.delete(snapshots.get(2));
         StateFixtures.Restored restored = recover(stateDir(), layout(), true);
         assertEquals(snapshots.get(1), restored.recovered().snapshot);
-        assertSameState(live, dump(restored.pages()), "from the older kept snapshot and its log");
+        assertSameState(live.afterCrash(restored.pages()), dump(restored.pages()), "from the older kept snapshot and its log");
     }
 }

@@ -186,6 +186,7 @@ public final class SnapshotInspector {
         out.put("mappings", meta.getMappings());
         out.put("in_flight", meta.getInFlight());
         out.put("quarantined_ranges", meta.getQuarantinedRanges());
+        out.put("reservations", meta.getReservationsCount());
         out.put("settings", new TreeMap<>(meta.getSettingsMap()));
         return out;
     }

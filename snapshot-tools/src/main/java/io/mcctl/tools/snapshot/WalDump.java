@@ -129,7 +129,7 @@ public final class WalDump {
                 + segment.get("cluster_id") + ", first record " + segment.get("first_sequence") + ", leader epoch " + segment.get("leader_epoch");
     }
 
-    /** The change's name in snake case: allocated, committed, pending_dropped, removed, released, or unknown. */
+    /** The change's name in snake case (allocated, committed, pending_dropped, reserved, ...), or unknown. */
     public static String change(WalRecord record) {
         return record.getChangeCase() == WalRecord.ChangeCase.CHANGE_NOT_SET ? "unknown" : record.getChangeCase().name().toLowerCase(Locale.ROOT);
     }
@@ -201,6 +201,16 @@ public final class WalDump {
                 keyed(out, e.getTenantId(), e.getKey(), e.getPlacement());
                 out.put("outcome", e.getOutcome().name().toLowerCase(Locale.ROOT));
             }
+            case RESERVED -> {
+                io.mcctl.master.proto.v1.Reserved r = record.getReserved();
+                reservation(out, r.getBucket(), r.getFirstPage(), r.getPages(), r.getOpenUntilMs());
+                out.put("hold_until", Formats.iso(r.getHoldUntilMs()));
+                out.put("hold_until_ms", r.getHoldUntilMs());
+            }
+            case RESERVATION_CLOSED -> {
+                io.mcctl.master.proto.v1.ReservationClosed c = record.getReservationClosed();
+                reservation(out, c.getBucket(), c.getFirstPage(), c.getPages(), c.getOpenUntilMs());
+            }
             case CHANGE_NOT_SET -> {
                 // a change from a newer mcctl: only its sequence and time are known here
             }
@@ -266,6 +276,16 @@ public final class WalDump {
                 keyedText(line, e.getTenantId(), e.getKey(), e.getPlacement(), true);
                 line.append(" outcome=").append(e.getOutcome().name().toLowerCase(Locale.ROOT));
             }
+            case RESERVED -> {
+                io.mcctl.master.proto.v1.Reserved r = record.getReserved();
+                line.append("bucket=").append(r.getBucket()).append(" first_page=").append(r.getFirstPage()).append(" pages=").append(r.getPages())
+                        .append(" open_until=").append(Formats.iso(r.getOpenUntilMs())).append(" hold_until=").append(Formats.iso(r.getHoldUntilMs()));
+            }
+            case RESERVATION_CLOSED -> {
+                io.mcctl.master.proto.v1.ReservationClosed c = record.getReservationClosed();
+                line.append("bucket=").append(c.getBucket()).append(" first_page=").append(c.getFirstPage()).append(" pages=").append(c.getPages())
+                        .append(" open_until=").append(Formats.iso(c.getOpenUntilMs()));
+            }
             case CHANGE_NOT_SET -> line.append("(a change this mcctl does not know; written by a newer one)");
         }
         return line.toString().stripTrailing();
@@ -281,6 +301,15 @@ public final class WalDump {
         out.put(prefix + "quarantined", quarantined);
         out.put(prefix + "release", quarantined ? Formats.iso(releaseMs) : null);
         out.put(prefix + "release_ms", releaseMs);
+    }
+
+    /** The fields a reservation is named by, opened or closed. */
+    private static void reservation(Map<String, Object> out, int bucket, long firstPage, long pages, long openUntilMs) {
+        out.put("bucket", bucket);
+        out.put("first_page", firstPage);
+        out.put("pages", pages);
+        out.put("open_until", Formats.iso(openUntilMs));
+        out.put("open_until_ms", openUntilMs);
     }
 
     private static void keyed(Map<String, Object> out, String tenant, String key, PlacementRecord p) {

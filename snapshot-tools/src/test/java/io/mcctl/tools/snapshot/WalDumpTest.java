@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -70,6 +71,29 @@ class WalDumpTest {
                 WalDump.text(records.get(0)));
         assertTrue(WalDump.text(records.get(1)).endsWith(" outcome=failed"), WalDump.text(records.get(1)));
         assertEquals("failed", WalDump.json(records.get(1), segment, 0).get("outcome"));
+    }
+
+    @Test
+    void shows_reservations_opened_before_their_allocations_and_closed_after() throws Exception {
+        try (StateFixture state = new StateFixture(root, true)) {
+            state.pages.setReservations(true); // as a master runs: allocations answered inside reservations
+            state.commit("alpha", "r1", 5000, 0x21);
+            state.pages.closeAllReservations(); // as a master that stops does
+            state.durable();
+            segment = state.segment();
+        }
+        List<WalRecord> records = new ArrayList<>();
+        WalDump.dump(root.resolve("master"), 1, (r, f, o) -> records.add(r));
+        List<String> changes = records.stream().map(WalDump::change).toList();
+        assertEquals("reserved", changes.get(0), changes::toString);
+        assertTrue(changes.indexOf("allocated") > 0 && changes.lastIndexOf("reservation_closed") > changes.indexOf("committed"), changes::toString);
+        assertEquals(changes.stream().filter("reserved"::equals).count(), changes.stream().filter("reservation_closed"::equals).count());
+        String reserved = WalDump.text(records.get(0));
+        assertTrue(reserved.matches("1  \\S+  reserved        bucket=\\d first_page=\\d+ pages=\\d+ open_until=\\S+ hold_until=\\S+"), reserved);
+        Map<String, Object> json = WalDump.json(records.get(0), segment, 0);
+        assertTrue((long) json.get("hold_until_ms") > (long) json.get("open_until_ms"), json::toString);
+        WalRecord closed = records.get(changes.lastIndexOf("reservation_closed"));
+        assertTrue(WalDump.text(closed).contains(" reservation_closed bucket="), WalDump.text(closed));
     }
 
     @Test
