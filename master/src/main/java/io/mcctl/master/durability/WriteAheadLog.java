@@ -52,6 +52,8 @@ public final class WriteAheadLog implements AutoCloseable {
     private record Waiter(long sequence, CompletableFuture<Void> future) {
     }
 
+    private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
     private final Path dir;
     private final String clusterId;
     private final long segmentBytes;
@@ -255,6 +257,9 @@ public final class WriteAheadLog implements AutoCloseable {
     }
 
     private CompletableFuture<Void> whenWritten(long sequence) {
+        if (sequence != Long.MAX_VALUE && lastDurable >= sequence) {
+            return DONE; // an answer that waits for records already on disk (an allocation inside a durable reservation)
+        }
         lock.lock();
         try {
             if (failure != null) {

@@ -376,11 +376,21 @@ public final class PageService {
             if (cover == null) {
                 return AnswerBarrier.EVERYTHING;
             }
-            closePassed(reserved, first);
-            reserveAhead(reserved, bucket, first + pages, now);
+            if (!coversWhatComesNext(cover, first + pages, now)) {
+                closePassed(reserved, first);
+                reserveAhead(reserved, bucket, first + pages, now);
+            }
             reservedAllocations.increment();
             return Math.max(cover.sequence, space.lastFreeSequence(bucket));
         }
+    }
+
+    /**
+     * Whether {@code cover} takes the bucket's next allocations too, from {@code next} (half a block of them) and for at
+     * least half its open time: most allocations of a busy bucket, which then need no look at its other reservations.
+     */
+    private boolean coversWhatComesNext(Reservations.Reservation cover, long next, long now) {
+        return next + Math.max(1, reservationBlockPages / 2) <= cover.endPage() && cover.openUntilNanos - now >= reservationOpenNanos / 2;
     }
 
     /**

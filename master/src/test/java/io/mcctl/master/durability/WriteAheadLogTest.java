@@ -86,6 +86,27 @@ class WriteAheadLogTest {
     }
 
     @Test
+    void a_wait_for_a_sequence_ends_once_that_record_is_durable_and_at_once_when_it_already_is() throws Exception {
+        try (WriteAheadLog wal = open(dir, 0, BIG_SEGMENTS)) {
+            long first = wal.append(allocated("first"));
+            wal.whenDurable(first).get(10, TimeUnit.SECONDS);
+            assertTrue(wal.lastDurable() >= first);
+            long second = wal.append(allocated("second"));
+            wal.append(allocated("third"));
+            // Records appended after the one waited for need not be on disk: waiting for the first again is over at once.
+            assertTrue(wal.whenDurable(first).isDone());
+            CompletableFuture<Void> upToSecond = wal.whenDurable(second);
+            CompletableFuture<Void> everything = wal.whenDurable();
+            everything.get(10, TimeUnit.SECONDS);
+            assertTrue(upToSecond.isDone());
+            assertEquals(3, wal.lastDurable());
+            // A sequence past the last appended waits only for what has been appended.
+            wal.whenDurable(99).get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of("first", "second", "third"), readAll(dir, 0).stream().map(Read::key).toList());
+    }
+
+    @Test
     void a_record_nobody_waits_for_still_reaches_the_disk() throws Exception {
         try (WriteAheadLog wal = open(dir, 0, BIG_SEGMENTS)) {
             wal.append(allocated("unwaited"));
