@@ -94,6 +94,8 @@ public final class HaMaster implements AutoCloseable {
     private final LayoutFile.Record layoutRecord;
     private final Path stateDir;
     private final Server server;
+    /** The transport loops {@link #server} runs on; each term's service answers its calls on them. */
+    private final io.mcctl.master.server.TransportLoops loops;
     private final String address;
     private final EtcdClient etcd;
     private final HTTPServer metricsServer;
@@ -114,13 +116,14 @@ public final class HaMaster implements AutoCloseable {
     private LeaderLease lease;
 
     private HaMaster(Options options, MasterSecurity security, StateLock lock, LayoutFile.Record layoutRecord, Server server,
-                     HTTPServer metricsServer, PrometheusRegistry registry, EtcdClient etcd) {
+                     io.mcctl.master.server.TransportLoops loops, HTTPServer metricsServer, PrometheusRegistry registry, EtcdClient etcd) {
         this.options = options;
         this.security = security;
         this.lock = lock;
         this.layoutRecord = layoutRecord;
         this.stateDir = options.master().resolvedStateDir();
         this.server = server;
+        this.loops = loops;
         this.address = advertisedHost(options.master().bindHost()) + ":" + server.getPort();
         this.metricsServer = metricsServer;
         this.etcd = etcd;
@@ -144,6 +147,7 @@ public final class HaMaster implements AutoCloseable {
         Server server = null;
         HTTPServer metricsServer = null;
         EtcdClient etcd = null;
+        io.mcctl.master.server.TransportLoops loops = io.mcctl.master.server.TransportLoops.start("mcctl-master");
         try {
             Path layoutFile = master.layout().layoutFile();
             java.nio.file.Files.createDirectories(master.layout().root());
@@ -156,7 +160,8 @@ public final class HaMaster implements AutoCloseable {
             } catch (SecurityConfigException e) {
                 throw new IOException(e.getMessage(), e);
             }
-            server = builder.directExecutor().maxInboundMessageSize(MasterServer.MAX_REQUEST_BYTES).fallbackHandlerRegistry(registry).build();
+            server = loops.configure(builder).directExecutor().maxInboundMessageSize(MasterServer.MAX_REQUEST_BYTES)
+                    .fallbackHandlerRegistry(registry).build();
             try {
                 server.start();
             } catch (IOException e) {
@@ -173,7 +178,7 @@ public final class HaMaster implements AutoCloseable {
                 throw new IOException(e.getMessage(), e);
             }
             metricsServer = metricsBuilder.buildAndStart();
-            HaMaster ha = new HaMaster(options, security, lock, layoutRecord, server, metricsServer, metrics, etcd);
+            HaMaster ha = new HaMaster(options, security, lock, layoutRecord, server, loops, metricsServer, metrics, etcd);
             self[0] = ha;
             registry.master = ha;
             ha.roleThread.start();
@@ -182,6 +187,7 @@ public final class HaMaster implements AutoCloseable {
             if (server != null) {
                 server.shutdownNow();
             }
+            loops.close();
             if (metricsServer != null) {
                 metricsServer.stop();
             }
@@ -351,6 +357,7 @@ public final class HaMaster implements AutoCloseable {
         // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
         MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
+        service.answerOn(loops);
         // Nodes register with the leader of the term, as they do with a restarted master: the registry lives in memory.
         ClientRegistry clients = new ClientRegistry(MasterServer.clientTtl(options.master()), System::nanoTime);
         service.serveClients(clients, MasterServer.promotionSettings(options.master()));
@@ -601,6 +608,7 @@ public final class HaMaster implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         MasterServer.stop(server);
+        loops.close();
         Term leading = term;
         if (leading != null) {
             leading.housekeeping().shutdownNow();

@@ -93,7 +93,18 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     private final Durability durability;
     private final Snapshotter snapshotter;
-    /** Sends the answers of mutating calls once their changes are durable. */
+    /**
+     * The transport loops calls are served on: an answer completed after a group commit goes back to its call's loop
+     * ({@link TransportLoops#currentLoopOr}); null (a server on gRPC's own loops) sends it from a reply thread.
+     */
+    private volatile TransportLoops loops;
+
+    /** Answers calls completed on other threads on {@code loops}, the ones the server runs them on. */
+    public void answerOn(TransportLoops loops) {
+        this.loops = loops;
+    }
+
+    /** Sends the answers of mutating calls once their changes are durable, where no transport loop takes them. */
     private final ExecutorService replyExecutor = Executors.newFixedThreadPool(2, r -> {
         Thread thread = new Thread(r, "mcctl-master-reply");
         thread.setDaemon(true);
@@ -245,7 +256,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             answer.run();
             return;
         }
-        // Answers are encoded and sent by the reply threads, so the log's writer goes straight back to its next fsync.
+        // Answers are encoded and sent by the call's transport loop (or a reply thread), so the log's writer goes straight
+        // back to its next fsync; asked here, on the thread serving the call.
+        TransportLoops serving = loops;
+        java.util.concurrent.Executor answering = serving == null ? replyExecutor : serving.currentLoopOr(replyExecutor);
         durable.whenCompleteAsync((ignored, failure) -> {
             if (failure != null) {
                 Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
@@ -254,7 +268,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             } else {
                 answer.run();
             }
-        }, replyExecutor);
+        }, answering);
     }
 
     // ---- the page RPCs ----

@@ -103,6 +103,7 @@ public final class MasterServer implements AutoCloseable {
     private final LayoutFile.Record layoutRecord;
     private final BucketFiles.InitResult init;
     private final Server server;
+    private final TransportLoops loops;
     private final HTTPServer metricsServer;
     private final ScheduledExecutorService reaper;
     private final WriteAheadLog wal;
@@ -131,14 +132,15 @@ public final class MasterServer implements AutoCloseable {
     }
 
     private MasterServer(Options options, StateLock owner, PageService pages, BucketFiles.InitResult init, Server server,
-                         HTTPServer metricsServer, ScheduledExecutorService reaper, WriteAheadLog wal, Snapshotter snapshotter,
-                         StateRecovery.Recovered recovered) {
+                         TransportLoops loops, HTTPServer metricsServer, ScheduledExecutorService reaper, WriteAheadLog wal,
+                         Snapshotter snapshotter, StateRecovery.Recovered recovered) {
         this.options = options;
         this.owner = owner;
         this.pages = pages;
         this.init = init;
         this.layoutRecord = init.layout();
         this.server = server;
+        this.loops = loops;
         this.metricsServer = metricsServer;
         this.reaper = reaper;
         this.wal = wal;
@@ -179,7 +181,8 @@ public final class MasterServer implements AutoCloseable {
             closeQuietly(owner);
             throw e;
         }
-        Server server = serverBuilder
+        TransportLoops loops = TransportLoops.start("mcctl-master");
+        Server server = loops.configure(serverBuilder)
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
                 // handler, which answers per key, instead of failing whole as RESOURCE_EXHAUSTED at the default 4 MiB.
@@ -189,6 +192,7 @@ public final class MasterServer implements AutoCloseable {
         try {
             server.start();
         } catch (IOException e) {
+            loops.close();
             closeQuietly(owner);
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.port() + " for gRPC: " + rootMessage(e), e);
         }
@@ -239,12 +243,13 @@ public final class MasterServer implements AutoCloseable {
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
+            service.answerOn(loops);
             // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
             ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
             service.serveClients(clients, promotionSettings(options));
             MasterServer master;
             try {
-                master = serve(options, security, owner, starting, server, pages, init, wal, snapshotter, recovered, metrics,
+                master = serve(options, security, owner, starting, server, loops, pages, init, wal, snapshotter, recovered, metrics,
                         intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
                                 io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
                                         .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
@@ -259,6 +264,7 @@ public final class MasterServer implements AutoCloseable {
             return master;
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
+            loops.close();
             closeQuietly(wal);
             closeQuietly(owner);
             throw e;
@@ -267,7 +273,7 @@ public final class MasterServer implements AutoCloseable {
 
     /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
     private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
-                                      PageService pages,
+                                      TransportLoops loops, PageService pages,
                                       BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
                                       StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service,
                                       ServerServiceDefinition status)
@@ -283,7 +289,7 @@ public final class MasterServer implements AutoCloseable {
         }
         starting.ready(service, status);
         ScheduledExecutorService reaper = housekeeping(pages, snapshotter, options.snapshotInterval());
-        return new MasterServer(options, owner, pages, init, server, metricsServer, reaper, wal, snapshotter, recovered);
+        return new MasterServer(options, owner, pages, init, server, loops, metricsServer, reaper, wal, snapshotter, recovered);
     }
 
     /**
@@ -534,6 +540,7 @@ public final class MasterServer implements AutoCloseable {
     @Override
     public void close() {
         stop(server);
+        loops.close();
         reaper.shutdownNow();
         if (clients != null) {
             clients.close();
