@@ -1656,12 +1656,12 @@ public final class PageService {
 
     /**
      * Milliseconds since the least recently used committed mapping was used, estimated from a fixed sample (every
-     * eighth shard, a few mappings of each): GetStats and every scrape ask for it. 0 when there is none.
+     * shard, a few mappings of each): GetStats and every scrape ask for it. 0 when there is none.
      */
     public long oldestUseAgeMillis() {
         long now = state.now();
         long[] oldestUse = {Long.MAX_VALUE};
-        sampleMappings(0, 8, AGE_SAMPLES_PER_SHARD, Integer.MAX_VALUE, false, (shard, table, k) -> {
+        sampleMappings(0, 1, AGE_SAMPLES_PER_SHARD, Integer.MAX_VALUE, false, (shard, table, k) -> {
             oldestUse[0] = Math.min(oldestUse[0], table.lastUsedNanos(k));
             return true;
         });
