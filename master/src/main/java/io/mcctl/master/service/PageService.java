@@ -424,9 +424,14 @@ public final class PageService {
                 i++;
                 continue;
             }
-            Change.Reserved passed = r.change;
-            logAndApply(new Change.ReservationClosed(passed.bucket(), passed.firstPage(), passed.pages(), passed.openUntilMs()));
+            close(r);
         }
+    }
+
+    /** Logs and applies the close of reservation {@code r}, which takes it off its bucket's list. Caller holds that monitor. */
+    private void close(Reservations.Reservation r) {
+        Change.Reserved open = r.change;
+        logAndApply(new Change.ReservationClosed(open.bucket(), open.firstPage(), open.pages(), open.openUntilMs()));
     }
 
     /**
@@ -1009,9 +1014,7 @@ public final class PageService {
                         i++;
                         continue;
                     }
-                    Change.Reserved open = r.change;
-                    // Applying it takes it off the list: the next one moves to index i.
-                    logAndApply(new Change.ReservationClosed(open.bucket(), open.firstPage(), open.pages(), open.openUntilMs()));
+                    close(r); // off the list: the next one moves to index i
                 }
             }
         }
