@@ -38,6 +38,9 @@ public final class KeyRules {
         if (key == null || key.isEmpty()) {
             return "key is empty";
         }
+        if (key.length() <= MAX_KEY_BYTES / 3) {
+            return null; // no UTF-16 unit takes more than three bytes: short enough without counting them
+        }
         int bytes = utf8Length(key);
         if (bytes > MAX_KEY_BYTES) {
             return "key of " + bytes + " bytes is longer than " + MAX_KEY_BYTES;

@@ -125,6 +125,8 @@ class PageServiceTest {
                     Arguments.of("null key", "t", null, PAGE),
                     Arguments.of("key of 4097 bytes", "t", "k".repeat(4097), PAGE),
                     Arguments.of("key of 2049 two-byte characters (4098 bytes)", "t", "é".repeat(2049), PAGE),
+                    Arguments.of("key of 1366 three-byte characters (4098 bytes)", "t", "€".repeat(1366), PAGE),
+                    Arguments.of("key of 1025 characters beyond the BMP (4100 bytes)", "t", "\uD83D\uDE00".repeat(1025), PAGE),
                     Arguments.of("size 0", "t", "new", 0L),
                     Arguments.of("size -1", "t", "new", -1L),
                     Arguments.of("size of a bucket plus one byte", "t", "new", bucket + 1),
@@ -155,6 +157,8 @@ class PageServiceTest {
             assertTrue(service.allocate("t".repeat(64), "a", PAGE, false).isOk(), "tenant of 64 characters");
             assertTrue(service.allocate("t", "k".repeat(4096), PAGE, false).isOk(), "key of 4096 bytes");
             assertTrue(service.allocate("t", "whole", PAGES_PER_BUCKET * PAGE, false).isOk(), "a whole bucket");
+            assertTrue(service.allocate("t", "€".repeat(1365), PAGE, false).isOk(), "key of 1365 three-byte characters (4095 bytes)");
+            assertTrue(service.allocate("t", "\uD83D\uDE00".repeat(1024), PAGE, false).isOk(), "key of 1024 characters beyond the BMP (4096 bytes)");
             assertTrue(service.allocate("A-z_0.9", "any key / with: spaces", 1, false).isOk(), "every allowed tenant character");
         }
 
