@@ -152,21 +152,13 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** This log as the page service's change log: allocations and commits encoded from their fields. */
     public ChangeLog changeLog() {
-        return new ChangeLog() {
-            @Override
-            public long append(Change change) {
-                if (change instanceof Change.Allocated a) {
-                    return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
-                } else if (change instanceof Change.Committed c) {
-                    return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
-                }
-                return WriteAheadLog.this.append(ChangeCodec.encode(change));
+        return change -> {
+            if (change instanceof Change.Allocated a) {
+                return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
+            } else if (change instanceof Change.Committed c) {
+                return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
             }
-
-            @Override
-            public long durableSequence() {
-                return lastDurable;
-            }
+            return append(ChangeCodec.encode(change));
         };
     }
 

@@ -19,11 +19,6 @@ public interface ChangeLog {
      */
     long append(Change change);
 
-    /** Every change up to this sequence is durable; a log that records nothing has nothing to wait for. */
-    default long durableSequence() {
-        return Long.MAX_VALUE;
-    }
-
     /** The log failed and takes no more changes: the master answers no mutation until it restarts. */
     final class Refused extends RuntimeException {
         public Refused(String message, Throwable cause) {

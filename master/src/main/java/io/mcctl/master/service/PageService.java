@@ -1884,7 +1884,7 @@ public final class PageService {
         return quarantined(false);
     }
 
-    /** The ranges held for reservations a crash left open (see {@link #pagesHeldForReservations}). */
+    /** The ranges held for reservations a crash left open (see {@link #heldPageCount}). */
     public List<QuarantinedRange> exportHolds() {
         return quarantined(true);
     }
@@ -2145,15 +2145,11 @@ public final class PageService {
                 } else if (!free && runStart >= 0) {
                     quarantine.add(new Quarantine.Range(state.clockOf(r.holdUntilMs()), r.bucket(), runStart, page - runStart, true));
                     claims.add(r.bucket(), runStart, page - runStart);
-                    heldPages += page - runStart;
                     runStart = -1;
                 }
             }
         }
     }
-
-    /** Pages recovery held for reservations left unclosed (see {@link #holdReserved}). */
-    private long heldPages;
 
     /** Pages held now for reservations a crash left open (released at their hold times). */
     public long heldPageCount() {
@@ -2162,11 +2158,6 @@ public final class PageService {
             held += range.pages();
         }
         return held;
-    }
-
-    /** Pages the last recovery held for reservations a crash left unclosed. */
-    public long pagesHeldForReservations() {
-        return heldPages;
     }
 
     private boolean inLayout(Placement p) {

@@ -19,7 +19,7 @@ final class Quarantine {
 
     /**
      * One range and the time (service clock) from which it may be released; {@code hold}: held for a reservation (see
-     * {@link PageService#pagesHeldForReservations}), which every recovery derives again from the reservation itself.
+     * {@link PageService#heldPageCount}), which every recovery derives again from the reservation itself.
      */
     record Range(long releaseNanos, int bucket, long firstPage, long pages, boolean hold) {
         Range(long releaseNanos, int bucket, long firstPage, long pages) {

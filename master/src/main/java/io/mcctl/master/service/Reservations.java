@@ -2,7 +2,6 @@ package io.mcctl.master.service;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 
 /**
  * The reservations not closed, per bucket: ranges of pages in which the master answers an allocation before the
@@ -127,21 +126,14 @@ final class Reservations {
     /** Every reservation not closed, bucket by bucket (each bucket's list copied under its monitor). */
     List<Change.Reserved> all() {
         List<Change.Reserved> all = new ArrayList<>();
-        forEach(r -> all.add(r.change));
-        return all;
-    }
-
-    void forEach(Consumer<Reservation> visitor) {
         for (Bucket bucket : buckets) {
-            List<Reservation> copy;
             synchronized (bucket) {
-                if (bucket.list.isEmpty()) {
-                    continue;
+                for (Reservation r : bucket.list) {
+                    all.add(r.change);
                 }
-                copy = new ArrayList<>(bucket.list);
             }
-            copy.forEach(visitor);
         }
+        return all;
     }
 
     /** How many reservations are not closed. */

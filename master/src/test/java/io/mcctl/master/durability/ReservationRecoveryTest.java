@@ -124,7 +124,7 @@ class ReservationRecoveryTest {
         PageService back = StateRecovery.recover(crashed, layout(), true,
                 () -> new PageService(layout(), DEADLINE, Duration.ofSeconds(5), GRACE, later::get)).pages;
         assertEquals(1, back.inFlightCount(), "the allocation that opened the reservation is in the log; the lost one is not");
-        assertTrue(back.pagesHeldForReservations() >= 2, "held " + back.pagesHeldForReservations());
+        assertTrue(back.heldPageCount() >= 2, "held " + back.heldPageCount());
         assertTrue(back.allocator(0).isRangeAllocated(lost.placement().offset() / PAGE, 2), "the lost allocation's pages are held");
         List<Placement> after = new ArrayList<>();
         for (int i = 0; i < 40; i++) {
@@ -153,7 +153,7 @@ class ReservationRecoveryTest {
             live.durable();
         }
         PageService back = StateFixtures.recover(stateDir(), layout(), true).pages();
-        assertEquals(0, back.pagesHeldForReservations());
+        assertEquals(0, back.heldPageCount());
         assertTrue(back.exportHolds().isEmpty());
         assertEquals(1, back.inFlightCount());
     }
@@ -169,7 +169,7 @@ class ReservationRecoveryTest {
             live.durable();
         }
         PageService back = StateFixtures.recover(stateDir(), layout(), true).pages();
-        assertEquals(0, back.pagesHeldForReservations());
+        assertEquals(0, back.heldPageCount());
         assertEquals(0, back.reservationCount());
         assertEquals(4, back.allocator(0).allocatedCount(), "the two allocations alone");
     }
@@ -195,7 +195,7 @@ class ReservationRecoveryTest {
             PageService second = recoverWithLog(again);
             assertTrue(second.allocator(0).isRangeAllocated(lost.placement().offset() / PAGE, 2),
                     (snapshot ? "with" : "without") + " a snapshot between: held again");
-            assertEquals(first.pagesHeldForReservations(), second.pagesHeldForReservations());
+            assertEquals(first.heldPageCount(), second.heldPageCount());
         }
     }
 

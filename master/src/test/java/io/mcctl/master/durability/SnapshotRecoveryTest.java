@@ -262,20 +262,12 @@ class SnapshotRecoveryTest {
                 } while (!allocated.isOk() || !pages.notifySuccess("bulk", key, allocated.value().withCrc(i)).isOk());
             }
             io.mcctl.master.service.ChangeLog log = service.wal.changeLog();
-            pages.setChangeLog(new io.mcctl.master.service.ChangeLog() {
-                @Override
-                public long append(Change change) {
-                    kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
-                    if (change instanceof Change.Committed c && c.replaced() != null) {
-                        replacements.incrementAndGet();
-                    }
-                    return log.append(change);
+            pages.setChangeLog(change -> {
+                kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
+                if (change instanceof Change.Committed c && c.replaced() != null) {
+                    replacements.incrementAndGet();
                 }
-
-                @Override
-                public long durableSequence() {
-                    return log.durableSequence();
-                }
+                return log.append(change);
             });
             List<Thread> workers = new ArrayList<>();
             List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
