@@ -2338,7 +2338,7 @@ function _picocli_mcctl_bench_master() {
 
   local commands=""
   local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
+  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2356,6 +2356,9 @@ function _picocli_mcctl_bench_master() {
       return
       ;;
     '--master-jvm-option')
+      return
+      ;;
+    '--master-heap')
       return
       ;;
     '--threads')

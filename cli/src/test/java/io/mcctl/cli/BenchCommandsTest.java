@@ -20,7 +20,7 @@ class BenchCommandsTest {
     @Test
     void bench_master_reports_each_phase_on_both_transports_with_the_masters_cpu_the_echo_floor_and_heap_per_mapping() throws Exception {
         CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2", "--memory-mappings", "20000",
-                "-o", "json").expectOk();
+                "--master-heap", "256MiB", "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         JsonNode phases = report.get("phases");
         assertEquals(14, phases.size());
@@ -43,17 +43,19 @@ class BenchCommandsTest {
         assertTrue(report.get("tcp_echo_p50_us").asDouble() > 0);
         assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0);
         assertTrue(report.get("heap_bytes_per_mapping").asDouble() > 0);
-        // The master it started ran as the launcher runs one: on huge pages where the kernel offers them.
+        // The master it started ran as the launcher runs one, on huge pages where the kernel offers them, with the heap asked
+        // for fixed and touched up front.
         String mode = HeapPages.kernelMode();
         assertEquals(mode == null ? "none" : mode, report.get("machine").get("transparent_huge_pages").asText());
-        assertEquals("always".equals(mode) || "madvise".equals(mode) ? "[\"-XX:+UseTransparentHugePages\"]" : "[]",
+        assertEquals(("always".equals(mode) || "madvise".equals(mode) ? "[\"-XX:+UseTransparentHugePages\"," : "[")
+                        + "\"-Xms256m\",\"-Xmx256m\",\"-XX:+AlwaysPreTouch\"]",
                 report.get("master_jvm_options").toString());
     }
 
     @Test
     void bench_master_compares_each_phase_with_a_master_that_logs_nothing_in_the_same_run() throws Exception {
         CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0.1", "--memory-mappings", "0",
-                "--compare-durability", "-o", "json").expectOk();
+                "--compare-durability", "--master-heap", "grow", "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         JsonNode wal = report.get("phases");
         JsonNode snapshot = report.get("snapshot_durability_phases");
@@ -99,6 +101,13 @@ class BenchCommandsTest {
         assertTrue(odd.err().contains("invalid --bucket-size 100KiB: allowed is a multiple of the 64KiB page"), odd.err());
         CliRun theirs = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--buckets", "8").expectExit(ExitCodes.USAGE);
         assertTrue(theirs.err().contains("--buckets and --bucket-size are for the master started here: leave out --master"), theirs.err());
+        for (String heap : new String[] {"32MiB", "4.5", "lots", "1000000"}) {
+            CliRun bad = CliRun.run("bench", "master", "--master-heap", heap).expectExit(ExitCodes.USAGE);
+            assertEquals("mcctl: error: invalid --master-heap " + heap + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB",
+                    bad.err().strip());
+        }
+        CliRun theirHeap = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--master-heap", "1GiB").expectExit(ExitCodes.USAGE);
+        assertTrue(theirHeap.err().contains("--master-heap is for the master started here: leave out --master"), theirHeap.err());
     }
 
     @Test

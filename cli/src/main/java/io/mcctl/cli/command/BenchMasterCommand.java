@@ -65,6 +65,17 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     + "where the kernel offers huge pages), e.g. -XX:StartFlightRecording=filename=master.jfr (repeatable).")
     List<String> masterJvmOptions = new ArrayList<>();
 
+    /** The heap the master started here gets unless --master-heap says otherwise. */
+    private static final String DEFAULT_MASTER_HEAP = "4GiB";
+    /** The smallest --master-heap: less would measure the collector rather than the master. */
+    private static final long MIN_MASTER_HEAP = 64L << 20;
+
+    @Option(names = "--master-heap", paramLabel = "SIZE|grow",
+            description = "Heap of the master started here, fixed at this size and touched before it serves (-Xms, -Xmx, "
+                    + "-XX:+AlwaysPreTouch), as a master is best run; 'grow' leaves the JVM's heap that grows under load, "
+                    + "the kernel zeroing each new page while the phases run (default: " + DEFAULT_MASTER_HEAP + ").")
+    String masterHeap;
+
     @Option(names = "--threads", paramLabel = "N", defaultValue = "8", description = "Client threads (default: ${DEFAULT-VALUE}).")
     int threads;
 
@@ -140,6 +151,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (!masterJvmOptions.isEmpty() && master != null) {
             throw new CliException(ExitCodes.USAGE, "--master-jvm-option is for the master started here: leave out --master");
         }
+        if (masterHeap != null && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
+        }
+        this.heapOptions = heapOptions(masterHeap == null ? DEFAULT_MASTER_HEAP : masterHeap);
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
         }
@@ -174,7 +189,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("machine", machine);
         report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, " + PAGE_SIZE + " pages, temporary root, WAL)"
                 + (compareDurability ? ", then another with --durability snapshot" : ""));
-        List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions) : null; // what its master ran with
+        List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions()) : null; // what its master ran with
         if (startedWith != null) {
             report.put("master_jvm_options", startedWith);
         }
@@ -299,6 +314,34 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return (int) Math.max(LOOKUP_BATCH, Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
     }
 
+    /** The JVM options of --master-heap; set by {@link #call} before any master starts. */
+    private List<String> heapOptions = List.of();
+
+    /** --master-heap's options, then --master-jvm-option's: a later option wins, so a given -Xmx overrides the heap's. */
+    private List<String> masterJvmOptions() {
+        List<String> options = new ArrayList<>(heapOptions);
+        options.addAll(masterJvmOptions);
+        return options;
+    }
+
+    /** The JVM options for a master heap of {@code text}: a size, fixed and touched up front, or "grow" for none. */
+    static List<String> heapOptions(String text) {
+        if ("grow".equals(text)) {
+            return List.of();
+        }
+        long bytes;
+        try {
+            bytes = SizeParser.parse(text);
+        } catch (IllegalArgumentException e) {
+            bytes = -1;
+        }
+        if (bytes < MIN_MASTER_HEAP || bytes % (1 << 20) != 0) {
+            throw new CliException(ExitCodes.USAGE, "invalid --master-heap " + text + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB");
+        }
+        String mib = (bytes >> 20) + "m";
+        return List.of("-Xms" + mib, "-Xmx" + mib, "-XX:+AlwaysPreTouch");
+    }
+
     /**
      * Every phase, after a warm-up pass, against {@code target}, or when it is null against a master started here as
      * its own process with {@code durability} on a temporary root of its own.
@@ -314,7 +357,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             tempRoot = Files.createTempDirectory("mcctl-bench-master");
             try {
                 // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
-                started = MasterProcess.start(masterJvmOptions, Duration.ofMinutes(2), builder -> { },
+                started = MasterProcess.start(masterJvmOptions(), Duration.ofMinutes(2), builder -> { },
                         "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
                         "--allocation-deadline", "10m", "--durability", durability);
             } catch (IOException | InterruptedException | RuntimeException e) {
