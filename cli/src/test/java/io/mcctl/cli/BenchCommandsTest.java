@@ -1,6 +1,7 @@
 package io.mcctl.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -71,6 +72,9 @@ class BenchCommandsTest {
             assertTrue(ratios.get(i).get("keys_per_second_ratio").asDouble() > 0, ratios.get(i)::toString);
         }
         assertTrue(report.get("master").asText().contains("--durability snapshot"), report.get("master")::toString);
+        // --master-heap grow: the JVM's own heap, neither fixed nor touched.
+        String options = report.get("master_jvm_options").toString();
+        assertFalse(options.contains("-Xms") || options.contains("-Xmx") || options.contains("AlwaysPreTouch"), options);
     }
 
     @Test

@@ -62,19 +62,24 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     @Option(names = "--master-jvm-option", paramLabel = "OPTION",
             description = "A JVM option for the master started here, after those mcctl master starts with (-XX:+UseTransparentHugePages "
-                    + "where the kernel offers huge pages), e.g. -XX:StartFlightRecording=filename=master.jfr (repeatable).")
+                    + "where the kernel offers huge pages) and those of --master-heap, e.g. "
+                    + "-XX:StartFlightRecording=filename=master.jfr (repeatable).")
     List<String> masterJvmOptions = new ArrayList<>();
 
-    /** The heap the master started here gets unless --master-heap says otherwise. */
-    private static final String DEFAULT_MASTER_HEAP = "4GiB";
+    /** The heap the master started here gets unless --master-heap says otherwise, or a quarter of the memory if less. */
+    private static final long DEFAULT_MASTER_HEAP = 4L << 30;
     /** The smallest --master-heap: less would measure the collector rather than the master. */
     private static final long MIN_MASTER_HEAP = 64L << 20;
 
     @Option(names = "--master-heap", paramLabel = "SIZE|grow",
             description = "Heap of the master started here, fixed at this size and touched before it serves (-Xms, -Xmx, "
                     + "-XX:+AlwaysPreTouch), as a master is best run; 'grow' leaves the JVM's heap that grows under load, "
-                    + "the kernel zeroing each new page while the phases run (default: " + DEFAULT_MASTER_HEAP + ").")
+                    + "the kernel zeroing each new page while the phases run (default: 4GiB, or a quarter of the machine's "
+                    + "memory where that is less).")
     String masterHeap;
+
+    /** The JVM options of --master-heap; set by {@link #call} before any master starts. */
+    private List<String> heapOptions = List.of();
 
     @Option(names = "--threads", paramLabel = "N", defaultValue = "8", description = "Client threads (default: ${DEFAULT-VALUE}).")
     int threads;
@@ -154,7 +159,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (masterHeap != null && master != null) {
             throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
         }
-        this.heapOptions = heapOptions(masterHeap == null ? DEFAULT_MASTER_HEAP : masterHeap);
+        this.heapOptions = masterHeap == null ? heapOptions(defaultMasterHeap()) : heapOptions(masterHeap);
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
         }
@@ -314,9 +319,6 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return (int) Math.max(LOOKUP_BATCH, Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
     }
 
-    /** The JVM options of --master-heap; set by {@link #call} before any master starts. */
-    private List<String> heapOptions = List.of();
-
     /** --master-heap's options, then --master-jvm-option's: a later option wins, so a given -Xmx overrides the heap's. */
     private List<String> masterJvmOptions() {
         List<String> options = new ArrayList<>(heapOptions);
@@ -338,8 +340,18 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (bytes < MIN_MASTER_HEAP || bytes % (1 << 20) != 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --master-heap " + text + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB");
         }
+        return heapOptions(bytes);
+    }
+
+    private static List<String> heapOptions(long bytes) {
         String mib = (bytes >> 20) + "m";
         return List.of("-Xms" + mib, "-Xmx" + mib, "-XX:+AlwaysPreTouch");
+    }
+
+    /** 4 GiB, or a quarter of the machine's memory (the JVM's own default limit) where that is less: touched up front, it must fit. */
+    private static long defaultMasterHeap() {
+        long memory = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize();
+        return Math.max(MIN_MASTER_HEAP, Math.min(DEFAULT_MASTER_HEAP, memory / 4 >> 20 << 20));
     }
 
     /**
