@@ -145,11 +145,20 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         return text.isEmpty() ? null : java.nio.file.Path.of(text);
     }
 
-    /** SIGHUP reads the tokens file again (connections stay open); a file that cannot be used keeps the tokens in force. */
+    /**
+     * SIGHUP reads the tokens file again (connections stay open); a file that cannot be used keeps the tokens in force.
+     * A process started with SIGHUP ignored (as {@code nohup} starts one) keeps ignoring it whatever is asked: the JVM
+     * leaves an ignored SIGHUP alone, so the operator is told at start rather than finding out at the first reload.
+     */
     @SuppressWarnings("sunapi")
     private static void reloadTokensOnHangup(io.mcctl.master.security.MasterSecurity security) {
         try {
-            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> security.reloadTokens());
+            sun.misc.SignalHandler previous = sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> security.reloadTokens());
+            if (previous == sun.misc.SignalHandler.SIG_IGN && security.access().hasTokensFile()) {
+                LOG.warn("SIGHUP is ignored by this process (it was started with SIGHUP ignored, as nohup does): kill -HUP will not "
+                        + "make it read the tokens file again, only a restart will; start it without nohup (a service manager, or "
+                        + "setsid) for kill -HUP to reload the tokens");
+            }
         } catch (IllegalArgumentException e) {
             LOG.warn("SIGHUP cannot be handled here ({}); restart the master to read the tokens file again", e.getMessage());
         }

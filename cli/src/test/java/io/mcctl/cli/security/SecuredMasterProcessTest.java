@@ -1,13 +1,17 @@
 package io.mcctl.cli.security;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.McctlProcess;
+import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.TestCertificates;
 import io.mcctl.master.security.TokenTable;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -52,6 +56,8 @@ class SecuredMasterProcessTest {
             assertTrue(notYet.exitCode() != 0 && notYet.err().contains("UNAUTHENTICATED"), notYet.err());
             assertEquals(1, notYet.err().strip().lines().count(), notYet.err());
 
+            // A master started with SIGHUP ignored (this test run under nohup, say) cannot reload: it says so at start.
+            assertFalse(master.log().contains("SIGHUP is ignored"), master.log());
             Files.writeString(tokens, "tokens:\n" + entry("first", "tok-first", "[a]") + entry("second", "tok-second", "[a]"));
             hangUp(master);
             waitForLog(master, "tokens reloaded from " + tokens + ": 2 tokens");
@@ -65,6 +71,29 @@ class SecuredMasterProcessTest {
             assertEquals(0, still.exitCode(), still.err());
             assertTrue(master.process().isAlive());
             assertTrue(!master.log().contains("tok-first") && !master.log().contains("tok-second"), "a token is never logged");
+        }
+    }
+
+    @Test
+    void a_master_started_with_sighup_ignored_says_at_start_that_kill_hup_will_not_reload_its_tokens() throws Exception {
+        Path tokens = dir.resolve("tokens.yaml");
+        Files.writeString(tokens, "tokens:\n" + entry("first", "tok-first", "[a]"));
+        // nohup: the master's JVM starts with SIGHUP ignored, whatever the disposition of the JVM running this test.
+        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60),
+                builder -> {
+                    builder.directory(dir.toFile()).environment().remove("MCCTL_CONFIG");
+                    builder.command().add(0, "nohup");
+                },
+                "--root", dir.resolve("root").toString(), "--bucket-count", "4", "--bucket-size", "1MiB", "--page-size", "4KiB",
+                "--tokens-file", tokens.toString())) {
+            // Logged before the master says it serves, which start() waited for.
+            assertTrue(master.log().contains("SIGHUP is ignored by this process (it was started with SIGHUP ignored, as nohup does): "
+                    + "kill -HUP will not make it read the tokens file again, only a restart will"), master.log());
+        }
+        // Started as usual, with the same tokens file, the master says nothing of the kind.
+        try (McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), "--root", dir.resolve("root").toString(),
+                "--bucket-count", "4", "--bucket-size", "1MiB", "--page-size", "4KiB", "--tokens-file", tokens.toString())) {
+            assertFalse(master.log().contains("SIGHUP is ignored"), master.log());
         }
     }
 

@@ -74,6 +74,11 @@ public final class AccessControl implements ServerInterceptor {
         }
     }
 
+    /** Whether a tokens file is configured, which {@link #reloadTokens} reads again. */
+    public boolean hasTokensFile() {
+        return tokensFile != null;
+    }
+
     /** Whether any call can be refused (tokens or client certificates are configured). */
     public boolean enforcing() {
         return tokensFile != null || clientCertificates;
