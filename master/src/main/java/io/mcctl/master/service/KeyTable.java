@@ -145,16 +145,25 @@ final class KeyTable {
      * overlap. A lookup of a random key in a table of millions is mostly waiting on memory, one miss after another;
      * after this pass a batch's lookups find their lines in the cache. Without the shard locks (see MappingTable's
      * read-ahead methods): nothing read here decides anything.
+     *
+     * <p>The keys' hashes come first, in a pass of their own: hashing a key is a loop over its characters, and with it in
+     * the pass that loads the index slots, the processor's window of instructions held only a miss or two at a time.
      */
     void touch(String[] scopedKeys) {
         int n = scopedKeys.length;
         MappingTable[] tables = new MappingTable[n];
-        long[] slots = new long[n];
+        int[] hashes = new int[n];
         for (int i = 0; i < n; i++) {
             String key = scopedKeys[i];
             if (key != null) {
-                tables[i] = shards[shardIndex(key)].mappings;
-                slots[i] = tables[i].slotHint(key.hashCode());
+                hashes[i] = key.hashCode(); // kept by the string too, for the lookup itself
+                tables[i] = shards[shardIndex(hashes[i])].mappings;
+            }
+        }
+        long[] slots = new long[n];
+        for (int i = 0; i < n; i++) {
+            if (tables[i] != null) {
+                slots[i] = tables[i].slotHint(hashes[i]);
             }
         }
         long[] keyFields = new long[n];
@@ -178,9 +187,13 @@ final class KeyTable {
     }
 
     static int shardIndex(String scopedKey) {
+        return shardIndex(scopedKey.hashCode());
+    }
+
+    private static int shardIndex(int hash) {
         // The top bits of a multiplicative hash: the in-flight table indexes by the hash's low bits (the mapping table
         // by a mix of all of them), so taking those here would crowd every shard's keys into a 64th of its table.
-        return (scopedKey.hashCode() * 0x9E3779B9) >>> (32 - SHARD_BITS);
+        return (hash * 0x9E3779B9) >>> (32 - SHARD_BITS);
     }
 
     /** Every claim of a shard: committed mappings and in-flight allocations. Caller holds the shard's lock. */
