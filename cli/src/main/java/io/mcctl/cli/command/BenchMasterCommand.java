@@ -159,7 +159,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (masterHeap != null && master != null) {
             throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
         }
-        this.heapOptions = masterHeap == null ? heapOptions(defaultMasterHeap()) : heapOptions(masterHeap);
+        this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap()) : parseMasterHeap(masterHeap);
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
         }
@@ -327,7 +327,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
     }
 
     /** The JVM options for a master heap of {@code text}: a size, fixed and touched up front, or "grow" for none. */
-    static List<String> heapOptions(String text) {
+    private static List<String> parseMasterHeap(String text) {
         if ("grow".equals(text)) {
             return List.of();
         }
@@ -340,10 +340,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (bytes < MIN_MASTER_HEAP || bytes % (1 << 20) != 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --master-heap " + text + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB");
         }
-        return heapOptions(bytes);
+        return fixedHeap(bytes);
     }
 
-    private static List<String> heapOptions(long bytes) {
+    private static List<String> fixedHeap(long bytes) {
         String mib = (bytes >> 20) + "m";
         return List.of("-Xms" + mib, "-Xmx" + mib, "-XX:+AlwaysPreTouch");
     }
