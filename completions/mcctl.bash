@@ -2776,7 +2776,7 @@ function _picocli_mcctl_bench_pages() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--mappings' '--batch' '--seconds' '--working-set'"
+  local arg_opts="'-o' '--output' '--mappings' '--batch' '--seconds' '--working-set' '--key-length'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2797,6 +2797,9 @@ function _picocli_mcctl_bench_pages() {
       return
       ;;
     '--working-set')
+      return
+      ;;
+    '--key-length')
       return
       ;;
   esac

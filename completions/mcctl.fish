@@ -672,6 +672,7 @@ complete -c mcctl -n '__mcctl_at bench pages' -l mappings -x -d 'Mappings in the
 complete -c mcctl -n '__mcctl_at bench pages' -l batch -x -d 'Keys per batch (default: 64).'
 complete -c mcctl -n '__mcctl_at bench pages' -l seconds -x -d 'Seconds of each timed phase (default: 5).'
 complete -c mcctl -n '__mcctl_at bench pages' -l working-set -x -d 'Keys of the in-cache lookup phase (default: 1000).'
+complete -c mcctl -n '__mcctl_at bench pages' -l key-length -x -d 'Characters of each key, its number padded with zeros (default: as short as the number, about 14; an engine\'s keys, a page hash in hex with a model and rank suffix, are 64 to 100).'
 complete -c mcctl -n '__mcctl_at bench pages' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench pages' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench pages' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'

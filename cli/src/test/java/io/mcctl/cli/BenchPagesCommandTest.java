@@ -32,6 +32,25 @@ class BenchPagesCommandTest {
     }
 
     @Test
+    void keys_of_the_length_asked_for_are_offloaded_and_found() throws Exception {
+        CliRun run = CliRun.run("bench", "pages", "--mappings", "2000", "--seconds", "0.2", "--working-set", "100", "--key-length", "80",
+                "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(80, report.get("key_length").asInt());
+        for (JsonNode phase : report.get("phases")) {
+            assertEquals(0, phase.get("failures").asLong(), phase::toString);
+        }
+    }
+
+    @Test
+    void a_key_length_out_of_range_is_a_usage_error() {
+        for (String bad : new String[] {"7", "1025", "0"}) {
+            CliRun run = CliRun.run("bench", "pages", "--mappings", "2000", "--key-length", bad).expectExit(ExitCodes.USAGE);
+            assertTrue(run.err().contains("invalid --key-length " + bad + ": allowed is 8 to 1024 characters"), run.err());
+        }
+    }
+
+    @Test
     void a_working_set_larger_than_the_table_is_a_usage_error() {
         CliRun run = CliRun.run("bench", "pages", "--mappings", "2000", "--working-set", "3000").expectExit(ExitCodes.USAGE);
         assertTrue(run.err().contains("invalid --working-set 3000: allowed is 1 to --mappings (2000)"), run.err());

@@ -55,11 +55,32 @@ public final class PageServiceBenchmark {
     private final SplittableRandom random = new SplittableRandom(42);
     private long nextKey;
 
-    /** A service over 256 buckets of 4 GiB in 64 KiB pages (no files: the service never opens them). */
-    public PageServiceBenchmark(int batch) {
+    /** The shortest and longest {@code keyLength}: room for the prefix and a digit; a key's bytes stay far under the limit. */
+    public static final int MIN_KEY_LENGTH = 8;
+    public static final int MAX_KEY_LENGTH = 1024;
+    private static final String KEY_PREFIX = "run/t0/";
+
+    /** Characters of each key, its number padded with zeros; 0: the number as it is. */
+    private final int keyLength;
+    /** By the count of a number's digits: the prefix and the zeros in front of it. */
+    private final String[] paddedPrefixes;
+
+    /**
+     * A service over 256 buckets of 4 GiB in 64 KiB pages (no files: the service never opens them), driven in batches of
+     * {@code batch} keys of {@code keyLength} characters (0: as short as their numbers).
+     */
+    public PageServiceBenchmark(int batch, int keyLength) {
+        if (keyLength != 0 && (keyLength < MIN_KEY_LENGTH || keyLength > MAX_KEY_LENGTH)) {
+            throw new IllegalArgumentException("key length " + keyLength + " is not 0 or " + MIN_KEY_LENGTH + " to " + MAX_KEY_LENGTH);
+        }
         BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-bench-pages"), 256, 64 * 1024, 4L << 30);
         this.pages = new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
         this.batch = batch;
+        this.keyLength = keyLength;
+        this.paddedPrefixes = new String[20];
+        for (int digits = 0; digits < paddedPrefixes.length; digits++) {
+            paddedPrefixes[digits] = KEY_PREFIX + "0".repeat(Math.max(0, keyLength - KEY_PREFIX.length() - digits));
+        }
     }
 
     /** Offload cycles until the table holds {@code mappings} mappings. */
@@ -94,8 +115,17 @@ public final class PageServiceBenchmark {
         return committedCount;
     }
 
-    private static String keyOf(long n) {
-        return "run/t0/" + n;
+    /** Key {@code n}: a fresh string each time, as one decoded off the wire is. A number too long for the padding makes a longer key. */
+    private String keyOf(long n) {
+        if (keyLength == 0) {
+            return KEY_PREFIX + n;
+        }
+        int digits = 1;
+        for (long rest = n / 10; rest > 0; rest /= 10) {
+            digits++;
+        }
+        // One concatenation, as short keys take: the padded prefix for this many digits is made once.
+        return paddedPrefixes[Math.min(digits, paddedPrefixes.length - 1)] + n;
     }
 
     private interface Step {

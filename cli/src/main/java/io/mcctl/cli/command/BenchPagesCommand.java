@@ -46,6 +46,11 @@ public final class BenchPagesCommand implements Callable<Integer> {
             description = "Keys of the in-cache lookup phase (default: ${DEFAULT-VALUE}).")
     int workingSet;
 
+    @Option(names = "--key-length", paramLabel = "N",
+            description = {"Characters of each key, its number padded with zeros (default: as short as the number, about 14;",
+                    "an engine's keys, a page hash in hex with a model and rank suffix, are 64 to 100)."})
+    Integer keyLength;
+
     @Override
     public Integer call() {
         if (mappings < 1000 || mappings > 100_000_000) {
@@ -61,7 +66,11 @@ public final class BenchPagesCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "invalid --working-set " + workingSet + ": allowed is 1 to --mappings ("
                     + mappings + ")");
         }
-        PageServiceBenchmark benchmark = new PageServiceBenchmark(batch);
+        if (keyLength != null && (keyLength < PageServiceBenchmark.MIN_KEY_LENGTH || keyLength > PageServiceBenchmark.MAX_KEY_LENGTH)) {
+            throw new ParameterException(spec.commandLine(), "invalid --key-length " + keyLength + ": allowed is "
+                    + PageServiceBenchmark.MIN_KEY_LENGTH + " to " + PageServiceBenchmark.MAX_KEY_LENGTH + " characters");
+        }
+        PageServiceBenchmark benchmark = new PageServiceBenchmark(batch, keyLength == null ? 0 : keyLength);
         List<PageServiceBenchmark.Phase> phases = new ArrayList<>();
         phases.add(benchmark.fill(mappings));
         phases.add(benchmark.offloadFor(seconds));
@@ -74,6 +83,7 @@ public final class BenchPagesCommand implements Callable<Integer> {
             report.put("benchmark", "pages");
             report.put("machine", MachineInfo.describe());
             report.put("batch", batch);
+            report.put("key_length", keyLength == null ? "shortest" : keyLength);
             List<Map<String, Object>> rows = new ArrayList<>();
             for (PageServiceBenchmark.Phase p : phases) {
                 Map<String, Object> row = new LinkedHashMap<>();

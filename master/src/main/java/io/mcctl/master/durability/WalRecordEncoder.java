@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.KeyRules;
 import io.mcctl.master.service.Placement;
 import com.google.protobuf.CodedOutputStream;
 import java.nio.ByteBuffer;
@@ -136,11 +137,15 @@ final class WalRecordEncoder {
             return;
         }
         putTag(out, field, WIRE_LENGTH_DELIMITED);
-        if (isAscii(s)) {
-            putVarint(out, s.length());
-            for (int i = 0; i < s.length(); i++) {
-                out.put((byte) s.charAt(i));
+        if (KeyRules.isAscii(s)) {
+            int n = s.length();
+            putVarint(out, n);
+            if (out.remaining() < n) {
+                throw new java.nio.BufferOverflowException();
             }
+            int at = out.position();
+            KeyRules.copyAscii(s, out.array(), out.arrayOffset() + at); // the log frames into a heap buffer
+            out.position(at + n);
         } else {
             byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
             putVarint(out, utf8.length);
@@ -150,16 +155,7 @@ final class WalRecordEncoder {
 
     /** UTF-8 length as {@link String#getBytes} encodes it (an unpaired surrogate becomes '?'), counted without encoding. */
     private static int utf8Length(String s) {
-        return io.mcctl.master.service.KeyRules.utf8Length(s);
-    }
-
-    private static boolean isAscii(String s) {
-        for (int i = 0; i < s.length(); i++) {
-            if (s.charAt(i) >= 0x80) {
-                return false;
-            }
-        }
-        return true;
+        return KeyRules.utf8Length(s);
     }
 
     private static void putTag(ByteBuffer out, int field, int wireType) {

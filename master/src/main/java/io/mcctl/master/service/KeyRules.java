@@ -48,8 +48,34 @@ public final class KeyRules {
         return null;
     }
 
+    /**
+     * Whether every UTF-16 unit of {@code s} is below 0x80, so that its UTF-8 bytes are its units, one each. The units are
+     * or-ed together rather than tested one by one: this is asked of every key on the hot path, keys are mostly ASCII,
+     * and a loop with no branch per unit runs at about a unit a cycle.
+     */
+    public static boolean isAscii(String s) {
+        int any = 0;
+        for (int i = 0; i < s.length(); i++) {
+            any |= s.charAt(i);
+        }
+        return any < 0x80;
+    }
+
+    /**
+     * Copies the bytes of {@code ascii}, which must be {@link #isAscii}, into {@code into} from {@code at}: each unit's low
+     * byte, which for ASCII is its UTF-8 byte, in one array copy (the deprecated String method is the one that copies a
+     * string's bytes without making an array of its own).
+     */
+    @SuppressWarnings("deprecation")
+    public static void copyAscii(String ascii, byte[] into, int at) {
+        ascii.getBytes(0, ascii.length(), into, at);
+    }
+
     /** UTF-8 length of a string, counted without encoding it; an unpaired surrogate counts as the '?' that encoding gives. */
     public static int utf8Length(String s) {
+        if (isAscii(s)) {
+            return s.length();
+        }
         int bytes = 0;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

@@ -306,6 +306,16 @@ final class MappingTable {
         if (n > end - p) {
             return -1; // every unit takes at least a byte
         }
+        if (n == end - p) {
+            // As many bytes as units: equal only if every unit is ASCII and equals its byte. Or-ing the differences, with
+            // no branch per unit, is what makes a lookup's comparison cheap for the usual (ASCII) key; a stored byte of
+            // 0x80 or more is negative as an int and differs from every unit in its high bits.
+            int diff = 0;
+            for (int i = 0; i < n; i++) {
+                diff |= bytes[p + i] ^ s.charAt(i);
+            }
+            return diff == 0 ? end : -1;
+        }
         for (int i = 0; i < n; i++) {
             char c = s.charAt(i);
             if (c < 0x80) {
@@ -362,7 +372,7 @@ final class MappingTable {
     int add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos) {
         int length = encodedLength(scopedKey);
         int start = reserveKeyBytes(length);
-        encode(scopedKey, keyBytes, start);
+        encode(scopedKey, length, keyBytes, start);
         return addEncoded(scopedKey.hashCode(), start, length, bucket, offset, size, crc32c, pin, lastUsedNanos);
     }
 
@@ -532,6 +542,9 @@ final class MappingTable {
     }
 
     static int encodedLength(String s) {
+        if (KeyRules.isAscii(s)) {
+            return s.length();
+        }
         int bytes = 0;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -540,7 +553,12 @@ final class MappingTable {
         return bytes;
     }
 
-    private static void encode(String s, byte[] into, int at) {
+    /** Encodes {@code s}, whose {@link #encodedLength} is {@code length}, into {@code into} from {@code at}. */
+    private static void encode(String s, int length, byte[] into, int at) {
+        if (length == s.length()) {
+            KeyRules.copyAscii(s, into, at); // every unit took one byte: ASCII
+            return;
+        }
         int p = at;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

@@ -198,6 +198,27 @@ class MappingTableTest {
     }
 
     @Test
+    void a_key_of_as_many_bytes_as_units_compares_equal_only_to_itself() {
+        MappingTable table = new MappingTable();
+        table.add("t\0AB", 1, 0, 1, 0, false, 0);
+        table.add("t\0\u00e9", 2, 4096, 1, 0, false, 0); // four bytes: t, NUL, then C3 A9
+        int ascii = table.find("t\0AB");
+        int accented = table.find("t\0\u00e9");
+        // Units whose low byte is the stored byte, but which are not ASCII: a key of as many units as bytes must not match.
+        assertFalse(table.keyStartsWith(ascii, "t\0A\u0142"));
+        assertFalse(table.keyStartsWith(ascii, "\u0174\0AB"));
+        assertFalse(table.keyStartsWith(ascii, "t\0AC"));
+        assertTrue(table.keyStartsWith(ascii, "t\0AB"));
+        // Units of the stored bytes' values (0xC3, 0xA9) and ASCII units, as many as the stored bytes: no match either.
+        assertFalse(table.keyStartsWith(accented, "t\0\u00c3\u00a9"));
+        assertFalse(table.keyStartsWith(accented, "t\0Ci"));
+        assertTrue(table.keyStartsWith(accented, "t\0\u00e9"));
+        assertEquals(-1, table.find("t\0A\u0142"));
+        assertEquals("t\0AB", table.key(ascii));
+        assertEquals("t\0\u00e9", table.key(accented));
+    }
+
+    @Test
     void put_from_another_table_replaces_a_key_it_holds_and_adds_the_rest() {
         MappingTable into = new MappingTable(4, 8);
         into.add("t\0one", 1, 0, 10, 11, false, 5);
