@@ -51,7 +51,7 @@ public final class KeyRules {
     /**
      * Whether every UTF-16 unit of {@code s} is below 0x80, so that its UTF-8 bytes are its units, one each. The units are
      * or-ed together rather than tested one by one: this is asked of every key on the hot path, keys are mostly ASCII,
-     * and a loop with no branch per unit runs at about a unit a cycle.
+     * and a loop with no branch per unit is the cheaper one for them.
      */
     public static boolean isAscii(String s) {
         int any = 0;

@@ -34,13 +34,15 @@ final class MappingTable {
     /** Longs per mapping record, and where each field sits in it. */
     static final int RECORD = 7;
     private static final int KEY = 0;         // key's start in the arena (high half), its length in bytes (low half)
-    private static final int HASH_FLAGS = 1;  // the key's String hash (high half), FLAG_PINNED (low half)
+    private static final int HASH_FLAGS = 1;  // the key's String hash (high half), FLAG_PINNED and FLAG_ASCII (low half)
     private static final int OFFSET = 2;
     private static final int SIZE = 3;
     private static final int BUCKET_CRC = 4;  // bucket (high half), CRC32C (low half)
     private static final int LEASE_UNTIL = 5;
     private static final int LAST_USED = 6;
     private static final long FLAG_PINNED = 1;
+    /** The key's bytes are its units, one each: an ASCII key (set when the key is filed, never changed). */
+    private static final long FLAG_ASCII = 2;
 
     private long[] index;
     private int used;
@@ -213,6 +215,10 @@ final class MappingTable {
         return (field(m, HASH_FLAGS) & FLAG_PINNED) != 0;
     }
 
+    private boolean ascii(int m) {
+        return (field(m, HASH_FLAGS) & FLAG_ASCII) != 0;
+    }
+
     Placement placement(int m) {
         int r = m * RECORD;
         long bucketCrc = records[r + BUCKET_CRC];
@@ -307,14 +313,13 @@ final class MappingTable {
             return -1; // every unit takes at least a byte
         }
         if (n == end - p) {
-            // As many bytes as units: equal only if every unit is ASCII and equals its byte. Or-ing the differences, with
-            // no branch per unit, is what makes a lookup's comparison cheap for the usual (ASCII) key; a stored byte of
-            // 0x80 or more is negative as an int and differs from every unit in its high bits.
-            int diff = 0;
-            for (int i = 0; i < n; i++) {
-                diff |= bytes[p + i] ^ s.charAt(i);
+            // As many bytes as units. A key that is not ASCII has fewer units than bytes, so it is not s, nor does s
+            // start it. An ASCII key is s if the string of its bytes equals s: a copy and an equals, both done by the
+            // JVM many bytes at a time, where a loop over s's characters takes a cycle or more for each.
+            if ((records[m * RECORD + HASH_FLAGS] & FLAG_ASCII) == 0) {
+                return -1;
             }
-            return diff == 0 ? end : -1;
+            return s.equals(new String(bytes, p, n, StandardCharsets.ISO_8859_1)) ? end : -1;
         }
         for (int i = 0; i < n; i++) {
             char c = s.charAt(i);
@@ -373,7 +378,7 @@ final class MappingTable {
         int length = encodedLength(scopedKey);
         int start = reserveKeyBytes(length);
         encode(scopedKey, length, keyBytes, start);
-        return addEncoded(scopedKey.hashCode(), start, length, bucket, offset, size, crc32c, pin, lastUsedNanos);
+        return addEncoded(scopedKey.hashCode(), start, length, length == scopedKey.length(), bucket, offset, size, crc32c, pin, lastUsedNanos);
     }
 
     /** Files mapping {@code m} of {@code from} here, in place of any mapping its key has (restore: the later wins). */
@@ -383,7 +388,7 @@ final class MappingTable {
         if (target < 0) {
             int start = reserveKeyBytes(length);
             System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, length);
-            target = addEncoded(from.hash(m), start, length, 0, 0, 0, 0, false, 0);
+            target = addEncoded(from.hash(m), start, length, from.ascii(m), 0, 0, 0, 0, false, 0);
         }
         int r = target * RECORD;
         int f = m * RECORD;
@@ -405,7 +410,8 @@ final class MappingTable {
         setPinned(m, pin);
     }
 
-    private int addEncoded(int hash, int start, int length, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos) {
+    private int addEncoded(int hash, int start, int length, boolean ascii, int bucket, long offset, long size, int crc32c, boolean pin,
+                           long lastUsedNanos) {
         if ((used + 1) * RECORD > records.length) {
             growRecords();
         }
@@ -415,7 +421,7 @@ final class MappingTable {
         int m = used++;
         int r = m * RECORD;
         records[r + KEY] = (long) start << 32 | length;
-        records[r + HASH_FLAGS] = (long) hash << 32 | (pin ? FLAG_PINNED : 0);
+        records[r + HASH_FLAGS] = (long) hash << 32 | (pin ? FLAG_PINNED : 0) | (ascii ? FLAG_ASCII : 0);
         setPlacement(m, bucket, offset, size, crc32c);
         records[r + LEASE_UNTIL] = 0;
         records[r + LAST_USED] = lastUsedNanos;

@@ -225,10 +225,12 @@ class MappingTableTest {
         MappingTable from = new MappingTable();
         from.add("t\0one", 2, 4096, 20, 21, true, 6);
         from.add("t\0tw\u00f6", 3, 8192, 30, 31, false, 7);
+        from.add("t\0three", 4, 12288, 40, 41, false, 8); // ASCII, new to the table: found by the ASCII comparison
         for (int m = 0; m < from.size(); m++) {
             into.putFrom(from, m);
         }
-        assertEquals(2, into.size());
+        assertEquals(3, into.size());
+        assertEquals(new Placement(4, 12288, 40, 41), into.placement(into.find("t\0three")));
         int one = into.find("t\0one");
         assertEquals(new Placement(2, 4096, 20, 21), into.placement(one));
         assertTrue(into.pinned(one));
