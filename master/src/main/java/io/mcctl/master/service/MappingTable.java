@@ -316,7 +316,7 @@ final class MappingTable {
             // As many bytes as units. A key that is not ASCII has fewer units than bytes, so it is not s, nor does s
             // start it. An ASCII key is s if the string of its bytes equals s: a copy and an equals, both done by the
             // JVM many bytes at a time, where a loop over s's characters takes a cycle or more for each.
-            if ((records[m * RECORD + HASH_FLAGS] & FLAG_ASCII) == 0) {
+            if (!ascii(m)) {
                 return -1;
             }
             return s.equals(new String(bytes, p, n, StandardCharsets.ISO_8859_1)) ? end : -1;
