@@ -116,7 +116,7 @@ public final class PageServiceBenchmark {
     }
 
     /** Key {@code n}: a fresh string each time, as one decoded off the wire is. A number too long for the padding makes a longer key. */
-    private String keyOf(long n) {
+    String keyOf(long n) {
         if (keyLength == 0) {
             return KEY_PREFIX + n;
         }
