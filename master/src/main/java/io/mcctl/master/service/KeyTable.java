@@ -262,12 +262,12 @@ final class KeyTable {
             link(pending);
         }
 
-        void remove(String scopedKey) {
-            int hash = spread(scopedKey.hashCode());
-            int slot = hash & (table.length - 1);
+        /** Takes {@code pending} itself out: found by identity in its chain, with no key compared. A no-op when not filed. */
+        void remove(InFlight pending) {
+            int slot = pending.hash & (table.length - 1);
             InFlight previous = null;
             for (InFlight e = table[slot]; e != null; previous = e, e = e.chainNext) {
-                if (e.hash == hash && (e.scopedKey == scopedKey || e.scopedKey.equals(scopedKey))) {
+                if (e == pending) {
                     if (previous == null) {
                         table[slot] = e.chainNext;
                     } else {

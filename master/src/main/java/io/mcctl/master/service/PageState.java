@@ -312,7 +312,7 @@ final class PageState {
         usage.inFlight.decrement();
         usage.inFlightBytes.add(-pending.placement.size());
         shard.unlink(pending);
-        shard.inFlight.remove(pending.scopedKey);
+        shard.inFlight.remove(pending);
         inFlight.decrementAndGet();
     }
 

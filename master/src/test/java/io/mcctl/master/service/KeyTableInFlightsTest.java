@@ -34,8 +34,12 @@ class KeyTableInFlightsTest {
         for (int step = 0; step < 60_000; step++) {
             String key = new String(keys.get(random.nextInt(keys.size()))); // equal, never the same instance
             if (random.nextInt(3) == 0) {
-                table.remove(key);
-                model.remove(key);
+                KeyTable.InFlight filed = model.remove(key);
+                if (filed != null) {
+                    table.remove(filed);
+                } else {
+                    table.remove(allocation(key, step)); // an equal key that is not filed: removes nothing
+                }
             } else if (!model.containsKey(key)) {
                 KeyTable.InFlight pending = allocation(key, step);
                 table.add(pending);
@@ -62,8 +66,8 @@ class KeyTableInFlightsTest {
         for (int i = 0; i < keys.size(); i++) {
             table.add(allocation(keys.get(i), i));
         }
-        table.remove(keys.get(3));
-        table.remove(keys.get(0));
+        table.remove(table.get(keys.get(3)));
+        table.remove(table.get(new String(keys.get(0))));
         assertNull(table.get(keys.get(0)));
         assertNull(table.get(keys.get(3)));
         for (int i : new int[] {1, 2, 4, 5, 6, 7}) {
