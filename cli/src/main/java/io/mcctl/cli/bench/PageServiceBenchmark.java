@@ -52,6 +52,11 @@ public final class PageServiceBenchmark {
      */
     private long[] committed = new long[1024];
     private int committedCount;
+    /**
+     * Whether every key offloaded so far was committed: then key {@code n} is the n-th committed and a lookup draws its
+     * number without reading {@link #committed}, a cache miss of the benchmark's own that the master never has.
+     */
+    private boolean everyKeyCommitted = true;
     private final SplittableRandom random = new SplittableRandom(42);
     private long nextKey;
 
@@ -173,6 +178,7 @@ public final class PageServiceBenchmark {
                 committed[committedCount++] = first + i;
             } else {
                 failures++;
+                everyKeyCommitted = false;
             }
         }
         return failures;
@@ -180,9 +186,17 @@ public final class PageServiceBenchmark {
 
     /** One batch of lookups of random committed keys, as the master serves a lookup call: the batch's keys at once. */
     private long lookupBatch(int from) {
+        // The batch's key numbers are drawn in a pass of their own: read from the list of committed keys, each is a cache
+        // miss in an array as large as the table, and those misses then overlap instead of coming one after another
+        // behind each key's making. The master, handed its keys off the wire, has none of them.
+        long[] numbers = new long[batch];
+        for (int i = 0; i < batch; i++) {
+            int pick = random.nextInt(from);
+            numbers[i] = everyKeyCommitted ? pick : committed[pick];
+        }
         List<String> keys = new ArrayList<>(batch);
         for (int i = 0; i < batch; i++) {
-            keys.add(keyOf(committed[random.nextInt(from)])); // a new string, as off the wire
+            keys.add(keyOf(numbers[i])); // a new string, as off the wire
         }
         long failures = 0;
         for (Result<Placement> result : pages.getMappings(pages.batchTenants(), Collections.nCopies(batch, TENANT), keys)) {
