@@ -230,6 +230,23 @@ class ReservationRecoveryTest {
         }
     }
 
+    @Test
+    void a_bucket_filled_front_to_back_answers_every_allocation_in_a_reservation_opened_ahead_and_closes_those_passed() throws Exception {
+        try (Live live = new Live()) {
+            for (int i = 0; i < 256; i++) {
+                Allocation a = live.allocate("seq-" + i, 1);
+                assertEquals(i * PAGE, a.placement().offset(), "the allocator fills the bucket front to back");
+                assertTrue(a.answerWaitsFor() != AnswerBarrier.EVERYTHING, "allocation " + i + " waited for every record");
+                assertTrue(live.pages.reservationCount() <= 3, "after allocation " + i + ": " + live.pages.reservationCount()
+                        + " reservations not closed; those the allocations passed are closed");
+                live.clock.addAndGet(Duration.ofMillis(10).toNanos()); // 2.56 s in all: reservations' open time ends on the way
+            }
+            assertEquals(256, live.pages.reservedAllocationsTotal());
+            assertTrue(live.pages.reservationsOpenedTotal() < 256 / 4, "opened " + live.pages.reservationsOpenedTotal()
+                    + " reservations for 64 blocks: each takes two, and one is opened ahead of the allocations");
+        }
+    }
+
     /**
      * One allocation opens a reservation and is made durable; {@code crashed} then gets the state directory as a kill -9
      * would leave it if the next record never reached the disk; the next allocation, answered with nothing of its own on
