@@ -242,8 +242,8 @@ class ReservationRecoveryTest {
                 live.clock.addAndGet(Duration.ofMillis(10).toNanos()); // 2.56 s in all: reservations' open time ends on the way
             }
             assertEquals(256, live.pages.reservedAllocationsTotal());
-            assertTrue(live.pages.reservationsOpenedTotal() < 256 / 4, "opened " + live.pages.reservationsOpenedTotal()
-                    + " reservations for 64 blocks: each takes two, and one is opened ahead of the allocations");
+            // A reservation takes two blocks of 4 pages: 32 cover the bucket, a few more where one's open time ran out first.
+            assertTrue(live.pages.reservationsOpenedTotal() <= 40, "opened " + live.pages.reservationsOpenedTotal() + " reservations");
         }
     }
 
