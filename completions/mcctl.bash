@@ -1241,7 +1241,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--busy-poll' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1307,6 +1307,9 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--wal-segment-size')
+      return
+      ;;
+    '--busy-poll')
       return
       ;;
     '--eviction')
@@ -2338,7 +2341,7 @@ function _picocli_mcctl_bench_master() {
 
   local commands=""
   local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
+  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2356,6 +2359,9 @@ function _picocli_mcctl_bench_master() {
       return
       ;;
     '--master-jvm-option')
+      return
+      ;;
+    '--master-busy-poll')
       return
       ;;
     '--master-heap')
@@ -2821,7 +2827,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--wal-segment-size' '--busy-poll' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2893,6 +2899,9 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--wal-segment-size')
+      return
+      ;;
+    '--busy-poll')
       return
       ;;
     '--eviction')

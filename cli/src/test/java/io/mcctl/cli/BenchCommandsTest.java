@@ -56,7 +56,7 @@ class BenchCommandsTest {
     @Test
     void bench_master_compares_each_phase_with_a_master_that_logs_nothing_in_the_same_run() throws Exception {
         CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0.1", "--memory-mappings", "0",
-                "--compare-durability", "--master-heap", "grow", "-o", "json").expectOk();
+                "--compare-durability", "--master-heap", "grow", "--master-busy-poll", "50us", "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
         JsonNode wal = report.get("phases");
         JsonNode snapshot = report.get("snapshot_durability_phases");
@@ -72,6 +72,7 @@ class BenchCommandsTest {
             assertTrue(ratios.get(i).get("keys_per_second_ratio").asDouble() > 0, ratios.get(i)::toString);
         }
         assertTrue(report.get("master").asText().contains("--durability snapshot"), report.get("master")::toString);
+        assertEquals("50us", report.get("master_busy_poll").asText(), "both masters started here poll for 50 µs before they sleep");
         // --master-heap grow: the JVM's own heap, neither fixed nor touched.
         String options = report.get("master_jvm_options").toString();
         assertFalse(options.contains("-Xms") || options.contains("-Xmx") || options.contains("AlwaysPreTouch"), options);
@@ -110,6 +111,13 @@ class BenchCommandsTest {
             assertEquals("mcctl: error: invalid --master-heap " + heap + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB",
                     bad.err().strip());
         }
+        for (String poll : new String[] {"2ms", "-1us", "50"}) {
+            CliRun bad = CliRun.run("bench", "master", "--master-busy-poll", poll).expectExit(ExitCodes.USAGE);
+            assertEquals("mcctl: error: invalid --master-busy-poll " + poll + ": allowed is a duration from 0s (off) to 1ms, e.g. 50us",
+                    bad.err().strip());
+        }
+        CliRun theirPoll = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--master-busy-poll", "50us").expectExit(ExitCodes.USAGE);
+        assertTrue(theirPoll.err().contains("--master-busy-poll is for the master started here: leave out --master"), theirPoll.err());
         CliRun theirHeap = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--master-heap", "1GiB").expectExit(ExitCodes.USAGE);
         assertTrue(theirHeap.err().contains("--master-heap is for the master started here: leave out --master"), theirHeap.err());
     }

@@ -74,4 +74,20 @@ class MasterStartProcessTest {
         assertTrue(under.err().contains("cannot be created: " + file + " is a file, not a directory"), under.err());
         assertFalse(under.out().contains("serving"), under.out());
     }
+
+    @Test
+    void a_busy_poll_past_its_limit_is_refused_in_one_line_from_the_flag_and_from_the_environment_and_nothing_is_laid_out() throws Exception {
+        Path root = dir.resolve("tier");
+        McctlProcess.Done flag = McctlProcess.run(dir, Map.of(), "master", "start", "--root", root.toString(), "--port", "0",
+                "--metrics-port", "0", "--busy-poll", "2ms");
+        assertEquals(ExitCodes.USAGE, flag.exitCode(), flag.err());
+        assertEquals("mcctl: error: invalid busy_poll '2ms' from flag --busy-poll: allowed is a duration from 0s (off) to 1ms, e.g. 50us",
+                flag.err().strip());
+        McctlProcess.Done env = McctlProcess.run(dir, Map.of("MCCTL_BUSY_POLL", "50"), "master", "start", "--root", root.toString(),
+                "--port", "0", "--metrics-port", "0");
+        assertEquals(ExitCodes.USAGE, env.exitCode(), env.err());
+        assertTrue(env.err().strip().startsWith("mcctl: error: invalid busy_poll '50' from environment MCCTL_BUSY_POLL"), env.err());
+        assertEquals(1, env.err().strip().lines().count(), env.err());
+        assertFalse(Files.exists(root), "nothing laid out");
+    }
 }

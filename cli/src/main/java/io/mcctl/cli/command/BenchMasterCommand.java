@@ -15,6 +15,8 @@ import java.util.function.LongSupplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterServer;
+import io.mcctl.master.server.MasterSettings;
+import io.mcctl.storage.config.DurationParser;
 import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
@@ -65,6 +67,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     + "where the kernel offers huge pages) and those of --master-heap, e.g. "
                     + "-XX:StartFlightRecording=filename=master.jfr (repeatable).")
     List<String> masterJvmOptions = new ArrayList<>();
+
+    @Option(names = "--master-busy-poll", paramLabel = "DURATION",
+            description = "The masters started here poll their connections for this long after their last work before they sleep "
+                    + "(mcctl master start --busy-poll; allowed: 0s, off, to 1ms) (default: 0s).")
+    String masterBusyPoll = "0s";
 
     /** The heap the master started here gets unless --master-heap says otherwise, or a quarter of the memory if less. */
     private static final long DEFAULT_MASTER_HEAP = 4L << 30;
@@ -160,6 +167,14 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
         }
         this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap()) : parseMasterHeap(masterHeap);
+        if (!masterBusyPoll.equals("0s") && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--master-busy-poll is for the master started here: leave out --master");
+        }
+        try {
+            MasterSettings.parseBusyPoll(masterBusyPoll);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, "invalid --master-busy-poll " + masterBusyPoll + ": allowed is " + MasterSettings.BUSY_POLL.allowed());
+        }
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
         }
@@ -197,6 +212,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions()) : null; // what its master ran with
         if (startedWith != null) {
             report.put("master_jvm_options", startedWith);
+            report.put("master_busy_poll", DurationParser.format(MasterSettings.parseBusyPoll(masterBusyPoll)));
         }
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
@@ -371,7 +387,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
                 started = MasterProcess.start(masterJvmOptions(), Duration.ofMinutes(2), builder -> { },
                         "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
-                        "--allocation-deadline", "10m", "--durability", durability);
+                        "--allocation-deadline", "10m", "--durability", durability, "--busy-poll", masterBusyPoll);
             } catch (IOException | InterruptedException | RuntimeException e) {
                 deleteTree(tempRoot);
                 throw e;

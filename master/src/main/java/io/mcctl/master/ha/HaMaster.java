@@ -147,7 +147,8 @@ public final class HaMaster implements AutoCloseable {
         Server server = null;
         HTTPServer metricsServer = null;
         EtcdClient etcd = null;
-        io.mcctl.master.server.TransportLoops loops = io.mcctl.master.server.TransportLoops.start("mcctl-master");
+        io.mcctl.master.server.TransportLoops loops = io.mcctl.master.server.TransportLoops.start("mcctl-master",
+                io.mcctl.master.server.MasterSettings.busyPoll(master.settings()));
         try {
             Path layoutFile = master.layout().layoutFile();
             java.nio.file.Files.createDirectories(master.layout().root());

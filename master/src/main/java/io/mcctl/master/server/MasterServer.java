@@ -181,7 +181,7 @@ public final class MasterServer implements AutoCloseable {
             closeQuietly(owner);
             throw e;
         }
-        TransportLoops loops = TransportLoops.start("mcctl-master");
+        TransportLoops loops = TransportLoops.start("mcctl-master", MasterSettings.busyPoll(options.settings()));
         Server server = loops.configure(serverBuilder)
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the

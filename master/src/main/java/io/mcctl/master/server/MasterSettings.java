@@ -85,6 +85,29 @@ public final class MasterSettings {
             "--eviction-low-watermark", "0.70", MasterSettings::parseFraction, MasterSettings::formatFraction,
             "a fraction above 0 and at most the high watermark", "used share of all pages the evictor brings the tier down to");
 
+    /** The longest {@link #BUSY_POLL}: past it the polling costs a core's worth at any but the lightest load. */
+    public static final Duration MAX_BUSY_POLL = Duration.ofMillis(1);
+
+    public static final Setting<Duration> BUSY_POLL = Setting.of("busy_poll", "MCCTL_BUSY_POLL", "--busy-poll", "0s",
+            MasterSettings::parseBusyPoll, DurationParser::format, "a duration from 0s (off) to 1ms, e.g. 50us",
+            "how long a transport thread keeps polling its connections after its last work before it sleeps: less latency per "
+                    + "call where waking a sleeping CPU is slow (virtual machines), for up to this much CPU after each burst of calls");
+
+    /** @throws IllegalArgumentException when {@code text} is not a duration from 0 to {@link #MAX_BUSY_POLL} */
+    public static Duration parseBusyPoll(String text) {
+        Duration poll = DurationParser.parse(text);
+        if (poll.isNegative() || poll.compareTo(MAX_BUSY_POLL) > 0) {
+            throw new IllegalArgumentException("");
+        }
+        return poll;
+    }
+
+    /** The busy poll in force ({@link #BUSY_POLL}); off when the settings do not name it. */
+    public static Duration busyPoll(java.util.Map<String, String> settings) {
+        String text = settings.get(BUSY_POLL.key());
+        return text == null ? Duration.ZERO : parseBusyPoll(text);
+    }
+
     // ---- who may do what (docs/security.md): empty means off ----
 
     public static final Setting<String> TLS_CERT = Setting.of("tls_cert", "MCCTL_MASTER_TLS_CERT", "--tls-cert", "",
@@ -159,7 +182,7 @@ public final class MasterSettings {
                     + "(every cached object is lost to the cache; docs/ha.md)");
 
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
-            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, BUSY_POLL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
             TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
 
     static double parseFraction(String text) {

@@ -1,7 +1,9 @@
 package io.mcctl.master.server;
 
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.DefaultSelectStrategyFactory;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.SelectStrategyFactory;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
@@ -10,6 +12,8 @@ import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
+import java.nio.channels.spi.SelectorProvider;
+import java.time.Duration;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -35,14 +39,22 @@ public final class TransportLoops implements AutoCloseable {
         this.channelType = channelType;
     }
 
-    /** One thread accepting connections and Netty's default number of loops serving them, named after {@code name}. */
-    public static TransportLoops start(String name) {
+    /**
+     * One thread accepting connections and Netty's default number of loops serving them, named after {@code name}; the
+     * loops poll for {@code busyPoll} after their last work before they sleep ({@link PollBeforeSleep}), zero: they
+     * sleep at once.
+     */
+    public static TransportLoops start(String name, Duration busyPoll) {
+        long busyPollNanos = busyPoll.toNanos();
+        SelectStrategyFactory waiting = busyPollNanos > 0 ? () -> new PollBeforeSleep(busyPollNanos, System::nanoTime)
+                : DefaultSelectStrategyFactory.INSTANCE;
         if (Epoll.isAvailable()) {
             return new TransportLoops(new EpollEventLoopGroup(1, new DefaultThreadFactory(name + "-accept", true)),
-                    new EpollEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true)), EpollServerSocketChannel.class);
+                    new EpollEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true), waiting), EpollServerSocketChannel.class);
         }
         return new TransportLoops(new NioEventLoopGroup(1, new DefaultThreadFactory(name + "-accept", true)),
-                new NioEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true)), NioServerSocketChannel.class);
+                new NioEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true), SelectorProvider.provider(), waiting),
+                NioServerSocketChannel.class);
     }
 
     /** Serves {@code builder}'s server on these loops. */

@@ -3,10 +3,10 @@ package io.mcctl.storage.config;
 import java.time.Duration;
 import java.util.Locale;
 
-/** Durations as people write them: {@code 500ms}, {@code 60s}, {@code 5m}, {@code 1h}. */
+/** Durations as people write them: {@code 50us}, {@code 500ms}, {@code 60s}, {@code 5m}, {@code 1h}. */
 public final class DurationParser {
 
-    public static final String ALLOWED = "a whole number with a unit: ms, s, m or h";
+    public static final String ALLOWED = "a whole number with a unit: us, ms, s, m or h";
 
     private DurationParser() {
     }
@@ -27,6 +27,12 @@ public final class DurationParser {
             throw new IllegalArgumentException("number too large");
         }
         return switch (s.substring(split).trim()) {
+            case "us" -> {
+                if (number > Long.MAX_VALUE / 1000) {
+                    throw new IllegalArgumentException("number too large");
+                }
+                yield Duration.ofNanos(number * 1000);
+            }
             case "ms" -> Duration.ofMillis(number);
             case "s" -> Duration.ofSeconds(number);
             case "m" -> Duration.ofMinutes(number);
@@ -35,8 +41,11 @@ public final class DurationParser {
         };
     }
 
-    /** The shortest exact form: 60000ms -> 1m, 1500ms -> 1500ms. */
+    /** The shortest exact form: 60000ms -> 1m, 1500ms -> 1500ms, 1500us -> 1500us. */
     public static String format(Duration duration) {
+        if (duration.getNano() % 1_000_000 != 0) {
+            return duration.toNanos() / 1000 + "us";
+        }
         long millis = duration.toMillis();
         if (millis != 0 && millis % 3_600_000 == 0) {
             return millis / 3_600_000 + "h";
