@@ -51,6 +51,7 @@ class BenchCommandsTest {
         assertEquals(("always".equals(mode) || "madvise".equals(mode) ? "[\"-XX:+UseTransparentHugePages\"," : "[")
                         + "\"-Xms256m\",\"-Xmx256m\",\"-XX:+AlwaysPreTouch\"]",
                 report.get("master_jvm_options").toString());
+        assertEquals("0s", report.get("master_busy_poll").asText(), "off unless asked for");
     }
 
     @Test

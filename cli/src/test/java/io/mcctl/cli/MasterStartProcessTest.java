@@ -31,6 +31,13 @@ class MasterStartProcessTest {
             assertTrue(log.contains("layout: 8 bucket files x 4 MiB = 32 MiB under " + root + ", sparse: "), log);
             assertTrue(log.contains(" of it backed by real space so far, "), log);
             assertTrue(Files.isDirectory(root));
+            assertFalse(log.contains("busy_poll"), "off by default, and then not mentioned: " + log);
+        }
+        try (McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of("MCCTL_BUSY_POLL", "50us"), "--root", "tier",
+                "--bucket-count", "8", "--bucket-size", "4MiB", "--page-size", "4KiB")) {
+            String log = master.log();
+            assertTrue(log.contains("busy_poll 50us (from environment MCCTL_BUSY_POLL): each transport thread polls its connections "
+                    + "for 50us after its last work before it sleeps"), log);
         }
     }
 

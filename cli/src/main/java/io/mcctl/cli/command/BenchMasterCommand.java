@@ -73,6 +73,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     + "(mcctl master start --busy-poll; allowed: 0s, off, to 1ms) (default: 0s).")
     String masterBusyPoll = "0s";
 
+    /** --master-busy-poll as parsed; set by {@link #call} before any master starts. */
+    private Duration busyPoll = Duration.ZERO;
+
     /** The heap the master started here gets unless --master-heap says otherwise, or a quarter of the memory if less. */
     private static final long DEFAULT_MASTER_HEAP = 4L << 30;
     /** The smallest --master-heap: less would measure the collector rather than the master. */
@@ -167,13 +170,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
         }
         this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap()) : parseMasterHeap(masterHeap);
-        if (!masterBusyPoll.equals("0s") && master != null) {
-            throw new CliException(ExitCodes.USAGE, "--master-busy-poll is for the master started here: leave out --master");
-        }
         try {
-            MasterSettings.parseBusyPoll(masterBusyPoll);
+            this.busyPoll = MasterSettings.parseBusyPoll(masterBusyPoll);
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCodes.USAGE, "invalid --master-busy-poll " + masterBusyPoll + ": allowed is " + MasterSettings.BUSY_POLL.allowed());
+        }
+        if (!busyPoll.isZero() && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--master-busy-poll is for the master started here: leave out --master");
         }
         if (compareDurability && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-durability starts its own masters: leave out --master");
@@ -212,7 +215,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions()) : null; // what its master ran with
         if (startedWith != null) {
             report.put("master_jvm_options", startedWith);
-            report.put("master_busy_poll", DurationParser.format(MasterSettings.parseBusyPoll(masterBusyPoll)));
+            report.put("master_busy_poll", DurationParser.format(busyPoll));
         }
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
@@ -291,6 +294,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             if (startedWith != null) {
                 out.println("master JVM options: " + (startedWith.isEmpty() ? "none" : String.join(" ", startedWith))
                         + " (transparent huge pages, kernel: " + machine.get("transparent_huge_pages") + ")");
+                out.println("master busy poll: " + (busyPoll.isZero() ? "off" : DurationParser.format(busyPoll)));
             }
             if (memory != null) {
                 out.println(String.format(Locale.ROOT, "master heap: %.0f bytes per mapping at %d mappings (%d-byte keys)",
@@ -387,7 +391,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
                 started = MasterProcess.start(masterJvmOptions(), Duration.ofMinutes(2), builder -> { },
                         "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
-                        "--allocation-deadline", "10m", "--durability", durability, "--busy-poll", masterBusyPoll);
+                        "--allocation-deadline", "10m", "--durability", durability, "--busy-poll", DurationParser.format(busyPoll));
             } catch (IOException | InterruptedException | RuntimeException e) {
                 deleteTree(tempRoot);
                 throw e;
