@@ -12,11 +12,13 @@ import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
-import java.nio.channels.spi.SelectorProvider;
+import io.mcctl.storage.config.DurationParser;
 import java.time.Duration;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The master's gRPC transport threads, as event loops of its own rather than gRPC's shared ones: calls are served on
@@ -28,6 +30,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Thread-safe; closed once the server has stopped.
  */
 public final class TransportLoops implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TransportLoops.class);
 
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
@@ -42,19 +46,23 @@ public final class TransportLoops implements AutoCloseable {
     /**
      * One thread accepting connections and Netty's default number of loops serving them, named after {@code name}; the
      * loops poll for {@code busyPoll} after their last work before they sleep ({@link PollBeforeSleep}), zero: they
-     * sleep at once.
+     * sleep at once. Only epoll loops poll.
      */
     public static TransportLoops start(String name, Duration busyPoll) {
         long busyPollNanos = busyPoll.toNanos();
-        SelectStrategyFactory waiting = busyPollNanos > 0 ? () -> new PollBeforeSleep(busyPollNanos, System::nanoTime)
-                : DefaultSelectStrategyFactory.INSTANCE;
         if (Epoll.isAvailable()) {
+            SelectStrategyFactory waiting = busyPollNanos > 0 ? () -> new PollBeforeSleep(busyPollNanos, System::nanoTime)
+                    : DefaultSelectStrategyFactory.INSTANCE;
             return new TransportLoops(new EpollEventLoopGroup(1, new DefaultThreadFactory(name + "-accept", true)),
                     new EpollEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true), waiting), EpollServerSocketChannel.class);
         }
+        if (busyPollNanos > 0) {
+            // Netty's NIO loop takes a run of empty polls for the JDK's selector bug and rebuilds its selector every 512.
+            LOG.warn("busy_poll {} is not used: it needs the epoll transport, which this platform lacks; the transport threads sleep "
+                    + "as soon as they have nothing to do", DurationParser.format(busyPoll));
+        }
         return new TransportLoops(new NioEventLoopGroup(1, new DefaultThreadFactory(name + "-accept", true)),
-                new NioEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true), SelectorProvider.provider(), waiting),
-                NioServerSocketChannel.class);
+                new NioEventLoopGroup(0, new DefaultThreadFactory(name + "-transport", true)), NioServerSocketChannel.class);
     }
 
     /** Serves {@code builder}'s server on these loops. */
