@@ -70,7 +70,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     @Option(names = "--master-busy-poll", paramLabel = "DURATION",
             description = "The masters started here poll their connections for this long after their last work before they sleep "
-                    + "(mcctl master start --busy-poll; allowed: 0s, off, to 1ms) (default: 0s).")
+                    + "(mcctl master start --busy-poll; allowed: from 0s, off, to 1ms, e.g. 50us) (default: 0s).")
     String masterBusyPoll = "0s";
 
     /** --master-busy-poll as parsed; set by {@link #call} before any master starts. */

@@ -95,7 +95,7 @@ public final class MasterSettings {
 
     /** @throws IllegalArgumentException when {@code text} is not a duration from 0 to {@link #MAX_BUSY_POLL} */
     public static Duration parseBusyPoll(String text) {
-        Duration poll = DurationParser.parse(text);
+        Duration poll = DurationParser.parseWithMicros(text);
         if (poll.isNegative() || poll.compareTo(MAX_BUSY_POLL) > 0) {
             throw new IllegalArgumentException("");
         }

@@ -3,15 +3,28 @@ package io.mcctl.storage.config;
 import java.time.Duration;
 import java.util.Locale;
 
-/** Durations as people write them: {@code 50us}, {@code 500ms}, {@code 60s}, {@code 5m}, {@code 1h}. */
+/**
+ * Durations as people write them: {@code 500ms}, {@code 60s}, {@code 5m}, {@code 1h}; and {@code 50us} where a setting
+ * is finer than a millisecond ({@link #parseWithMicros}). Other settings refuse microseconds: what uses them (timers,
+ * records in milliseconds) would round a part of a millisecond down, and less than one to nothing.
+ */
 public final class DurationParser {
 
-    public static final String ALLOWED = "a whole number with a unit: us, ms, s, m or h";
+    public static final String ALLOWED = "a whole number with a unit: ms, s, m or h";
 
     private DurationParser() {
     }
 
     public static Duration parse(String text) {
+        return parse(text, false);
+    }
+
+    /** {@link #parse}, microseconds ({@code us}) allowed too. */
+    public static Duration parseWithMicros(String text) {
+        return parse(text, true);
+    }
+
+    private static Duration parse(String text, boolean micros) {
         String s = text.trim().toLowerCase(Locale.ROOT);
         int split = 0;
         while (split < s.length() && Character.isDigit(s.charAt(split))) {
@@ -26,7 +39,11 @@ public final class DurationParser {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("number too large");
         }
-        return switch (s.substring(split).trim()) {
+        String unit = s.substring(split).trim();
+        if (unit.equals("us") && !micros) {
+            throw new IllegalArgumentException("microseconds are too fine here");
+        }
+        return switch (unit) {
             case "us" -> {
                 if (number > Long.MAX_VALUE / 1000) {
                     throw new IllegalArgumentException("number too large");
@@ -37,7 +54,7 @@ public final class DurationParser {
             case "s" -> Duration.ofSeconds(number);
             case "m" -> Duration.ofMinutes(number);
             case "h" -> Duration.ofHours(number);
-            default -> throw new IllegalArgumentException("unknown unit '" + s.substring(split).trim() + "'");
+            default -> throw new IllegalArgumentException("unknown unit '" + unit + "'");
         };
     }
 

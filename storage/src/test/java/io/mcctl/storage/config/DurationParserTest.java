@@ -27,22 +27,33 @@ class DurationParserTest {
         "0s, 0, 0s",
     })
     void durations_parse_and_format_to_their_shortest_exact_form(String text, long nanos, String formatted) {
-        Duration parsed = DurationParser.parse(text);
+        Duration parsed = DurationParser.parseWithMicros(text);
         assertEquals(nanos, parsed.toNanos());
         assertEquals(formatted, DurationParser.format(parsed));
-        assertEquals(parsed, DurationParser.parse(DurationParser.format(parsed)));
+        assertEquals(parsed, DurationParser.parseWithMicros(DurationParser.format(parsed)));
+        if (!text.strip().endsWith("us")) {
+            assertEquals(parsed, DurationParser.parse(text), "the same without microseconds");
+        }
+    }
+
+    @Test
+    void microseconds_are_refused_where_a_setting_takes_milliseconds_at_least() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DurationParser.parse("500us"));
+        assertTrue(e.getMessage().contains("microseconds are too fine here"), e.getMessage());
+        assertEquals(Duration.ofNanos(500_000), DurationParser.parseWithMicros("500us"));
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"", "us", "50", "-5us", "1.5ms", "5 µs", "5ns", "5d", "x5s"})
     void text_that_is_not_a_duration_is_refused(String text) {
+        assertThrows(IllegalArgumentException.class, () -> DurationParser.parseWithMicros(text));
         assertThrows(IllegalArgumentException.class, () -> DurationParser.parse(text));
     }
 
     @Test
     void microseconds_that_overflow_are_refused_as_too_large() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DurationParser.parse("9223372036854776us"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DurationParser.parseWithMicros("9223372036854776us"));
         assertTrue(e.getMessage().contains("too large"), e.getMessage());
-        assertEquals(9_223_372_036_854_775L * 1000, DurationParser.parse("9223372036854775us").toNanos());
+        assertEquals(9_223_372_036_854_775L * 1000, DurationParser.parseWithMicros("9223372036854775us").toNanos());
     }
 }
