@@ -58,7 +58,9 @@ class HaFailoverProcessTest {
         List<String> args = new ArrayList<>(List.of("--root", dir.resolve("root").toString(), "--bucket-count", "8", "--bucket-size", "4MiB",
                 "--page-size", "4KiB", "--allocation-deadline", "2s", "--allocation-grace", "1s", "--read-lease", "1s", "--eviction", "false",
                 "--ha", etcd.url("/test"), "--ha-lease-ttl", leaseTtl));
-        McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), args.toArray(String[]::new));
+        // Every second master's transport threads poll before they sleep: leaders and standbys of both kinds hand over.
+        Map<String, String> env = masters.size() % 2 == 1 ? Map.of("MCCTL_BUSY_POLL", "100us") : Map.of();
+        McctlProcess.Master master = McctlProcess.Master.start(dir, env, args.toArray(String[]::new));
         masters.add(master);
         return master;
     }
