@@ -206,11 +206,10 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         requireDirectoryRoot(layout.root());
         LOG.info("{}", describeRoot(config, layout.root()));
         LOG.info("{}", io.mcctl.cli.HeapPages.describe());
-        java.time.Duration busyPoll = config.get(MasterSettings.BUSY_POLL);
-        if (!busyPoll.isZero()) {
+        if (!config.get(MasterSettings.BUSY_POLL).isZero()) {
+            EffectiveConfig.Entry busyPoll = config.entry(MasterSettings.BUSY_POLL);
             LOG.info("busy_poll {} (from {}): each transport thread polls its connections for {} after its last work before it sleeps",
-                    io.mcctl.storage.config.DurationParser.format(busyPoll), config.sourceOf(MasterSettings.BUSY_POLL),
-                    io.mcctl.storage.config.DurationParser.format(busyPoll));
+                    busyPoll.formattedValue(), busyPoll.describeSource(), busyPoll.formattedValue());
         }
         java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
         for (EffectiveConfig.Entry entry : config.entries()) {
