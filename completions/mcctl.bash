@@ -2341,7 +2341,7 @@ function _picocli_mcctl_bench_master() {
 
   local commands=""
   local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings'"
+  local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings' '--phases' '--transport' '--rounds' '--baseline-jar' '--baseline-jvm-option'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2383,6 +2383,24 @@ function _picocli_mcctl_bench_master() {
       return
       ;;
     '--memory-mappings')
+      return
+      ;;
+    '--phases')
+      return
+      ;;
+    '--transport')
+      return
+      ;;
+    '--rounds')
+      return
+      ;;
+    '--baseline-jar')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--baseline-jvm-option')
       return
       ;;
   esac

@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The master and IO benchmarks run end to end at small sizes and report every figure they promise. */
 @Timeout(180)
@@ -140,6 +141,116 @@ class BenchCommandsTest {
                     .filter(name -> name.startsWith("mcctl-bench-master") || name.startsWith("mcctl-master-out") || name.startsWith("mcctl-master-err"))
                     .collect(Collectors.toSet());
         }
+    }
+
+    @Test
+    void bench_master_runs_the_phases_asked_for_in_rounds_beside_a_baseline_master_from_another_jar(@TempDir Path dir) throws Exception {
+        Path jar = pathingJar(dir.resolve("baseline.jar"));
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0.1", "--memory-mappings", "0",
+                "--master-heap", "256MiB", "--phases", "lookup-64-packed,offload-64-packed", "--transport", "stream", "--rounds", "3",
+                "--baseline-jar", jar.toString(), "--baseline-jvm-option=-XX:-UseTransparentHugePages", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(3, report.get("rounds").asInt());
+        assertEquals("[\"offload-64-packed\",\"lookup-64-packed\"]", report.get("phases_run").toString(), "in the benchmark's order");
+        for (String which : new String[] {"phases", "baseline_phases"}) {
+            JsonNode phases = report.get(which);
+            assertEquals(2, phases.size(), phases::toString);
+            assertEquals("offload cycle, packed", phases.get(0).get("phase").asText());
+            assertEquals("mapping lookup, packed", phases.get(1).get("phase").asText());
+            for (JsonNode phase : phases) {
+                assertEquals("stream", phase.get("transport").asText(), phase::toString);
+                assertEquals(0, phase.get("failures").asLong(), phase::toString);
+                // Each figure is the median of the rounds': the middle one of three.
+                assertEquals(3, phase.get("server_cpu_us_per_key_rounds").size(), phase::toString);
+                assertEquals(middle(phase.get("server_cpu_us_per_key_rounds")), phase.get("server_cpu_us_per_key").asDouble(), 0.0011, phase::toString);
+                assertEquals(middle(phase.get("keys_per_second_rounds")), phase.get("keys_per_second").asDouble(), 1.0, phase::toString);
+            }
+        }
+        JsonNode ratios = report.get("this_over_baseline");
+        assertEquals(2, ratios.size());
+        for (int i = 0; i < 2; i++) {
+            double expected = report.get("phases").get(i).get("server_cpu_us_per_key").asDouble()
+                    / report.get("baseline_phases").get(i).get("server_cpu_us_per_key").asDouble();
+            assertEquals(expected, ratios.get(i).get("server_cpu_per_key_ratio").asDouble(), expected * 0.01 + 0.002, ratios.get(i)::toString);
+        }
+        assertEquals(jar.toString(), report.get("baseline").get("jar").asText());
+        assertTrue(report.get("baseline").get("jvm_options").toString().contains("-XX:-UseTransparentHugePages"), report.get("baseline")::toString);
+        assertTrue(report.get("baseline").get("jvm_options").toString().contains("-Xmx256m"), "the heap asked for is both masters'");
+        assertTrue(report.get("objects_evicted").has("wal master") && report.get("objects_evicted").has("baseline master"),
+                report.get("objects_evicted")::toString);
+        assertFalse(report.has("stream_over_unary"), "one transport: no gain of one over the other");
+        assertFalse(report.has("one_caller_single_lookup_p50_over_echo_p50"), "that phase did not run");
+    }
+
+    @Test
+    void bench_master_lookups_without_an_offload_phase_look_up_keys_an_unmeasured_offload_wrote() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0", "--memory-mappings", "0",
+                "--master-heap", "256MiB", "--phases", "lookup-1-alone,lookup-64", "--transport", "unary", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        JsonNode phases = report.get("phases");
+        assertEquals(2, phases.size(), phases::toString);
+        for (JsonNode phase : phases) {
+            assertEquals("unary", phase.get("transport").asText(), phase::toString);
+            assertTrue(phase.get("keys").asLong() > 0, phase::toString);
+            assertEquals(0, phase.get("failures").asLong(), "every key looked up was written: " + phase);
+            assertFalse(phase.has("server_cpu_us_per_key_rounds"), "one round: its figures alone");
+        }
+        assertEquals(1, phases.get(1).get("callers").asInt());
+        assertTrue(report.get("one_caller_single_lookup_p50_over_echo_p50").asDouble() > 0, run.out());
+    }
+
+    @Test
+    void bench_master_whose_baseline_master_cannot_start_says_why_in_one_line_and_leaves_no_files_behind(@TempDir Path dir) throws Exception {
+        Path temp = Path.of(System.getProperty("java.io.tmpdir"));
+        Set<String> before = benchLeftovers(temp);
+        Path notMcctl = dir.resolve("empty.jar");
+        try (var jar = new java.util.jar.JarOutputStream(Files.newOutputStream(notMcctl), new java.util.jar.Manifest())) {
+            jar.flush(); // a jar without mcctl in it
+        }
+        CliRun run = CliRun.run("bench", "master", "--seconds", "1", "--master-heap", "256MiB", "--baseline-jar", notMcctl.toString())
+                .expectExit(ExitCodes.FAILED);
+        assertTrue(run.err().contains("the baseline master from " + notMcctl + " did not start") && run.err().contains("io.mcctl.cli.Main"), run.err());
+        assertEquals(1, run.err().strip().lines().count(), run.err());
+        assertEquals(before, benchLeftovers(temp), "both masters' roots and output files are removed");
+    }
+
+    @Test
+    void bench_master_refuses_rounds_phases_transports_and_baselines_it_cannot_run() {
+        for (String rounds : new String[] {"0", "101"}) {
+            CliRun bad = CliRun.run("bench", "master", "--rounds", rounds).expectExit(ExitCodes.USAGE);
+            assertEquals("mcctl: error: invalid --rounds " + rounds + ": allowed is 1 to 100", bad.err().strip());
+        }
+        CliRun phase = CliRun.run("bench", "master", "--phases", "offload-64,lookup-65").expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: invalid --phases offload-64,lookup-65: 'lookup-65' is no phase; allowed is a comma-separated list of "
+                + "offload-1, offload-64, offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone", phase.err().strip());
+        CliRun transport = CliRun.run("bench", "master", "--transport", "tcp").expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: invalid --transport tcp: allowed is unary, stream, both", transport.err().strip());
+        CliRun missing = CliRun.run("bench", "master", "--baseline-jar", "/no/such/mcctl.jar").expectExit(ExitCodes.USAGE);
+        assertTrue(missing.err().strip().startsWith("mcctl: error: invalid --baseline-jar /no/such/mcctl.jar: no such file"), missing.err());
+        CliRun theirs = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--baseline-jvm-option=-Xss2m").expectExit(ExitCodes.USAGE);
+        assertTrue(theirs.err().contains("--baseline-jar and --baseline-jvm-option start a master here: leave out --master"), theirs.err());
+    }
+
+    /** The middle of three numbers. */
+    private static double middle(JsonNode three) {
+        double[] values = {three.get(0).asDouble(), three.get(1).asDouble(), three.get(2).asDouble()};
+        java.util.Arrays.sort(values);
+        return values[1];
+    }
+
+    /** A jar holding only a manifest whose class path is this JVM's: mcctl run from a jar file, as another build's would be. */
+    private static Path pathingJar(Path jar) throws IOException {
+        StringBuilder classPath = new StringBuilder();
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            classPath.append(Path.of(entry).toAbsolutePath().toUri()).append(' '); // a directory's URI ends in '/'
+        }
+        java.util.jar.Manifest manifest = new java.util.jar.Manifest();
+        manifest.getMainAttributes().put(java.util.jar.Attributes.Name.MANIFEST_VERSION, "1.0");
+        manifest.getMainAttributes().put(java.util.jar.Attributes.Name.CLASS_PATH, classPath.toString().strip());
+        try (var out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar), manifest)) {
+            out.flush();
+        }
+        return jar;
     }
 
     @Test

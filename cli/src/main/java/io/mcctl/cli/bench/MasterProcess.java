@@ -40,11 +40,16 @@ public final class MasterProcess implements AutoCloseable {
 
     /** The command that runs mcctl with these JVM options and arguments. */
     public static List<String> command(List<String> jvmOptions, List<String> args) {
+        return command(null, jvmOptions, args);
+    }
+
+    /** {@link #command(List, List)} from the mcctl jar {@code jar} (another build), or this JVM's class path when null. */
+    static List<String> command(Path jar, List<String> jvmOptions, List<String> args) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
         command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
+        command.add(jar == null ? System.getProperty("java.class.path") : jar.toString());
         command.add(Main.class.getName());
         command.addAll(args);
         return command;
@@ -67,6 +72,15 @@ public final class MasterProcess implements AutoCloseable {
      */
     public static MasterProcess start(List<String> jvmOptions, Duration timeout, java.util.function.Consumer<ProcessBuilder> prepare,
                                       String... masterArgs) throws IOException, InterruptedException {
+        return start(null, jvmOptions, timeout, prepare, masterArgs);
+    }
+
+    /**
+     * {@link #start(List, Duration, java.util.function.Consumer, String...)} from the mcctl jar {@code jar}, another build
+     * of mcctl (its main class where this build's is), or from this JVM's class path when null.
+     */
+    public static MasterProcess start(Path jar, List<String> jvmOptions, Duration timeout, java.util.function.Consumer<ProcessBuilder> prepare,
+                                      String... masterArgs) throws IOException, InterruptedException {
         Path out = Files.createTempFile("mcctl-master-out", ".txt");
         Path err = Files.createTempFile("mcctl-master-err", ".txt");
         List<String> args = new ArrayList<>(List.of("master", "start", "--bind", "127.0.0.1"));
@@ -77,7 +91,7 @@ public final class MasterProcess implements AutoCloseable {
             }
         }
         args.addAll(given);
-        ProcessBuilder builder = new ProcessBuilder(command(jvmOptionsFor(jvmOptions), args)).redirectOutput(out.toFile()).redirectError(err.toFile());
+        ProcessBuilder builder = new ProcessBuilder(command(jar, jvmOptionsFor(jvmOptions), args)).redirectOutput(out.toFile()).redirectError(err.toFile());
         prepare.accept(builder);
         long started = System.nanoTime();
         try {

@@ -47,7 +47,9 @@ import picocli.CommandLine.Spec;
                 "for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary",
                 "root (write-ahead log on) or --master. Reports the master's CPU per key and per call (from /proc of its process),",
                 "the cores the callers' side used, the stream's gains over unary calls, a plain TCP echo on loopback, and master",
-                "heap per mapping."})
+                "heap per mapping. With --rounds, every figure is the median of that many measured passes; with a baseline",
+                "(--baseline-jar, --baseline-jvm-option) or --compare-durability, the masters compared run side by side and take",
+                "their rounds in turns, so that the machine's drift falls on each alike."})
 public final class BenchMasterCommand implements Callable<Integer> {
 
     @Spec
@@ -128,6 +130,31 @@ public final class BenchMasterCommand implements Callable<Integer> {
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
 
+    @Option(names = "--phases", paramLabel = "LIST", split = ",",
+            description = "The phases to run, comma-separated, in this order whatever the list's: offload-1, offload-64, "
+                    + "offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all). "
+                    + "Lookups without an offload phase before them look up keys an unmeasured offload wrote first.")
+    List<String> phaseNames;
+
+    @Option(names = "--transport", paramLabel = "WHICH", defaultValue = "both",
+            description = "Run each phase as unary calls, over the Session stream, or both, unary first (default: ${DEFAULT-VALUE}).")
+    String transport;
+
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
+            description = "Measured passes over the phases after the warm-up; each figure reported is the median over them, and the "
+                    + "JSON report lists each round's throughput and CPU per key (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Option(names = "--baseline-jar", paramLabel = "JAR",
+            description = "Also start a master from this mcctl jar (another build's mcctl-all.jar), beside this build's, and "
+                    + "report this build over it for each phase; the two take their rounds in turns.")
+    Path baselineJar;
+
+    @Option(names = "--baseline-jvm-option", paramLabel = "OPTION",
+            description = "A JVM option for the baseline master, in place of --master-jvm-option's (repeatable); given "
+                    + "without --baseline-jar, the baseline is this build with these options.")
+    List<String> baselineJvmOptions = new ArrayList<>();
+
     /** Objects each master evicted over its run (warm-up included), by "wal master", "snapshot master" or "master" (--master). */
     private final Map<String, Long> evictedKeys = new LinkedHashMap<>();
 
@@ -138,13 +165,20 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** Bytes of each object the offload phases allocate. */
     private static final long OBJECT_SIZE = 64 << 10;
 
-    /** One phase: offload cycles or lookups, by {@code callers} threads (0: --threads), answered packed or not. */
-    private record PhaseSpec(boolean offload, int callers, int batch, boolean packed) {
+    /** One phase, as --phases names it: offload cycles or lookups, by {@code callers} threads (0: --threads), answered packed or not. */
+    private record PhaseSpec(String name, boolean offload, int callers, int batch, boolean packed) {
     }
 
-    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec(true, 0, 1, false), new PhaseSpec(true, 0, 64, false),
-            new PhaseSpec(true, 0, 64, true), new PhaseSpec(false, 0, 1, false), new PhaseSpec(false, 0, 64, false), new PhaseSpec(false, 0, 64, true),
-            new PhaseSpec(false, 1, 1, false));
+    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec("offload-1", true, 0, 1, false),
+            new PhaseSpec("offload-64", true, 0, 64, false), new PhaseSpec("offload-64-packed", true, 0, 64, true),
+            new PhaseSpec("lookup-1", false, 0, 1, false), new PhaseSpec("lookup-64", false, 0, 64, false),
+            new PhaseSpec("lookup-64-packed", false, 0, 64, true), new PhaseSpec("lookup-1-alone", false, 1, 1, false));
+
+    /** The most --rounds: each is a full pass over the phases chosen. */
+    private static final int MAX_ROUNDS = 100;
+
+    /** --phases as parsed, in {@link #SPECS}' order; set by {@link #call} before any phase runs. */
+    private List<PhaseSpec> chosen = SPECS;
 
     @Override
     public Integer call() throws Exception {
@@ -169,7 +203,6 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (masterHeap != null && master != null) {
             throw new CliException(ExitCodes.USAGE, "--master-heap is for the master started here: leave out --master");
         }
-        this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap()) : parseMasterHeap(masterHeap);
         try {
             this.busyPoll = MasterSettings.parseBusyPoll(masterBusyPoll);
         } catch (IllegalArgumentException e) {
@@ -197,21 +230,54 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (masterPid != null) {
             ProcessCpu.ofPid(masterPid); // fails now, naming the pid, rather than after the warm-up
         }
+        if (rounds < 1 || rounds > MAX_ROUNDS) {
+            throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to " + MAX_ROUNDS);
+        }
+        this.chosen = parsePhases(phaseNames);
+        if (!List.of("unary", "stream", "both").contains(transport)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --transport " + transport + ": allowed is unary, stream, both");
+        }
+        boolean baseline = baselineJar != null || !baselineJvmOptions.isEmpty();
+        if (baseline && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--baseline-jar and --baseline-jvm-option start a master here: leave out --master");
+        }
+        if (baselineJar != null && !Files.isRegularFile(baselineJar)) {
+            throw new CliException(ExitCodes.USAGE, "invalid --baseline-jar " + baselineJar + ": no such file (allowed is an mcctl jar, such as "
+                    + "cli/target/mcctl-all.jar of another build)");
+        }
+        int mastersStarted = master != null ? 0 : 1 + (compareDurability ? 1 : 0) + (baseline ? 1 : 0);
+        this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap(Math.max(1, mastersStarted))) : parseMasterHeap(masterHeap);
         String target = master == null ? null : MasterClient.checkTarget(master);
         Map<String, Object> report = new LinkedHashMap<>();
-        List<MasterBenchmark.Phase> phases = phasesAgainst(target, "wal");
-        List<MasterBenchmark.Phase> snapshotPhases = compareDurability ? phasesAgainst(null, "snapshot") : List.of();
+        List<MasterUnderTest> masters = new ArrayList<>();
+        try {
+            masters.add(target != null ? attach(target) : start("wal master", null, masterJvmOptions(), "wal"));
+            if (compareDurability) {
+                masters.add(start("snapshot master", null, masterJvmOptions(), "snapshot"));
+            }
+            if (baseline) {
+                masters.add(start("baseline master", baselineJar, baselineJvmOptions(), "wal"));
+            }
+            runRounds(masters);
+        } finally {
+            closeAll(masters);
+        }
+        List<PhaseRounds> phases = masters.get(0).phases();
+        List<PhaseRounds> snapshotPhases = compareDurability ? masters.get(1).phases() : List.of();
+        List<PhaseRounds> baselinePhases = baseline ? masters.get(masters.size() - 1).phases() : List.of();
         List<Map<String, Object>> securityRows = security ? securityComparison() : List.of();
         LatencyRecorder echo = TcpEcho.measure(20_000);
         double echoP50 = echo.percentileMicros(0.5);
-        MasterBenchmark.Phase singleLookup = phases.get(phases.size() - 1);
+        // The one caller's single-key lookups: the last phase, over the stream when both transports ran.
+        PhaseRounds singleLookup = chosen.get(chosen.size() - 1).callers() == 1 ? phases.get(phases.size() - 1) : null;
         MappingMemory.Figure memory = memoryMappings > 0 ? MappingMemory.measure(memoryMappings, 32) : null;
 
         report.put("benchmark", "master");
         Map<String, Object> machine = MachineInfo.describe();
         report.put("machine", machine);
         report.put("master", master != null ? target : "its own process (" + buckets + " x " + bucketSize + " buckets, " + PAGE_SIZE + " pages, temporary root, WAL)"
-                + (compareDurability ? ", then another with --durability snapshot" : ""));
+                + (compareDurability ? ", beside another with --durability snapshot" : "")
+                + (baseline ? ", beside a baseline master" + (baselineJar != null ? " from " + baselineJar : "") : ""));
         List<String> startedWith = master == null ? MasterProcess.jvmOptionsFor(masterJvmOptions()) : null; // what its master ran with
         if (startedWith != null) {
             report.put("master_jvm_options", startedWith);
@@ -220,28 +286,35 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("threads", threads);
         report.put("seconds_per_phase", seconds);
         report.put("warmup_seconds_per_phase", warmupSeconds);
-        List<Map<String, Object>> rows = new ArrayList<>();
-        for (MasterBenchmark.Phase p : phases) {
-            rows.add(phaseRow(new LinkedHashMap<>(), p));
-        }
-        report.put("phases", rows);
+        report.put("rounds", rounds);
+        report.put("phases_run", chosen.stream().map(PhaseSpec::name).toList());
+        report.put("transport", transport);
+        report.put("phases", rows(phases));
         if (compareDurability) {
-            List<Map<String, Object>> snapshotRows = new ArrayList<>();
-            for (MasterBenchmark.Phase p : snapshotPhases) {
-                snapshotRows.add(phaseRow(new LinkedHashMap<>(), p));
-            }
-            report.put("snapshot_durability_phases", snapshotRows);
-            report.put("snapshot_over_wal", durabilityRatios(phases, snapshotPhases));
+            report.put("snapshot_durability_phases", rows(snapshotPhases));
+            report.put("snapshot_over_wal", ratios(phases, snapshotPhases));
         }
-        List<Map<String, Object>> gains = gains(phases);
-        report.put("stream_over_unary", gains);
+        if (baseline) {
+            Map<String, Object> described = new LinkedHashMap<>();
+            described.put("jar", baselineJar == null ? "this build" : baselineJar.toString());
+            described.put("jvm_options", MasterProcess.jvmOptionsFor(baselineJvmOptions()));
+            report.put("baseline", described);
+            report.put("baseline_phases", rows(baselinePhases));
+            report.put("this_over_baseline", ratios(baselinePhases, phases));
+        }
+        List<Map<String, Object>> gains = "both".equals(transport) ? gains(phases) : List.of();
+        if ("both".equals(transport)) {
+            report.put("stream_over_unary", gains);
+        }
         if (security) {
             report.put("security", securityRows);
         }
         report.put("objects_evicted", evictedKeys);
         report.put("tcp_echo_p50_us", round(echoP50));
         report.put("tcp_echo_p99_us", round(echo.percentileMicros(0.99)));
-        report.put("one_caller_single_lookup_p50_over_echo_p50", round(singleLookup.p50Micros() / echoP50));
+        if (singleLookup != null) {
+            report.put("one_caller_single_lookup_p50_over_echo_p50", round(singleLookup.median(MasterBenchmark.Phase::p50Micros) / echoP50));
+        }
         if (memory != null) {
             report.put("heap_bytes_per_mapping", round(memory.bytesPerMapping()));
             report.put("heap_mappings", memory.mappings());
@@ -251,30 +324,42 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (output.json()) {
             out.println(OutputMixin.toJson(report));
         } else {
-            Table table = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "SERVER us/KEY",
-                    "SERVER us/CALL", "SERVER CORES", "CLIENT CORES", "FAILURES");
-            for (MasterBenchmark.Phase p : phases) {
-                table.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.keysPerSecond()), round(p.p50Micros()), round(p.p99Micros()),
-                        round(p.serverMicrosPerKey()), round(p.serverMicrosPerCall()), round(p.serverCores()), round(p.clientCores()), p.failures());
+            if (rounds > 1) {
+                out.println("figures are medians of " + rounds + " rounds; the masters compared took their rounds in turns");
+            }
+            List<String> headers = new ArrayList<>(List.of("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us",
+                    "SERVER us/KEY", "SERVER us/CALL", "SERVER CORES", "CLIENT CORES", "FAILURES"));
+            if (rounds > 1) {
+                headers.add(8, "us/KEY LOW-HIGH");
+            }
+            Table table = new Table(headers.toArray(String[]::new));
+            for (PhaseRounds p : phases) {
+                List<Object> cells = new ArrayList<>(List.of(p.name(), p.transport(), p.threads(), p.batch(),
+                        Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)), round(p.median(MasterBenchmark.Phase::p50Micros)),
+                        round(p.median(MasterBenchmark.Phase::p99Micros)), round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)),
+                        round(p.median(MasterBenchmark.Phase::serverMicrosPerCall)), round(p.median(MasterBenchmark.Phase::serverCores)),
+                        round(p.median(MasterBenchmark.Phase::clientCores)), p.failures()));
+                if (rounds > 1) {
+                    cells.add(8, round(p.low(MasterBenchmark.Phase::serverMicrosPerKey)) + "-" + round(p.high(MasterBenchmark.Phase::serverMicrosPerKey)));
+                }
+                table.row(cells.toArray());
             }
             out.print(table.render());
-            Table ratios = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
-            for (Map<String, Object> g : gains) {
-                ratios.row(g.get("phase"), g.get("callers"), g.get("batch"), g.get("keys_per_second_ratio"), g.get("server_cpu_per_key_ratio"));
+            if (!gains.isEmpty()) {
+                Table byTransport = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
+                for (Map<String, Object> g : gains) {
+                    byTransport.row(g.get("phase"), g.get("callers"), g.get("batch"), g.get("keys_per_second_ratio"), g.get("server_cpu_per_key_ratio"));
+                }
+                out.print(byTransport.render());
             }
-            out.print(ratios.render());
             if (compareDurability) {
                 out.println("with --durability snapshot (nothing logged), in the same run:");
-                Table snapshotTable = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "SERVER us/KEY",
-                        "KEYS/S snapshot/wal", "SERVER CPU/KEY snapshot/wal");
-                List<Map<String, Object>> byDurability = durabilityRatios(phases, snapshotPhases);
-                for (int i = 0; i < snapshotPhases.size(); i++) {
-                    MasterBenchmark.Phase p = snapshotPhases.get(i);
-                    snapshotTable.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.keysPerSecond()), round(p.p50Micros()),
-                            round(p.serverMicrosPerKey()), byDurability.get(i).get("keys_per_second_ratio"),
-                            byDurability.get(i).get("server_cpu_per_key_ratio"));
-                }
-                out.print(snapshotTable.render());
+                out.print(comparisonTable(snapshotPhases, ratios(phases, snapshotPhases), "snapshot/wal"));
+            }
+            if (baseline) {
+                out.println("the baseline master (" + (baselineJar == null ? "this build" : baselineJar) + "; JVM options: "
+                        + String.join(" ", MasterProcess.jvmOptionsFor(baselineJvmOptions())) + "), in the same run:");
+                out.print(comparisonTable(baselinePhases, ratios(baselinePhases, phases), "this/baseline"));
             }
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
@@ -289,8 +374,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     out.println(String.format(Locale.ROOT, "the %s evicted %,d objects over its run: its tier filled", which, evicted));
                 }
             });
-            out.println(String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
-                    singleLookup.transport(), singleLookup.p50Micros() / echoP50));
+            out.println(singleLookup == null ? String.format(Locale.ROOT, "tcp echo p50 %.1f us", echoP50)
+                    : String.format(Locale.ROOT, "tcp echo p50 %.1f us; single-key lookup p50 (%s) is %.2fx the echo", echoP50,
+                    singleLookup.transport(), singleLookup.median(MasterBenchmark.Phase::p50Micros) / echoP50));
             if (startedWith != null) {
                 out.println("master JVM options: " + (startedWith.isEmpty() ? "none" : String.join(" ", startedWith))
                         + " (transparent huge pages, kernel: " + machine.get("transparent_huge_pages") + ")");
@@ -305,23 +391,184 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
+    /** --phases as the specs they name, in {@link #SPECS}' order; all of them when none is named. */
+    private static List<PhaseSpec> parsePhases(List<String> names) {
+        if (names == null) {
+            return SPECS;
+        }
+        String allowed = SPECS.stream().map(PhaseSpec::name).collect(java.util.stream.Collectors.joining(", "));
+        for (String name : names) {
+            if (SPECS.stream().noneMatch(s -> s.name().equals(name))) {
+                throw new CliException(ExitCodes.USAGE, "invalid --phases " + String.join(",", names) + ": '" + name + "' is no phase; allowed is a "
+                        + "comma-separated list of " + allowed);
+            }
+        }
+        return SPECS.stream().filter(s -> names.contains(s.name())).toList();
+    }
+
     /**
-     * Every phase of {@link #SPECS} for {@code seconds}, once per client in {@code clients} (unary, then stream), so the two
+     * A master the phases run against: started here as its own process on a temporary root, or --master. Holds a client
+     * per transport run, the keys its offload phases committed (the lookups look them up) and each round's figures.
+     */
+    private final class MasterUnderTest implements AutoCloseable {
+        final String label;
+        private final Path root;
+        private final MasterProcess process;
+        final LongSupplier cpu;
+        final List<MasterClient> clients = new ArrayList<>();
+        final String runId = UUID.randomUUID().toString().substring(0, 8);
+        /** Per caller, the newest keys the offload phases committed, for the lookup phases. */
+        final List<List<String>> written = new ArrayList<>();
+        /** Per measured round, its phases in order. */
+        final List<List<MasterBenchmark.Phase>> rounds = new ArrayList<>();
+
+        /** A master started here ({@code process} on {@code root}) or --master (both null), with a client per --transport. */
+        MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu) {
+            this(label, root, process, target, cpu, ClientSecurity.NONE, "both".equals(transport) ? List.of("unary", "stream") : List.of(transport));
+        }
+
+        /** A master served elsewhere in this process, which closes it: clients with {@code security}, over {@code transports}. */
+        MasterUnderTest(String label, String target, LongSupplier cpu, ClientSecurity security, List<String> transports) {
+            this(label, null, null, target, cpu, security, transports);
+        }
+
+        private MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu, ClientSecurity security,
+                                List<String> transports) {
+            this.label = label;
+            this.root = root;
+            this.process = process;
+            this.cpu = cpu;
+            try {
+                for (String which : transports) {
+                    clients.add(new MasterClient(target, Duration.ofSeconds(30), security,
+                            "unary".equals(which) ? MasterClient.Transport.UNARY : MasterClient.Transport.STREAM));
+                }
+            } catch (RuntimeException e) {
+                closeQuietly();
+                throw e;
+            }
+        }
+
+        /** Each measured round's figures, phase by phase: what the report gives medians of. */
+        List<PhaseRounds> phases() {
+            List<PhaseRounds> phases = new ArrayList<>();
+            for (int i = 0; i < rounds.get(0).size(); i++) {
+                List<MasterBenchmark.Phase> ofPhase = new ArrayList<>();
+                for (List<MasterBenchmark.Phase> round : rounds) {
+                    ofPhase.add(round.get(i));
+                }
+                phases.add(new PhaseRounds(ofPhase));
+            }
+            return phases;
+        }
+
+        private void closeQuietly() {
+            try {
+                close();
+            } catch (Exception e) {
+                // closing after a failure: the failure is what is reported
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            for (MasterClient client : clients) {
+                client.close();
+            }
+            if (process != null) {
+                process.close();
+            }
+            if (root != null) {
+                deleteTree(root);
+            }
+        }
+    }
+
+    /** The running master of --master, its CPU read from /proc of --master-pid when given. */
+    private MasterUnderTest attach(String target) {
+        long pid = masterPid == null ? -1 : masterPid;
+        return new MasterUnderTest("master", null, null, target, pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid));
+    }
+
+    /**
+     * A master started here as its own process, from {@code jar} (another mcctl build; null: this one) with {@code jvmOptions} and
+     * {@code durability}, on a temporary root of its own, which goes with it.
+     */
+    private MasterUnderTest start(String label, Path jar, List<String> jvmOptions, String durability) throws Exception {
+        Path root = Files.createTempDirectory("mcctl-bench-master");
+        MasterProcess started;
+        try {
+            List<String> args = new ArrayList<>(List.of("--root", root.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize,
+                    "--page-size", PAGE_SIZE, "--allocation-deadline", "10m", "--durability", durability));
+            if (!busyPoll.isZero()) {
+                args.addAll(List.of("--busy-poll", DurationParser.format(busyPoll))); // only when asked: an earlier build has no such flag
+            }
+            // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
+            started = MasterProcess.start(jar, jvmOptions, Duration.ofMinutes(2), builder -> { }, args.toArray(String[]::new));
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            deleteTree(root);
+            throw jar == null ? e : new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e);
+        }
+        long pid = started.process().pid();
+        return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid));
+    }
+
+    private static void closeAll(List<MasterUnderTest> masters) throws Exception {
+        Exception first = null;
+        for (MasterUnderTest m : masters) {
+            try {
+                m.close();
+            } catch (Exception e) {
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /**
+     * A warm-up pass on every master, then {@link #rounds} measured passes, the masters taking turns in an order that
+     * reverses each round (A B, B A, A B, ...) so that neither always runs first; then what each evicted.
+     */
+    private void runRounds(List<MasterUnderTest> masters) throws Exception {
+        if (warmupSeconds > 0) {
+            for (MasterUnderTest m : masters) {
+                timedPhases(m, m.runId + "w", warmupSeconds); // compiled code first, on every path run
+            }
+        }
+        for (int round = 0; round < rounds; round++) {
+            List<MasterUnderTest> order = new ArrayList<>(masters);
+            if (round % 2 == 1) {
+                java.util.Collections.reverse(order);
+            }
+            for (MasterUnderTest m : order) {
+                m.rounds.add(timedPhases(m, m.runId + "r" + round, seconds));
+            }
+        }
+        for (MasterUnderTest m : masters) {
+            evictedKeys.put(m.label, m.clients.get(m.clients.size() - 1).stats().getEvictedKeys());
+        }
+    }
+
+    /**
+     * The chosen phases for {@code seconds} each against {@code m}, once per client (unary, then stream), so the two
      * transports of a phase run back to back under the same load. The lookups look up the newest keys the offload phases
      * committed, no more of them than half the tier holds, so that over a tier the offloads fill they look up objects
-     * the evictor has left.
+     * the evictor has left; with no offload phase run yet, an unmeasured offload writes them first.
      */
-    private List<MasterBenchmark.Phase> timedPhases(List<MasterClient> clients, String runId, double seconds, LongSupplier serverCpu)
-            throws Exception {
+    private List<MasterBenchmark.Phase> timedPhases(MasterUnderTest m, String passId, double seconds) throws Exception {
         List<MasterBenchmark.Phase> phases = new ArrayList<>();
-        List<List<String>> written = new ArrayList<>();
-        int keepPerCaller = lookupKeysPerCaller(MasterClient.bucketLayout(clients.get(0).layout()));
-        for (PhaseSpec phase : SPECS) {
+        int keepPerCaller = lookupKeysPerCaller(MasterClient.bucketLayout(m.clients.get(0).layout()));
+        for (PhaseSpec phase : chosen) {
             int callers = phase.callers() == 0 ? threads : phase.callers();
-            for (MasterClient client : clients) {
-                MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, runId).withServerCpu(serverCpu);
-                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, written, keepPerCaller, phase.packed())
-                        : bench.lookupFor(phase.batch(), written, seconds, phase.packed()));
+            if (!phase.offload() && m.written.isEmpty()) {
+                new MasterBenchmark(m.clients.get(m.clients.size() - 1), threads, OBJECT_SIZE, passId + "f").offload(LOOKUP_BATCH, keepPerCaller, m.written);
+            }
+            for (MasterClient client : m.clients) {
+                MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, passId).withServerCpu(m.cpu);
+                phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, m.written, keepPerCaller, phase.packed())
+                        : bench.lookupFor(phase.batch(), m.written, seconds, phase.packed()));
             }
         }
         return phases;
@@ -368,69 +615,87 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return List.of("-Xms" + mib, "-Xmx" + mib, "-XX:+AlwaysPreTouch");
     }
 
-    /** 4 GiB, or a quarter of the machine's memory (the JVM's own default limit) where that is less: touched up front, it must fit. */
-    private static long defaultMasterHeap() {
-        long memory = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize();
-        return Math.max(MIN_MASTER_HEAP, Math.min(DEFAULT_MASTER_HEAP, memory / 4 >> 20 << 20));
-    }
-
     /**
-     * Every phase, after a warm-up pass, against {@code target}, or when it is null against a master started here as
-     * its own process with {@code durability} on a temporary root of its own.
+     * 4 GiB, or a quarter of the machine's memory (the JVM's own default limit) shared among the {@code masters} started at
+     * once where that is less: touched up front, they must fit.
      */
-    private List<MasterBenchmark.Phase> phasesAgainst(String target, String durability) throws Exception {
-        Path tempRoot = null;
-        MasterProcess started = null;
-        LongSupplier serverCpu;
-        if (target != null) {
-            long pid = masterPid == null ? -1 : masterPid;
-            serverCpu = pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid);
-        } else {
-            tempRoot = Files.createTempDirectory("mcctl-bench-master");
-            try {
-                // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
-                started = MasterProcess.start(masterJvmOptions(), Duration.ofMinutes(2), builder -> { },
-                        "--root", tempRoot.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize, "--page-size", PAGE_SIZE,
-                        "--allocation-deadline", "10m", "--durability", durability, "--busy-poll", DurationParser.format(busyPoll));
-            } catch (IOException | InterruptedException | RuntimeException e) {
-                deleteTree(tempRoot);
-                throw e;
-            }
-            target = started.address();
-            long pid = started.process().pid();
-            serverCpu = () -> ProcessCpu.ofPid(pid);
+    private static long defaultMasterHeap(int masters) {
+        long memory = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize();
+        return Math.max(MIN_MASTER_HEAP, Math.min(DEFAULT_MASTER_HEAP, memory / 4 / masters >> 20 << 20));
+    }
+
+    /** The baseline master's JVM options: --master-heap's, then --baseline-jvm-option's, or the master's when none is given. */
+    private List<String> baselineJvmOptions() {
+        if (baselineJvmOptions.isEmpty()) {
+            return masterJvmOptions();
         }
-        try (MasterClient unary = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.UNARY);
-             MasterClient stream = new MasterClient(target, Duration.ofSeconds(30), ClientSecurity.NONE, MasterClient.Transport.STREAM)) {
-            String runId = UUID.randomUUID().toString().substring(0, 8);
-            List<MasterClient> both = List.of(unary, stream);
-            if (warmupSeconds > 0) {
-                timedPhases(both, runId + "w", warmupSeconds, serverCpu); // compiled code first, on both paths
-            }
-            List<MasterBenchmark.Phase> phases = timedPhases(both, runId, seconds, serverCpu);
-            evictedKeys.put(started == null ? "master" : durability + " master", stream.stats().getEvictedKeys());
-            return phases;
-        } finally {
-            if (started != null) {
-                started.close();
-            }
-            if (tempRoot != null) {
-                deleteTree(tempRoot);
-            }
+        List<String> options = new ArrayList<>(heapOptions);
+        options.addAll(baselineJvmOptions);
+        return options;
+    }
+
+    /** One phase's figures over the measured rounds; the report gives each figure's median over them. */
+    record PhaseRounds(List<MasterBenchmark.Phase> rounds) {
+        String name() {
+            return rounds.get(0).name();
+        }
+
+        String transport() {
+            return rounds.get(0).transport();
+        }
+
+        int threads() {
+            return rounds.get(0).threads();
+        }
+
+        int batch() {
+            return rounds.get(0).batch();
+        }
+
+        boolean serverCpuKnown() {
+            return rounds.stream().allMatch(p -> p.serverCpuNanos() >= 0);
+        }
+
+        /** Failures over every round: none hides behind a median. */
+        long failures() {
+            return rounds.stream().mapToLong(MasterBenchmark.Phase::failures).sum();
+        }
+
+        /** The median of {@code figure} over the rounds (the mean of the middle two of an even number). */
+        double median(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
+            double[] sorted = rounds.stream().mapToDouble(figure).sorted().toArray();
+            int mid = sorted.length / 2;
+            return sorted.length % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+        }
+
+        double low(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
+            return rounds.stream().mapToDouble(figure).min().orElse(Double.NaN);
+        }
+
+        double high(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
+            return rounds.stream().mapToDouble(figure).max().orElse(Double.NaN);
         }
     }
 
-    /** For each phase and transport: the snapshot-durability master's figures over the WAL master's. */
-    private static List<Map<String, Object>> durabilityRatios(List<MasterBenchmark.Phase> wal, List<MasterBenchmark.Phase> snapshot) {
+    private static List<Map<String, Object>> rows(List<PhaseRounds> phases) {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (PhaseRounds p : phases) {
+            rows.add(phaseRow(new LinkedHashMap<>(), p));
+        }
+        return rows;
+    }
+
+    /** For each phase and transport: {@code other}'s medians over {@code base}'s (the phases run alike on both masters). */
+    private static List<Map<String, Object>> ratios(List<PhaseRounds> base, List<PhaseRounds> other) {
         List<Map<String, Object>> ratios = new ArrayList<>();
-        for (int i = 0; i < Math.min(wal.size(), snapshot.size()); i++) {
-            ratios.add(ratioRow(wal.get(i), snapshot.get(i), true));
+        for (int i = 0; i < Math.min(base.size(), other.size()); i++) {
+            ratios.add(ratioRow(base.get(i), other.get(i), true));
         }
         return ratios;
     }
 
-    /** {@code other}'s throughput and master CPU per key over {@code base}'s, for one phase. */
-    private static Map<String, Object> ratioRow(MasterBenchmark.Phase base, MasterBenchmark.Phase other, boolean withTransport) {
+    /** {@code other}'s throughput and master CPU per key over {@code base}'s, for one phase: medians over the rounds. */
+    private static Map<String, Object> ratioRow(PhaseRounds base, PhaseRounds other, boolean withTransport) {
         Map<String, Object> row = new LinkedHashMap<>();
         row.put("phase", base.name());
         if (withTransport) {
@@ -438,18 +703,32 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         row.put("callers", base.threads());
         row.put("batch", base.batch());
-        row.put("keys_per_second_ratio", round(other.keysPerSecond() / base.keysPerSecond()));
-        row.put("server_cpu_per_key_ratio", round(other.serverMicrosPerKey() / base.serverMicrosPerKey()));
+        row.put("keys_per_second_ratio", round(other.median(MasterBenchmark.Phase::keysPerSecond) / base.median(MasterBenchmark.Phase::keysPerSecond)));
+        row.put("server_cpu_per_key_ratio",
+                round(other.median(MasterBenchmark.Phase::serverMicrosPerKey) / base.median(MasterBenchmark.Phase::serverMicrosPerKey)));
         return row;
     }
 
     /** For each phase run over both transports: stream over unary, for throughput and for the master's CPU per key. */
-    private static List<Map<String, Object>> gains(List<MasterBenchmark.Phase> phases) {
+    private static List<Map<String, Object>> gains(List<PhaseRounds> phases) {
         List<Map<String, Object>> gains = new ArrayList<>();
         for (int i = 0; i + 1 < phases.size(); i += 2) {
             gains.add(ratioRow(phases.get(i), phases.get(i + 1), false));
         }
         return gains;
+    }
+
+    /** The phases of a master compared with the first, and their ratios ({@code ratioName}: which over which). */
+    private static String comparisonTable(List<PhaseRounds> phases, List<Map<String, Object>> ratios, String ratioName) {
+        Table table = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "SERVER us/KEY",
+                "KEYS/S " + ratioName, "SERVER CPU/KEY " + ratioName);
+        for (int i = 0; i < phases.size(); i++) {
+            PhaseRounds p = phases.get(i);
+            table.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)),
+                    round(p.median(MasterBenchmark.Phase::p50Micros)), round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)),
+                    ratios.get(i).get("keys_per_second_ratio"), ratios.get(i).get("server_cpu_per_key_ratio"));
+        }
+        return table.render();
     }
 
     /**
@@ -478,16 +757,16 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 Path root = Files.createDirectories(work.resolve(mode.name()));
                 try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, Integer.parseInt(DEFAULT_BUCKETS), SizeParser.parse(PAGE_SIZE), SizeParser.parse(DEFAULT_BUCKET_SIZE)), "posix",
                         "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
-                     MasterClient client = new MasterClient("127.0.0.1:" + embedded.port(), Duration.ofSeconds(30), mode.client())) {
-                    String runId = UUID.randomUUID().toString().substring(0, 8);
-                    LongSupplier unknown = () -> -1; // in this process: its CPU is the callers' too
+                     // In this process: its CPU is the callers' too, so it is not read. Over the stream unless --transport unary.
+                     MasterUnderTest m = new MasterUnderTest(mode.name(), "127.0.0.1:" + embedded.port(), () -> -1, mode.client(),
+                             "unary".equals(transport) ? List.of("unary") : List.of("stream"))) {
                     if (warmupSeconds > 0) {
-                        timedPhases(List.of(client), runId + "w", warmupSeconds, unknown);
+                        timedPhases(m, m.runId + "w", warmupSeconds);
                     }
-                    for (MasterBenchmark.Phase p : timedPhases(List.of(client), runId, seconds, unknown)) {
+                    for (MasterBenchmark.Phase p : timedPhases(m, m.runId, seconds)) {
                         Map<String, Object> row = new LinkedHashMap<>();
                         row.put("security", mode.name());
-                        rows.add(phaseRow(row, p));
+                        rows.add(phaseRow(row, new PhaseRounds(List.of(p))));
                     }
                 }
             }
@@ -497,25 +776,34 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return rows;
     }
 
-    /** One phase's figures added to {@code row}, with the JSON report's field names. */
-    private static Map<String, Object> phaseRow(Map<String, Object> row, MasterBenchmark.Phase p) {
+    /**
+     * One phase's figures added to {@code row}, with the JSON report's field names: medians over the rounds, failures
+     * summed; with more than one round, each round's throughput and master CPU per key too.
+     */
+    private static Map<String, Object> phaseRow(Map<String, Object> row, PhaseRounds p) {
         row.put("phase", p.name());
         row.put("transport", p.transport());
         row.put("callers", p.threads());
         row.put("batch", p.batch());
-        row.put("keys", p.keys());
-        row.put("keys_per_second", Math.round(p.keysPerSecond()));
-        row.put("call_p50_us", round(p.p50Micros()));
-        row.put("call_p99_us", round(p.p99Micros()));
+        row.put("keys", Math.round(p.median(MasterBenchmark.Phase::keys)));
+        row.put("keys_per_second", Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)));
+        row.put("call_p50_us", round(p.median(MasterBenchmark.Phase::p50Micros)));
+        row.put("call_p99_us", round(p.median(MasterBenchmark.Phase::p99Micros)));
         row.put("failures", p.failures());
-        row.put("seconds", round(p.seconds()));
-        row.put("calls", p.calls());
-        if (p.serverCpuNanos() >= 0) {
-            row.put("server_cpu_us_per_key", round(p.serverMicrosPerKey()));
-            row.put("server_cpu_us_per_call", round(p.serverMicrosPerCall()));
-            row.put("server_cores", round(p.serverCores()));
+        row.put("seconds", round(p.median(MasterBenchmark.Phase::seconds)));
+        row.put("calls", Math.round(p.median(MasterBenchmark.Phase::calls)));
+        if (p.serverCpuKnown()) {
+            row.put("server_cpu_us_per_key", round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)));
+            row.put("server_cpu_us_per_call", round(p.median(MasterBenchmark.Phase::serverMicrosPerCall)));
+            row.put("server_cores", round(p.median(MasterBenchmark.Phase::serverCores)));
         }
-        row.put("client_cores", round(p.clientCores()));
+        row.put("client_cores", round(p.median(MasterBenchmark.Phase::clientCores)));
+        if (p.rounds().size() > 1) {
+            row.put("keys_per_second_rounds", p.rounds().stream().map(r -> Math.round(r.keysPerSecond())).toList());
+            if (p.serverCpuKnown()) {
+                row.put("server_cpu_us_per_key_rounds", p.rounds().stream().map(r -> round(r.serverMicrosPerKey())).toList());
+            }
+        }
         return row;
     }
 
