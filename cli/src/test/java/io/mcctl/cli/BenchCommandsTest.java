@@ -200,6 +200,22 @@ class BenchCommandsTest {
     }
 
     @Test
+    void bench_master_runs_the_phases_asked_for_against_masters_with_plaintext_tokens_and_tls() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--security", "--threads", "2", "--seconds", "0.2", "--warmup-seconds", "0",
+                "--memory-mappings", "0", "--master-heap", "256MiB", "--phases", "lookup-64-packed", "--transport", "stream", "-o", "json").expectOk();
+        JsonNode rows = new ObjectMapper().readTree(run.out()).get("security");
+        assertEquals(3, rows.size(), rows::toString);
+        String[] modes = {"plaintext", "plaintext+token", "tls+token"};
+        for (int i = 0; i < 3; i++) {
+            JsonNode row = rows.get(i);
+            assertEquals(modes[i], row.get("security").asText(), row::toString);
+            assertEquals("mapping lookup, packed", row.get("phase").asText(), row::toString);
+            assertEquals(0, row.get("failures").asLong(), "every key looked up was written first: " + row);
+            assertTrue(row.get("keys_per_second").asLong() > 0, row::toString);
+        }
+    }
+
+    @Test
     void bench_master_whose_baseline_master_cannot_start_says_why_in_one_line_and_leaves_no_files_behind(@TempDir Path dir) throws Exception {
         Path temp = Path.of(System.getProperty("java.io.tmpdir"));
         Set<String> before = benchLeftovers(temp);

@@ -87,7 +87,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "Heap of the master started here, fixed at this size and touched before it serves (-Xms, -Xmx, "
                     + "-XX:+AlwaysPreTouch), as a master is best run; 'grow' leaves the JVM's heap that grows under load, "
                     + "the kernel zeroing each new page while the phases run (default: 4GiB, or a quarter of the machine's "
-                    + "memory where that is less).")
+                    + "memory shared among the masters started at once where that is less).")
     String masterHeap;
 
     /** The JVM options of --master-heap; set by {@link #call} before any master starts. */
@@ -155,7 +155,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     + "without --baseline-jar, the baseline is this build with these options.")
     List<String> baselineJvmOptions = new ArrayList<>();
 
-    /** Objects each master evicted over its run (warm-up included), by "wal master", "snapshot master" or "master" (--master). */
+    /** Objects each master evicted over its run (warm-up included), by "wal master", "snapshot master", "baseline master" or "master" (--master). */
     private final Map<String, Long> evictedKeys = new LinkedHashMap<>();
 
     /** Keys each caller keeps for the lookup phases. */
@@ -259,9 +259,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 masters.add(start("baseline master", baselineJar, baselineJvmOptions(), "wal"));
             }
             runRounds(masters);
-        } finally {
-            closeAll(masters);
+        } catch (Exception e) {
+            closeAll(masters, e); // what failed first is what is reported
+            throw e;
         }
+        closeAll(masters, null);
         List<PhaseRounds> phases = masters.get(0).phases();
         List<PhaseRounds> snapshotPhases = compareDurability ? masters.get(1).phases() : List.of();
         List<PhaseRounds> baselinePhases = baseline ? masters.get(masters.size() - 1).phases() : List.of();
@@ -507,22 +509,30 @@ public final class BenchMasterCommand implements Callable<Integer> {
             started = MasterProcess.start(jar, jvmOptions, Duration.ofMinutes(2), builder -> { }, args.toArray(String[]::new));
         } catch (IOException | InterruptedException | RuntimeException e) {
             deleteTree(root);
-            throw jar == null ? e : new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e);
+            throw jar != null && e instanceof IOException ? new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e) : e;
         }
         long pid = started.process().pid();
         return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid));
     }
 
-    private static void closeAll(List<MasterUnderTest> masters) throws Exception {
-        Exception first = null;
+    /**
+     * Closes every master, also after one fails to close. Failures to close go onto {@code failure} when the run failed
+     * already (it is what the caller throws); otherwise the first is thrown, the rest added to it.
+     */
+    private static void closeAll(List<MasterUnderTest> masters, Exception failure) throws Exception {
+        Exception first = failure;
         for (MasterUnderTest m : masters) {
             try {
                 m.close();
             } catch (Exception e) {
-                first = first == null ? e : first;
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
             }
         }
-        if (first != null) {
+        if (failure == null && first != null) {
             throw first;
         }
     }
