@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,14 @@ class BenchCommandsTest {
             assertTrue(phase.get("call_p99_us").asDouble() >= phase.get("call_p50_us").asDouble(), phase::toString);
             assertTrue(phase.get("server_cpu_us_per_key").asDouble() >= 0, phase::toString); // the master is a process of its own
             assertTrue(phase.get("client_cores").asDouble() > 0, phase::toString);
+            // The master's CPU split by its threads, every group there (each read at 10 ms ticks a thread, so their sum and
+            // the process's own figure may differ by a few ticks in a phase this short).
+            JsonNode byThread = phase.get("server_cpu_us_per_key_by_thread");
+            assertEquals(List.of("transport", "log_writer", "snapshots", "collector", "compiler", "other"), fieldNames(byThread), phase::toString);
+            for (String group : fieldNames(byThread)) {
+                assertTrue(byThread.get(group).asDouble() >= 0, phase::toString);
+            }
+            assertTrue(byThread.get("transport").asDouble() > 0, "the transport loops serve the calls: " + phase);
         }
         assertEquals(64, phases.get(2).get("batch").asInt());
         assertEquals("offload cycle, packed", phases.get(4).get("phase").asText());
@@ -72,7 +81,10 @@ class BenchCommandsTest {
             assertEquals(0, snapshot.get(i).get("failures").asLong(), snapshot.get(i)::toString);
             assertTrue(snapshot.get(i).get("server_cpu_us_per_key").asDouble() >= 0, snapshot.get(i)::toString);
             assertTrue(ratios.get(i).get("keys_per_second_ratio").asDouble() > 0, ratios.get(i)::toString);
+            assertEquals(0.0, snapshot.get(i).get("server_cpu_us_per_key_by_thread").get("log_writer").asDouble(), snapshot.get(i)::toString);
         }
+        // Offloads of one key a call wait for the log's fsync on the WAL master: its writer thread works, the snapshot master has none.
+        assertTrue(wal.get(1).get("server_cpu_us_per_key_by_thread").get("log_writer").asDouble() > 0, wal.get(1)::toString);
         assertTrue(report.get("master").asText().contains("--durability snapshot"), report.get("master")::toString);
         assertEquals("50us", report.get("master_busy_poll").asText(), "both masters started here poll for 50 µs before they sleep");
         // --master-heap grow: the JVM's own heap, neither fixed nor touched.
@@ -245,6 +257,12 @@ class BenchCommandsTest {
         assertTrue(missing.err().strip().startsWith("mcctl: error: invalid --baseline-jar /no/such/mcctl.jar: no such file"), missing.err());
         CliRun theirs = CliRun.run("bench", "master", "--master", "127.0.0.1:1", "--baseline-jvm-option=-Xss2m").expectExit(ExitCodes.USAGE);
         assertTrue(theirs.err().contains("--baseline-jar and --baseline-jvm-option start a master here: leave out --master"), theirs.err());
+    }
+
+    private static List<String> fieldNames(JsonNode object) {
+        List<String> names = new java.util.ArrayList<>();
+        object.fieldNames().forEachRemaining(names::add);
+        return names;
     }
 
     /** The middle of three numbers. */

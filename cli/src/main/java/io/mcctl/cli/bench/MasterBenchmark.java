@@ -12,7 +12,9 @@ import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.Placement;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -31,7 +33,8 @@ public final class MasterBenchmark {
      * {@code clientCpuNanos}: CPU this process used (the callers, their gRPC client, and whatever else runs here).
      */
     public record Phase(String name, String transport, int threads, int batch, long keys, long calls, double seconds, double keysPerSecond,
-                        double p50Micros, double p99Micros, long failures, long serverCpuNanos, long clientCpuNanos) {
+                        double p50Micros, double p99Micros, long failures, long serverCpuNanos, long clientCpuNanos,
+                        Map<String, Long> serverCpuNanosByThread) {
         public double serverMicrosPerKey() {
             return serverCpuNanos < 0 ? Double.NaN : serverCpuNanos / 1000.0 / keys;
         }
@@ -47,10 +50,19 @@ public final class MasterBenchmark {
         public double serverCores() {
             return serverCpuNanos < 0 ? Double.NaN : serverCpuNanos / 1e9 / seconds;
         }
+
+        /** The master's CPU per key of each of its thread groups ({@link ProcessCpu#THREAD_GROUPS}); empty when unknown. */
+        public Map<String, Double> serverMicrosPerKeyByThread() {
+            Map<String, Double> perKey = new LinkedHashMap<>();
+            serverCpuNanosByThread.forEach((group, nanos) -> perKey.put(group, nanos / 1000.0 / keys));
+            return perKey;
+        }
     }
 
     /** CPU of the master's process so far in nanoseconds, or -1 when it cannot be read (a master elsewhere). */
     private java.util.function.LongSupplier serverCpu = () -> -1;
+    /** CPU of each of the master's thread groups so far in nanoseconds; empty when it cannot be read. */
+    private java.util.function.Supplier<Map<String, Long>> serverCpuByThread = Map::of;
 
     private final MasterClient client;
     private final int threads;
@@ -69,6 +81,12 @@ public final class MasterBenchmark {
     /** Reads the master's CPU from {@code serverCpu} before and after each phase. */
     public MasterBenchmark withServerCpu(java.util.function.LongSupplier serverCpu) {
         this.serverCpu = serverCpu;
+        return this;
+    }
+
+    /** Reads the master's CPU by thread group from {@code byThread} before and after each phase, too. */
+    public MasterBenchmark withServerCpuByThread(java.util.function.Supplier<Map<String, Long>> byThread) {
+        this.serverCpuByThread = byThread;
         return this;
     }
 
@@ -244,6 +262,7 @@ public final class MasterBenchmark {
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
             long serverBefore = serverCpu.getAsLong();
+            Map<String, Long> byThreadBefore = serverCpuByThread.get();
             long clientBefore = ProcessCpu.ofThisProcess();
             long start = System.nanoTime();
             List<Future<long[]>> futures = pool.invokeAll(tasks);
@@ -257,10 +276,12 @@ public final class MasterBenchmark {
             long clientCpu = ProcessCpu.ofThisProcess() - clientBefore;
             long serverAfter = serverCpu.getAsLong();
             long serverCpuNanos = serverBefore < 0 || serverAfter < 0 ? -1 : serverAfter - serverBefore;
+            Map<String, Long> byThread = new LinkedHashMap<>();
+            serverCpuByThread.get().forEach((group, nanos) -> byThread.put(group, nanos - byThreadBefore.getOrDefault(group, 0L)));
             LatencyRecorder all = LatencyRecorder.merge(recorders);
             return new Phase(name, client.transport().name().toLowerCase(java.util.Locale.ROOT), threads, batch, keys,
                     (long) all.count() * callsPerStep, seconds, keys / seconds, all.percentileMicros(0.50), all.percentileMicros(0.99), failures,
-                    serverCpuNanos, clientCpu);
+                    serverCpuNanos, clientCpu, byThread);
         } finally {
             pool.shutdownNow();
         }

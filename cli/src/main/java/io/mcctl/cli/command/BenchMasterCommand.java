@@ -12,6 +12,7 @@ import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.ProcessCpu;
 import io.mcctl.master.client.ClientSecurity;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterServer;
@@ -46,10 +47,11 @@ import picocli.CommandLine.Spec;
                 "once as unary calls and once over the Session stream,",
                 "for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary",
                 "root (write-ahead log on) or --master. Reports the master's CPU per key and per call (from /proc of its process),",
-                "the cores the callers' side used, the stream's gains over unary calls, a plain TCP echo on loopback, and master",
-                "heap per mapping. With --rounds, every figure is the median of that many measured passes; with a baseline",
-                "(--baseline-jar, --baseline-jvm-option) or --compare-durability, the masters compared run side by side and take",
-                "their rounds in turns, so that the machine's drift falls on each alike."})
+                "split by its threads (transport loops, log writer, snapshots, collector, compiler, other), the cores the callers'",
+                "side used, the stream's gains over unary calls, a plain TCP echo on loopback, and master heap per mapping.",
+                "With --rounds, every figure is the median of that many measured passes; with a baseline (--baseline-jar,",
+                "--baseline-jvm-option) or --compare-durability, the masters compared run side by side and take their rounds",
+                "in turns, so that the machine's drift falls on each alike."})
 public final class BenchMasterCommand implements Callable<Integer> {
 
     @Spec
@@ -347,6 +349,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 table.row(cells.toArray());
             }
             out.print(table.render());
+            if (!phases.get(0).medianByThread().isEmpty()) {
+                out.println("the master's CPU per key (us) by thread:");
+                out.print(byThreadTable(phases));
+            }
             if (!gains.isEmpty()) {
                 Table byTransport = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
                 for (Map<String, Object> g : gains) {
@@ -417,6 +423,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
         private final Path root;
         private final MasterProcess process;
         final LongSupplier cpu;
+        /** CPU of each of the master's thread groups ({@link ProcessCpu#THREAD_GROUPS}); empty when it cannot be read. */
+        final Supplier<Map<String, Long>> cpuByThread;
         final List<MasterClient> clients = new ArrayList<>();
         final String runId = UUID.randomUUID().toString().substring(0, 8);
         /** Per caller, the newest keys the offload phases committed, for the lookup phases. */
@@ -425,21 +433,23 @@ public final class BenchMasterCommand implements Callable<Integer> {
         final List<List<MasterBenchmark.Phase>> rounds = new ArrayList<>();
 
         /** A master started here ({@code process} on {@code root}) or --master (both null), with a client per --transport. */
-        MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu) {
-            this(label, root, process, target, cpu, ClientSecurity.NONE, "both".equals(transport) ? List.of("unary", "stream") : List.of(transport));
+        MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu, Supplier<Map<String, Long>> cpuByThread) {
+            this(label, root, process, target, cpu, cpuByThread, ClientSecurity.NONE,
+                    "both".equals(transport) ? List.of("unary", "stream") : List.of(transport));
         }
 
         /** A master served elsewhere in this process, which closes it: clients with {@code security}, over {@code transports}. */
         MasterUnderTest(String label, String target, LongSupplier cpu, ClientSecurity security, List<String> transports) {
-            this(label, null, null, target, cpu, security, transports);
+            this(label, null, null, target, cpu, Map::of, security, transports);
         }
 
-        private MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu, ClientSecurity security,
-                                List<String> transports) {
+        private MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu,
+                                Supplier<Map<String, Long>> cpuByThread, ClientSecurity security, List<String> transports) {
             this.label = label;
             this.root = root;
             this.process = process;
             this.cpu = cpu;
+            this.cpuByThread = cpuByThread;
             try {
                 for (String which : transports) {
                     clients.add(new MasterClient(target, Duration.ofSeconds(30), security,
@@ -489,7 +499,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** The running master of --master, its CPU read from /proc of --master-pid when given. */
     private MasterUnderTest attach(String target) {
         long pid = masterPid == null ? -1 : masterPid;
-        return new MasterUnderTest("master", null, null, target, pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid));
+        return new MasterUnderTest("master", null, null, target, pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid),
+                pid < 0 ? Map::of : () -> ProcessCpu.ofThreads(pid));
     }
 
     /**
@@ -512,7 +523,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw jar != null && e instanceof IOException ? new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e) : e;
         }
         long pid = started.process().pid();
-        return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid));
+        return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid), () -> ProcessCpu.ofThreads(pid));
     }
 
     /**
@@ -576,7 +587,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 new MasterBenchmark(m.clients.get(m.clients.size() - 1), threads, OBJECT_SIZE, passId + "f").offload(LOOKUP_BATCH, keepPerCaller, m.written);
             }
             for (MasterClient client : m.clients) {
-                MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, passId).withServerCpu(m.cpu);
+                MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, passId).withServerCpu(m.cpu)
+                        .withServerCpuByThread(m.cpuByThread);
                 phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, m.written, keepPerCaller, phase.packed())
                         : bench.lookupFor(phase.batch(), m.written, seconds, phase.packed()));
             }
@@ -685,6 +697,17 @@ public final class BenchMasterCommand implements Callable<Integer> {
         double high(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
             return rounds.stream().mapToDouble(figure).max().orElse(Double.NaN);
         }
+
+        /** The median of each thread group's master CPU per key; empty when the groups' CPU was not read. */
+        Map<String, Double> medianByThread() {
+            Map<String, Double> medians = new LinkedHashMap<>();
+            if (serverCpuKnown()) {
+                for (String group : rounds.get(0).serverCpuNanosByThread().keySet()) {
+                    medians.put(group, median(p -> p.serverMicrosPerKeyByThread().getOrDefault(group, 0.0)));
+                }
+            }
+            return medians;
+        }
     }
 
     private static List<Map<String, Object>> rows(List<PhaseRounds> phases) {
@@ -726,6 +749,20 @@ public final class BenchMasterCommand implements Callable<Integer> {
             gains.add(ratioRow(phases.get(i), phases.get(i + 1), false));
         }
         return gains;
+    }
+
+    /** Each phase's master CPU per key split by {@link ProcessCpu#THREAD_GROUPS}, medians over the rounds. */
+    private static String byThreadTable(List<PhaseRounds> phases) {
+        List<String> headers = new ArrayList<>(List.of("PHASE", "TRANSPORT", "CALLERS", "BATCH"));
+        ProcessCpu.THREAD_GROUPS.forEach(group -> headers.add(group.toUpperCase(Locale.ROOT).replace('_', ' ')));
+        Table table = new Table(headers.toArray(String[]::new));
+        for (PhaseRounds p : phases) {
+            List<Object> cells = new ArrayList<>(List.of(p.name(), p.transport(), p.threads(), p.batch()));
+            Map<String, Double> byThread = p.medianByThread();
+            ProcessCpu.THREAD_GROUPS.forEach(group -> cells.add(round(byThread.getOrDefault(group, 0.0))));
+            table.row(cells.toArray());
+        }
+        return table.render();
     }
 
     /** The phases of a master compared with the first, and their ratios ({@code ratioName}: which over which). */
@@ -806,6 +843,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
             row.put("server_cpu_us_per_key", round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)));
             row.put("server_cpu_us_per_call", round(p.median(MasterBenchmark.Phase::serverMicrosPerCall)));
             row.put("server_cores", round(p.median(MasterBenchmark.Phase::serverCores)));
+            Map<String, Double> byThread = p.medianByThread();
+            if (!byThread.isEmpty()) {
+                Map<String, Object> rounded = new LinkedHashMap<>();
+                byThread.forEach((group, micros) -> rounded.put(group, round(micros)));
+                row.put("server_cpu_us_per_key_by_thread", rounded);
+            }
         }
         row.put("client_cores", round(p.median(MasterBenchmark.Phase::clientCores)));
         if (p.rounds().size() > 1) {
