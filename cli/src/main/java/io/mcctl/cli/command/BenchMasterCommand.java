@@ -293,18 +293,24 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("rounds", rounds);
         report.put("phases_run", chosen.stream().map(PhaseSpec::name).toList());
         report.put("transport", transport);
-        report.put("phases", rows(phases));
+        // Each figure's median is taken once, here; the text tables print these rows.
+        List<Map<String, Object>> phaseRows = rows(phases);
+        List<Map<String, Object>> snapshotRows = rows(snapshotPhases);
+        List<Map<String, Object>> snapshotRatios = ratios(phases, snapshotPhases);
+        List<Map<String, Object>> baselineRows = rows(baselinePhases);
+        List<Map<String, Object>> baselineRatios = ratios(baselinePhases, phases);
+        report.put("phases", phaseRows);
         if (compareDurability) {
-            report.put("snapshot_durability_phases", rows(snapshotPhases));
-            report.put("snapshot_over_wal", ratios(phases, snapshotPhases));
+            report.put("snapshot_durability_phases", snapshotRows);
+            report.put("snapshot_over_wal", snapshotRatios);
         }
         if (baseline) {
             Map<String, Object> described = new LinkedHashMap<>();
             described.put("jar", baselineJar == null ? "this build" : baselineJar.toString());
             described.put("jvm_options", MasterProcess.jvmOptionsFor(baselineJvmOptions()));
             report.put("baseline", described);
-            report.put("baseline_phases", rows(baselinePhases));
-            report.put("this_over_baseline", ratios(baselinePhases, phases));
+            report.put("baseline_phases", baselineRows);
+            report.put("this_over_baseline", baselineRatios);
         }
         List<Map<String, Object>> gains = "both".equals(transport) ? gains(phases) : List.of();
         if ("both".equals(transport)) {
@@ -337,21 +343,21 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 headers.add(8, "us/KEY LOW-HIGH");
             }
             Table table = new Table(headers.toArray(String[]::new));
-            for (PhaseRounds p : phases) {
-                List<Object> cells = new ArrayList<>(List.of(p.name(), p.transport(), p.threads(), p.batch(),
-                        Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)), round(p.median(MasterBenchmark.Phase::p50Micros)),
-                        round(p.median(MasterBenchmark.Phase::p99Micros)), round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)),
-                        round(p.median(MasterBenchmark.Phase::serverMicrosPerCall)), round(p.median(MasterBenchmark.Phase::serverCores)),
-                        round(p.median(MasterBenchmark.Phase::clientCores)), p.failures()));
+            for (int i = 0; i < phases.size(); i++) {
+                Map<String, Object> row = phaseRows.get(i);
+                List<Object> cells = new ArrayList<>(List.of(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch"),
+                        row.get("keys_per_second"), row.get("call_p50_us"), row.get("call_p99_us"), serverFigure(row, "server_cpu_us_per_key"),
+                        serverFigure(row, "server_cpu_us_per_call"), serverFigure(row, "server_cores"), row.get("client_cores"), row.get("failures")));
                 if (rounds > 1) {
+                    PhaseRounds p = phases.get(i);
                     cells.add(8, round(p.low(MasterBenchmark.Phase::serverMicrosPerKey)) + "-" + round(p.high(MasterBenchmark.Phase::serverMicrosPerKey)));
                 }
                 table.row(cells.toArray());
             }
             out.print(table.render());
-            if (!phases.get(0).medianByThread().isEmpty()) {
+            if (phaseRows.get(0).containsKey("server_cpu_us_per_key_by_thread")) {
                 out.println("the master's CPU per key (us) by thread:");
-                out.print(byThreadTable(phases));
+                out.print(byThreadTable(phaseRows));
             }
             if (!gains.isEmpty()) {
                 Table byTransport = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
@@ -362,12 +368,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
             }
             if (compareDurability) {
                 out.println("with --durability snapshot (nothing logged), in the same run:");
-                out.print(comparisonTable(snapshotPhases, ratios(phases, snapshotPhases), "snapshot/wal"));
+                out.print(comparisonTable(snapshotRows, snapshotRatios, "snapshot/wal"));
             }
             if (baseline) {
                 out.println("the baseline master (" + (baselineJar == null ? "this build" : baselineJar) + "; JVM options: "
                         + String.join(" ", MasterProcess.jvmOptionsFor(baselineJvmOptions())) + "), in the same run:");
-                out.print(comparisonTable(baselinePhases, ratios(baselinePhases, phases), "this/baseline"));
+                out.print(comparisonTable(baselineRows, baselineRatios, "this/baseline"));
             }
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
@@ -432,19 +438,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
         /** Per measured round, its phases in order. */
         final List<List<MasterBenchmark.Phase>> rounds = new ArrayList<>();
 
-        /** A master started here ({@code process} on {@code root}) or --master (both null), with a client per --transport. */
-        MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu, Supplier<Map<String, Long>> cpuByThread) {
-            this(label, root, process, target, cpu, cpuByThread, ClientSecurity.NONE,
-                    "both".equals(transport) ? List.of("unary", "stream") : List.of(transport));
-        }
-
-        /** A master served elsewhere in this process, which closes it: clients with {@code security}, over {@code transports}. */
-        MasterUnderTest(String label, String target, LongSupplier cpu, ClientSecurity security, List<String> transports) {
-            this(label, null, null, target, cpu, Map::of, security, transports);
-        }
-
-        private MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu,
-                                Supplier<Map<String, Long>> cpuByThread, ClientSecurity security, List<String> transports) {
+        /**
+         * A master started here ({@code process} on {@code root}, both closed with it) or served elsewhere (both null), with a
+         * client of {@code security} over each of {@code transports}.
+         */
+        MasterUnderTest(String label, Path root, MasterProcess process, String target, LongSupplier cpu,
+                        Supplier<Map<String, Long>> cpuByThread, ClientSecurity security, List<String> transports) {
             this.label = label;
             this.root = root;
             this.process = process;
@@ -496,11 +495,16 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
     }
 
+    /** The transports --transport runs each phase over, unary first. */
+    private List<String> transportsRun() {
+        return "both".equals(transport) ? List.of("unary", "stream") : List.of(transport);
+    }
+
     /** The running master of --master, its CPU read from /proc of --master-pid when given. */
     private MasterUnderTest attach(String target) {
         long pid = masterPid == null ? -1 : masterPid;
         return new MasterUnderTest("master", null, null, target, pid < 0 ? () -> -1 : () -> ProcessCpu.ofPid(pid),
-                pid < 0 ? Map::of : () -> ProcessCpu.ofThreads(pid));
+                pid < 0 ? Map::of : () -> ProcessCpu.ofThreads(pid), ClientSecurity.NONE, transportsRun());
     }
 
     /**
@@ -523,7 +527,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw jar != null && e instanceof IOException ? new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e) : e;
         }
         long pid = started.process().pid();
-        return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid), () -> ProcessCpu.ofThreads(pid));
+        return new MasterUnderTest(label, root, started, started.address(), () -> ProcessCpu.ofPid(pid), () -> ProcessCpu.ofThreads(pid),
+                ClientSecurity.NONE, transportsRun());
     }
 
     /**
@@ -751,28 +756,34 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return gains;
     }
 
-    /** Each phase's master CPU per key split by {@link ProcessCpu#THREAD_GROUPS}, medians over the rounds. */
-    private static String byThreadTable(List<PhaseRounds> phases) {
+    /** A master figure of a report row, NaN where the master's CPU was not read. */
+    private static Object serverFigure(Map<String, Object> row, String key) {
+        return row.getOrDefault(key, Double.NaN);
+    }
+
+    /** Each phase's master CPU per key split by {@link ProcessCpu#THREAD_GROUPS}, from the report's rows. */
+    private static String byThreadTable(List<Map<String, Object>> rows) {
         List<String> headers = new ArrayList<>(List.of("PHASE", "TRANSPORT", "CALLERS", "BATCH"));
         ProcessCpu.THREAD_GROUPS.forEach(group -> headers.add(group.toUpperCase(Locale.ROOT).replace('_', ' ')));
         Table table = new Table(headers.toArray(String[]::new));
-        for (PhaseRounds p : phases) {
-            List<Object> cells = new ArrayList<>(List.of(p.name(), p.transport(), p.threads(), p.batch()));
-            Map<String, Double> byThread = p.medianByThread();
-            ProcessCpu.THREAD_GROUPS.forEach(group -> cells.add(round(byThread.getOrDefault(group, 0.0))));
+        for (Map<String, Object> row : rows) {
+            List<Object> cells = new ArrayList<>(List.of(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch")));
+            @SuppressWarnings("unchecked")
+            Map<String, Object> byThread = (Map<String, Object>) row.get("server_cpu_us_per_key_by_thread");
+            ProcessCpu.THREAD_GROUPS.forEach(group -> cells.add(byThread.getOrDefault(group, 0.0)));
             table.row(cells.toArray());
         }
         return table.render();
     }
 
-    /** The phases of a master compared with the first, and their ratios ({@code ratioName}: which over which). */
-    private static String comparisonTable(List<PhaseRounds> phases, List<Map<String, Object>> ratios, String ratioName) {
+    /** A master's phases compared with the first's, from the report's rows and ratios ({@code ratioName}: which over which). */
+    private static String comparisonTable(List<Map<String, Object>> rows, List<Map<String, Object>> ratios, String ratioName) {
         Table table = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "SERVER us/KEY",
                 "KEYS/S " + ratioName, "SERVER CPU/KEY " + ratioName);
-        for (int i = 0; i < phases.size(); i++) {
-            PhaseRounds p = phases.get(i);
-            table.row(p.name(), p.transport(), p.threads(), p.batch(), Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)),
-                    round(p.median(MasterBenchmark.Phase::p50Micros)), round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)),
+        for (int i = 0; i < rows.size(); i++) {
+            Map<String, Object> row = rows.get(i);
+            table.row(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch"), row.get("keys_per_second"),
+                    row.get("call_p50_us"), serverFigure(row, "server_cpu_us_per_key"),
                     ratios.get(i).get("keys_per_second_ratio"), ratios.get(i).get("server_cpu_per_key_ratio"));
         }
         return table.render();
@@ -805,8 +816,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, Integer.parseInt(DEFAULT_BUCKETS), SizeParser.parse(PAGE_SIZE), SizeParser.parse(DEFAULT_BUCKET_SIZE)), "posix",
                         "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
                      // In this process: its CPU is the callers' too, so it is not read. Over the stream unless --transport unary.
-                     MasterUnderTest m = new MasterUnderTest(mode.name(), "127.0.0.1:" + embedded.port(), () -> -1, mode.client(),
-                             "unary".equals(transport) ? List.of("unary") : List.of("stream"))) {
+                     MasterUnderTest m = new MasterUnderTest(mode.name(), null, null, "127.0.0.1:" + embedded.port(), () -> -1, Map::of,
+                             mode.client(), "unary".equals(transport) ? List.of("unary") : List.of("stream"))) {
                     if (warmupSeconds > 0) {
                         timedPhases(m, m.runId + "w", warmupSeconds);
                     }
