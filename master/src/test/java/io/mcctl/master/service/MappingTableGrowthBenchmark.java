@@ -18,13 +18,14 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * One shard's mapping table filled from empty to {@code mappings}, one add at a time, as commits fill it: the time of
  * the whole fill, and its longest single add, which is an add that grows the table (two fills warm up, the third is
- * measured; forks repeat it). On the master that add holds the
- * shard's lock on the thread that serves every caller, so it is a pause for all of them.
+ * measured). On the master that add holds the shard's lock on the thread that serves every caller, so it is a pause for
+ * all of them. Each add is timed, so the fill's time includes two clock reads an add, in every build alike.
  *
- * <p>Run by hand (docs/benchmarks.md has the figures), from the repository's root:
+ * <p>Run by hand (docs/benchmarks.md has the figures), from the repository's root, one fork at a time: JMH sums the
+ * longest add over iterations and forks, as it does any counter.
  * <pre>
  * mvn -B -q -pl master test-compile dependency:build-classpath -Dmdep.outputFile=target/bench.cp -Dmdep.includeScope=test
- * java -cp master/target/test-classes:master/target/classes:$(cat master/target/bench.cp) org.openjdk.jmh.Main MappingTableGrowth
+ * java -cp master/target/test-classes:master/target/classes:$(cat master/target/bench.cp) org.openjdk.jmh.Main MappingTableGrowth -f 1
  * </pre>
  */
 @State(Scope.Thread)
@@ -32,7 +33,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Fork(value = 1, jvmArgsAppend = {"-Xms4g", "-Xmx4g", "-XX:+AlwaysPreTouch", "-XX:+UseTransparentHugePages"})
 @Warmup(iterations = 2)
-@Measurement(iterations = 1) // the longest add is one fill's: JMH sums a counter over iterations
+@Measurement(iterations = 1) // one fill measured: its longest add is not summed with another's
 public class MappingTableGrowthBenchmark {
 
     /** Mappings of one shard: a tier of 100 million keys has about 400,000 a shard (256 shards). */
@@ -58,7 +59,7 @@ public class MappingTableGrowthBenchmark {
     public void makeKeys() {
         keys = new String[mappings];
         for (int i = 0; i < mappings; i++) {
-            // An engine's key: a model, a layer and a block hash, about 60 characters with its tenant.
+            // An engine's key: a model, a layer and a block hash, about 55 characters with its tenant.
             keys[i] = "tenant\0model-7b/layer-" + (i % 61) + "/block-" + Long.toHexString(0x9E3779B97F4A7C15L * (i + 1)) + "-" + i;
         }
     }
