@@ -176,7 +176,7 @@ final class KeyTable {
         }
         for (int i = 0; i < n; i++) {
             if (keyFields[i] != 0) {
-                sum += tables[i].keyByteHint(keyFields[i]);
+                sum += tables[i].keyBytesHint(keyFields[i]);
             }
         }
         touched = sum;

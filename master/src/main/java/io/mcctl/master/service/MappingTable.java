@@ -158,11 +158,15 @@ final class MappingTable {
         return at < 0 || at + RECORD > r.length ? 0 : r[(int) at + RECORD - 1];
     }
 
-    /** A byte of the key that a key field from {@link #recordHint} places. */
-    int keyByteHint(long key) {
+    /**
+     * The first and the last byte of the key that a key field from {@link #recordHint} places: a key of tens of bytes
+     * mostly spans two cache lines of the arena, and the comparison reads both.
+     */
+    int keyBytesHint(long key) {
         byte[] b = keyBytes;
         int p = (int) (key >>> 32);
-        return p >= 0 && p < b.length ? b[p] : 0;
+        int last = p + (int) key - 1;
+        return p >= 0 && last >= p && last < b.length ? b[p] + b[last] : 0;
     }
 
     // ---- reading a mapping ----

@@ -239,6 +239,29 @@ class MappingTableTest {
         assertEquals("t\0tw\u00f6", into.key(two));
     }
 
+    /**
+     * The read-ahead runs without the shard lock, so a racing change can hand its hints any value: a slot of another
+     * index, a key field of a record being moved or removed. Whatever they get, they read within their arrays.
+     */
+    @Property(tries = 500)
+    void the_read_ahead_hints_read_within_their_arrays_whatever_they_are_given(@ForAll long slot, @ForAll long keyField,
+                                                                              @ForAll @IntRange(min = 0, max = 40) int mappings) {
+        MappingTable table = new MappingTable();
+        for (int i = 0; i < mappings; i++) {
+            table.add("t\0key-" + i, 1, 4096L * i, 10, 0, false, 0);
+        }
+        long[] slots = {slot, slot & 0xFFFFFFFFL, (slot & 0xFF) + 1, table.slotHint((int) slot), table.slotHint("t\0key-0".hashCode())};
+        for (long s : slots) {
+            long key = table.recordHint(s);
+            table.recordTailHint(s);
+            table.keyBytesHint(key);
+        }
+        long[] keys = {keyField, keyField & 0x7FFFFFFF_7FFFFFFFL, (keyField & 0xFF_00000000L) | 0x7FFFFFFF, keyField & 0xFFFFFFFF_00000000L};
+        for (long k : keys) {
+            table.keyBytesHint(k);
+        }
+    }
+
     private static String printable(String key) {
         StringBuilder out = new StringBuilder();
         key.chars().forEach(c -> out.append(c >= 0x20 && c < 0x7F ? String.valueOf((char) c) : String.format("\\u%04x", c)));
