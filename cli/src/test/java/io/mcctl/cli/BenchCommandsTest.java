@@ -195,6 +195,27 @@ class BenchCommandsTest {
     }
 
     @Test
+    void bench_master_runs_phases_of_the_batch_sizes_asked_for_offloads_first_and_smaller_batches_first() throws Exception {
+        CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0", "--memory-mappings", "0",
+                "--master-heap", "256MiB", "--phases", "lookup-200-packed,lookup-16-packed,offload-200-packed,lookup-16-packed",
+                "--transport", "stream", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals("[\"offload-200-packed\",\"lookup-16-packed\",\"lookup-200-packed\"]", report.get("phases_run").toString(),
+                "each once, in the benchmark's order");
+        JsonNode phases = report.get("phases");
+        assertEquals(3, phases.size(), phases::toString);
+        int[] batches = {200, 16, 200};
+        for (int i = 0; i < 3; i++) {
+            JsonNode phase = phases.get(i);
+            assertEquals(i == 0 ? "offload cycle, packed" : "mapping lookup, packed", phase.get("phase").asText(), phase::toString);
+            assertEquals(batches[i], phase.get("batch").asInt(), phase::toString);
+            assertEquals(0, phase.get("failures").asLong(), "every key looked up was written: " + phase);
+            assertEquals(0, phase.get("keys").asLong() % batches[i], "whole batches: " + phase);
+            assertTrue(phase.get("keys").asLong() > 0, phase::toString);
+        }
+    }
+
+    @Test
     void bench_master_lookups_without_an_offload_phase_look_up_keys_an_unmeasured_offload_wrote() throws Exception {
         CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.3", "--warmup-seconds", "0", "--memory-mappings", "0",
                 "--master-heap", "256MiB", "--phases", "lookup-1-alone,lookup-64", "--transport", "unary", "-o", "json").expectOk();
@@ -248,9 +269,12 @@ class BenchCommandsTest {
             CliRun bad = CliRun.run("bench", "master", "--rounds", rounds).expectExit(ExitCodes.USAGE);
             assertEquals("mcctl: error: invalid --rounds " + rounds + ": allowed is 1 to 100", bad.err().strip());
         }
-        CliRun phase = CliRun.run("bench", "master", "--phases", "offload-64,lookup-65").expectExit(ExitCodes.USAGE);
-        assertEquals("mcctl: error: invalid --phases offload-64,lookup-65: 'lookup-65' is no phase; allowed is a comma-separated list of "
-                + "offload-1, offload-64, offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone", phase.err().strip());
+        for (String wrong : new String[] {"lookup-65-alone", "lookup-0", "lookup-10001-packed", "offload-064", "remove-64"}) {
+            CliRun phase = CliRun.run("bench", "master", "--phases", "offload-64," + wrong).expectExit(ExitCodes.USAGE);
+            assertEquals("mcctl: error: invalid --phases offload-64," + wrong + ": '" + wrong + "' is no phase; allowed is a comma-separated "
+                    + "list of offload-1, offload-64, offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone, or offload-N, "
+                    + "offload-N-packed, lookup-N, lookup-N-packed for N from 1 to 10000", phase.err().strip());
+        }
         CliRun transport = CliRun.run("bench", "master", "--transport", "tcp").expectExit(ExitCodes.USAGE);
         assertEquals("mcctl: error: invalid --transport tcp: allowed is unary, stream, both", transport.err().strip());
         CliRun missing = CliRun.run("bench", "master", "--baseline-jar", "/no/such/mcctl.jar").expectExit(ExitCodes.USAGE);

@@ -15,6 +15,7 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.DurationParser;
@@ -33,6 +34,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -134,8 +137,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     @Option(names = "--phases", paramLabel = "LIST", split = ",",
             description = "The phases to run, comma-separated, in this order whatever the list's: offload-1, offload-64, "
-                    + "offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all). "
-                    + "Lookups without an offload phase before them look up keys an unmeasured offload wrote first.")
+                    + "offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all); "
+                    + "offload-N, offload-N-packed, lookup-N and lookup-N-packed run batches of N keys a call (1 to 10000), "
+                    + "offloads first, smaller batches first. Lookups without an offload phase before them look up keys an "
+                    + "unmeasured offload wrote first.")
     List<String> phaseNames;
 
     @Option(names = "--transport", paramLabel = "WHICH", defaultValue = "both",
@@ -162,7 +167,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     /** Keys each caller keeps for the lookup phases. */
     private static final int LOOKUP_KEYS_PER_THREAD = 50_000;
-    /** The largest batch of {@link #SPECS}: a lookup phase needs a batch of keys per caller. */
+    /** The batch of the offload that writes keys for lookups when no offload phase ran before them. */
     private static final int LOOKUP_BATCH = 64;
     /** Bytes of each object the offload phases allocate. */
     private static final long OBJECT_SIZE = 64 << 10;
@@ -170,6 +175,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** One phase, as --phases names it: offload cycles or lookups, by {@code callers} threads (0: --threads), answered packed or not. */
     private record PhaseSpec(String name, boolean offload, int callers, int batch, boolean packed) {
     }
+
+    /** The order phases run in: offloads first, then by batch, unpacked before packed, the lone caller's lookups last. */
+    private static final Comparator<PhaseSpec> PHASE_ORDER = Comparator.comparing((PhaseSpec p) -> !p.offload())
+            .thenComparing(p -> p.callers() == 1).thenComparingInt(PhaseSpec::batch).thenComparing(PhaseSpec::packed);
+
+    /** A phase of a batch size of the caller's choosing: offload-N, offload-N-packed, lookup-N, lookup-N-packed. */
+    private static final Pattern BATCH_PHASE = Pattern.compile("(offload|lookup)-([1-9][0-9]{0,4})(-packed)?");
 
     private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec("offload-1", true, 0, 1, false),
             new PhaseSpec("offload-64", true, 0, 64, false), new PhaseSpec("offload-64-packed", true, 0, 64, true),
@@ -410,14 +422,34 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (names == null) {
             return SPECS;
         }
-        String allowed = SPECS.stream().map(PhaseSpec::name).collect(java.util.stream.Collectors.joining(", "));
+        List<PhaseSpec> parsed = new ArrayList<>();
         for (String name : names) {
-            if (SPECS.stream().noneMatch(s -> s.name().equals(name))) {
+            PhaseSpec spec = phaseNamed(name);
+            if (spec == null) {
                 throw new CliException(ExitCodes.USAGE, "invalid --phases " + String.join(",", names) + ": '" + name + "' is no phase; allowed is a "
-                        + "comma-separated list of " + allowed);
+                        + "comma-separated list of " + SPECS.stream().map(PhaseSpec::name).collect(java.util.stream.Collectors.joining(", "))
+                        + ", or offload-N, offload-N-packed, lookup-N, lookup-N-packed for N from 1 to " + MasterGrpcService.MAX_BATCH);
+            }
+            if (parsed.stream().noneMatch(p -> p.name().equals(spec.name()))) {
+                parsed.add(spec);
             }
         }
-        return SPECS.stream().filter(s -> names.contains(s.name())).toList();
+        parsed.sort(PHASE_ORDER);
+        return parsed;
+    }
+
+    /** The phase --phases calls {@code name}, or null when none. */
+    private static PhaseSpec phaseNamed(String name) {
+        for (PhaseSpec spec : SPECS) {
+            if (spec.name().equals(name)) {
+                return spec;
+            }
+        }
+        Matcher batchPhase = BATCH_PHASE.matcher(name);
+        if (!batchPhase.matches() || Integer.parseInt(batchPhase.group(2)) > MasterGrpcService.MAX_BATCH) {
+            return null;
+        }
+        return new PhaseSpec(name, batchPhase.group(1).equals("offload"), 0, Integer.parseInt(batchPhase.group(2)), batchPhase.group(3) != null);
     }
 
     /**
@@ -609,8 +641,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
      */
     private int lookupKeysPerCaller(BucketLayout layout) {
         long objects = layout.bucketCount() * layout.pagesPerBucket() / layout.pagesFor(OBJECT_SIZE);
-        long kept = objects / 2 - (long) threads * LOOKUP_BATCH;
-        return (int) Math.max(LOOKUP_BATCH, Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
+        int batch = chosen.stream().mapToInt(PhaseSpec::batch).max().orElse(1);
+        long kept = objects / 2 - (long) threads * batch;
+        return (int) Math.max(Math.max(LOOKUP_BATCH, batch), Math.min(LOOKUP_KEYS_PER_THREAD, kept / threads));
     }
 
     /** --master-heap's options, then --master-jvm-option's: a later option wins, so a given -Xmx overrides the heap's. */
