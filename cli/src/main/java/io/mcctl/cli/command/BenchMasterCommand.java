@@ -138,7 +138,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
     @Option(names = "--phases", paramLabel = "LIST", split = ",",
             description = "The phases to run, comma-separated, in this order whatever the list's: offload-1, offload-64, "
                     + "offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all); "
-                    + "offload-N, offload-N-packed, lookup-N and lookup-N-packed run batches of N keys a call (1 to 10000), "
+                    + "offload-N, offload-N-packed, lookup-N and lookup-N-packed run batches of N keys a call (1 to "
+                    + MasterGrpcService.MAX_BATCH + "), "
                     + "offloads first, smaller batches first. Lookups without an offload phase before them look up keys an "
                     + "unmeasured offload wrote first.")
     List<String> phaseNames;

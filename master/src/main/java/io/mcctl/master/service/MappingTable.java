@@ -22,7 +22,7 @@ import java.util.Arrays;
  * compacted when removed keys make up more than half of it.
  *
  * <p>Not thread-safe: guarded by its shard's lock. {@link #isEmptyHint} and the read-ahead hints ({@link #slotHint} and
- * the two after it, whose answers decide nothing) alone may be read without it.
+ * the three after it, whose answers decide nothing) alone may be read without it.
  */
 final class MappingTable {
 
