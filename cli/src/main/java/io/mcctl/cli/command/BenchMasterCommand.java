@@ -184,10 +184,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
     /** A phase of a batch size of the caller's choosing: offload-N, offload-N-packed, lookup-N, lookup-N-packed. */
     private static final Pattern BATCH_PHASE = Pattern.compile("(offload|lookup)-([1-9][0-9]{0,4})(-packed)?");
 
-    private static final List<PhaseSpec> SPECS = List.of(new PhaseSpec("offload-1", true, 0, 1, false),
-            new PhaseSpec("offload-64", true, 0, 64, false), new PhaseSpec("offload-64-packed", true, 0, 64, true),
-            new PhaseSpec("lookup-1", false, 0, 1, false), new PhaseSpec("lookup-64", false, 0, 64, false),
-            new PhaseSpec("lookup-64-packed", false, 0, 64, true), new PhaseSpec("lookup-1-alone", false, 1, 1, false));
+    /** Single-key lookups from one caller: the one phase whose name is not of {@link #BATCH_PHASE}'s form. */
+    private static final PhaseSpec LONE_CALLER_LOOKUPS = new PhaseSpec("lookup-1-alone", false, 1, 1, false);
+
+    /** The phases run when --phases names none, each read from its name as a named one is. */
+    private static final List<PhaseSpec> SPECS = Stream.concat(
+            Stream.of("offload-1", "offload-64", "offload-64-packed", "lookup-1", "lookup-64", "lookup-64-packed").map(BenchMasterCommand::phaseNamed),
+            Stream.of(LONE_CALLER_LOOKUPS)).toList();
 
     /** The most --rounds: each is a full pass over the phases chosen. */
     private static final int MAX_ROUNDS = 100;
@@ -441,10 +444,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     /** The phase --phases calls {@code name}, or null when none. */
     private static PhaseSpec phaseNamed(String name) {
-        for (PhaseSpec spec : SPECS) {
-            if (spec.name().equals(name)) {
-                return spec;
-            }
+        if (name.equals(LONE_CALLER_LOOKUPS.name())) {
+            return LONE_CALLER_LOOKUPS;
         }
         Matcher batchPhase = BATCH_PHASE.matcher(name);
         if (!batchPhase.matches() || Integer.parseInt(batchPhase.group(2)) > MasterGrpcService.MAX_BATCH) {
