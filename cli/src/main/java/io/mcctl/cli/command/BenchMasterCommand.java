@@ -448,10 +448,12 @@ public final class BenchMasterCommand implements Callable<Integer> {
             return LONE_CALLER_LOOKUPS;
         }
         Matcher batchPhase = BATCH_PHASE.matcher(name);
-        if (!batchPhase.matches() || Integer.parseInt(batchPhase.group(2)) > MasterGrpcService.MAX_BATCH) {
+        if (!batchPhase.matches()) {
             return null;
         }
-        return new PhaseSpec(name, batchPhase.group(1).equals("offload"), 0, Integer.parseInt(batchPhase.group(2)), batchPhase.group(3) != null);
+        int batch = Integer.parseInt(batchPhase.group(2));
+        return batch > MasterGrpcService.MAX_BATCH ? null
+                : new PhaseSpec(name, batchPhase.group(1).equals("offload"), 0, batch, batchPhase.group(3) != null);
     }
 
     /**
