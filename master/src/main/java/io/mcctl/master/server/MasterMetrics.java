@@ -84,6 +84,9 @@ public final class MasterMetrics {
         CounterWithCallback.builder().name("mooncake_master_evicted_bytes_total").help("Bytes of objects evicted, by reason")
                 .labelNames("reason").callback(cb -> EVICTIONS.forEach((reason, label) -> cb.call(pages.evictedBytesTotal(reason), label)))
                 .register(registry);
+        CounterWithCallback.builder().name("mcctl_master_eviction_rooms_lost_total")
+                .help("Runs an allocation evicted objects for and then let go: another call used, replaced or removed one of them meanwhile")
+                .callback(cb -> cb.call(pages.roomsLostTotal())).register(registry);
         CounterWithCallback.builder().name("mcctl_master_eviction_runs_total").help("Evictor passes that found the tier above its high watermark")
                 .callback(cb -> cb.call(pages.evictionRunsTotal())).register(registry);
         CounterWithCallback.builder().name("mcctl_master_eviction_seconds_total").help("Time the evictor's passes took")

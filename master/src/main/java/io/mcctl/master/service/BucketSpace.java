@@ -9,9 +9,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The free and used pages of every bucket: one allocator per bucket (its own monitor guards its bitmap), the
- * bucket files' paths, and when each region of pages last saw an allocation, so a check can tell a leak from
- * pages handed out moments ago.
+ * The free and used pages of every bucket: one allocator per bucket (its own monitor guards its bitmap and its
+ * fences), which committed mapping holds each page ({@link PageOwners}), the bucket files' paths, and when each region
+ * of pages last saw an allocation, so a check can tell a leak from pages handed out moments ago.
  */
 final class BucketSpace {
 
@@ -22,6 +22,7 @@ final class BucketSpace {
     private final String[] bucketPaths;
     private final Map<String, Integer> bucketByPath = new HashMap<>();
     final BitmapPageAllocator[] allocators;
+    final PageOwners owners;
     /**
      * Per bucket, per region of {@value #STAMP_REGION_PAGES} pages: the second on the service's clock (rounded up,
      * plus one so that 0 means never) of the latest allocation there. Written under the allocating key's shard lock
@@ -54,6 +55,7 @@ final class BucketSpace {
             allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
         }
         this.allocationStamps = new int[layout.bucketCount()][stampRegions(layout)];
+        this.owners = new PageOwners(layout.bucketCount(), layout.pagesPerBucket());
     }
 
     private static int stampRegions(BucketLayout layout) {
@@ -65,10 +67,11 @@ final class BucketSpace {
      * grows under its own monitor). The larger stamp arrays are published first, so an allocation in the added pages
      * (which follows its allocator's grow) stamps into them. A stamp written into an old array by an allocation racing
      * the swap is carried over: every shard lock is taken once after the swap (a stamp is written under its key's shard
-     * lock, so every write to an old array is then visible), and the old stamps are merged in. Caller holds the layout
-     * lock, before any shard lock.
+     * lock, so every write to an old array is then visible), and the old stamps are merged in; so are the page owners'
+     * chunks. Caller holds the layout lock, before any shard lock.
      */
     void grow(BucketLayout grown, KeyTable keys) {
+        java.util.concurrent.atomic.AtomicReferenceArray<int[]>[] oldOwners = owners.grow(grown.pagesPerBucket());
         int[][] old = allocationStamps;
         int[][] stamps = new int[old.length][];
         for (int b = 0; b < old.length; b++) {
@@ -89,6 +92,7 @@ final class BucketSpace {
                 stamps[b][r] = Math.max(stamps[b][r], old[b][r]);
             }
         }
+        owners.carryOver(oldOwners);
     }
 
     String path(int bucket) {
@@ -127,6 +131,32 @@ final class BucketSpace {
         }
         allocationFailures.increment();
         return null;
+    }
+
+    /**
+     * The run [firstPage, firstPage + pages) of {@code bucket} that {@link BitmapPageAllocator#fence} kept for this
+     * allocation, as a placement of {@code size} bytes; null when not all of it is free.
+     */
+    Placement allocateFenced(int home, int bucket, long firstPage, long pages, long size, long nowNanos) {
+        if (!allocators[bucket].allocateFenced(firstPage, pages)) {
+            return null;
+        }
+        if (bucket != home) {
+            spills.increment();
+        }
+        pageAllocations.add(pages);
+        stamp(bucket, firstPage, pages, nowNanos);
+        return new Placement(bucket, firstPage * layout.pageSize(), size, 0);
+    }
+
+    /** Whether some bucket has a run of {@code pages} free pages that no fence keeps. */
+    boolean roomFor(long pages) {
+        for (BitmapPageAllocator allocator : allocators) {
+            if (allocator.fits(pages)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Returns the pages of a placement to the free pages. */

@@ -190,7 +190,7 @@ final class KeyTable {
         return shardIndex(scopedKey.hashCode());
     }
 
-    private static int shardIndex(int hash) {
+    static int shardIndex(int hash) {
         // The top bits of a multiplicative hash: the in-flight table indexes by the hash's low bits (the mapping table
         // by a mix of all of them), so taking those here would crowd every shard's keys into a 64th of its table.
         return (hash * 0x9E3779B9) >>> (32 - SHARD_BITS);

@@ -125,6 +125,28 @@ final class MappingTable {
         }
     }
 
+    /**
+     * The mapping whose key hashes to {@code hash} and whose pages (of {@code pageSize} bytes) in {@code bucket} include
+     * {@code page}, or -1: how a {@link PageOwners} hint is confirmed.
+     */
+    int findHolding(int hash, int bucket, long page, long pageSize) {
+        long[] idx = index;
+        int mask = idx.length - 1;
+        for (int slot = home(hash, mask); ; slot = (slot + 1) & mask) {
+            long v = idx[slot];
+            if (v == 0) {
+                return -1;
+            }
+            if ((int) (v >>> 32) == hash) {
+                int m = (int) v - 1;
+                long first = offset(m) / pageSize;
+                if (bucket(m) == bucket && page >= first && page < first + (size(m) + pageSize - 1) / pageSize) {
+                    return m;
+                }
+            }
+        }
+    }
+
     // ---- reading ahead for a batch of lookups, without the lock ----
     //
     // KeyTable.touch reads, for every key of a batch, what its lookup will read, so that the keys' cache misses overlap
@@ -189,6 +211,11 @@ final class MappingTable {
 
     private int hash(int m) {
         return (int) (records[m * RECORD + HASH_FLAGS] >>> 32);
+    }
+
+    /** The hash of mapping {@code m}'s scoped key ({@link String#hashCode}), as {@link PageOwners} notes it. */
+    int hashOf(int m) {
+        return hash(m);
     }
 
     int bucket(int m) {

@@ -29,11 +29,13 @@ import java.util.function.LongSupplier;
  * that freed its pages ({@link AnswerBarrier}).
  *
  * <p>The parts: {@link KeyTable} (mappings and in-flight allocations, in shards), {@link Quarantine},
- * {@link Reservations}, {@link BucketSpace} (the allocators). Locks, and how they nest: the layout lock (only a layout
- * grow, a snapshot's start and a page check take it), then a shard lock (one at a time; see {@link KeyTable}), then a
- * bucket's reservations monitor (around an allocation's record; the reaper takes it alone to close reservations) or
- * {@link Quarantine#lock}, then a bucket allocator's monitor; the log's lock is innermost. A change is logged and
- * applied under the same shard lock, so the log's order is the order changes of one key were applied in.
+ * {@link Reservations}, {@link BucketSpace} (the allocators), {@link RoomSearch} (where an allocation can make room by
+ * eviction). Locks, and how they nest: the layout lock (only a layout grow, a snapshot's start and a page check take
+ * it), then a shard lock (one at a time; see {@link KeyTable}), then a bucket's reservations monitor (around an
+ * allocation's record; the reaper takes it alone to close reservations) or {@link Quarantine#lock}, then a bucket
+ * allocator's monitor (which guards its fences too); the log's lock is innermost. Making room adds no lock: a run is
+ * fenced under its allocator's monitor alone, and its objects are evicted one shard lock at a time. A change is logged
+ * and applied under the same shard lock, so the log's order is the order changes of one key were applied in.
  *
  * <p>Validate, log, apply: a change the log refuses (it failed) is never applied, and a page run reserved for it
  * is given back under the same lock. Once the log has failed the service takes no more changes at all
@@ -270,15 +272,18 @@ public final class PageService {
         KeyTable.Shard shard = keys.shardOf(scoped);
         shard.lock.lock();
         try {
-            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, eviction.enabled(), answer);
+            return allocateLocked(tenant, key, scoped, shard, size, overwrite, pin, eviction.enabled(), null, answer);
         } finally {
             shard.lock.unlock();
         }
     }
 
-    /** The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits. */
+    /**
+     * The allocation itself; caller holds the key's shard lock. {@code mayEvict}: make room by eviction when no run fits.
+     * {@code room}: a run fenced for this allocation ({@link #makeRoom}), taken instead of searching.
+     */
     private Result<Placement> allocateLocked(Tenant resolvedTenant, String key, String scoped, KeyTable.Shard shard, long size, boolean overwrite,
-                                             boolean pin, boolean mayEvict, AnswerBarrier answer) {
+                                             boolean pin, boolean mayEvict, RoomSearch.Room room, AnswerBarrier answer) {
         String tenant = resolvedTenant.id;
         long now = state.now();
         long pages = layout().pagesFor(size);
@@ -308,26 +313,40 @@ public final class PageService {
                 } finally {
                     shard.lock.lock();
                 }
-                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, answer);
+                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, null, answer);
             }
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
         }
-        Placement placement = space.allocate(layout().homeBucket(key), pages, size, now);
+        int home = layout().homeBucket(key);
+        Placement placement = room != null ? space.allocateFenced(home, room.bucket(), room.firstPage(), pages, size, now)
+                : space.allocate(home, pages, size, now);
         if (placement == null && mayEvict) {
             // Room is made with this key's shard lock let go (eviction takes other shards' locks, one at a time), then the
-            // allocation is tried once more, from the start: the key may have changed meanwhile, and another caller may
-            // have taken the room, which is then a miss.
+            // allocation is tried once more, from the start: the key may have changed meanwhile. The room made is fenced
+            // for it, and let go if the retry does not take it.
+            RoomSearch.Room made;
             shard.lock.unlock();
             try {
                 // Room due from quarantine is taken at once rather than at the reaper's next pass: a writer told to come
                 // back when its room is released finds it then.
                 releaseDueQuarantine();
-                evictForRoom(pages);
+                made = space.roomFor(pages) ? null : makeRoom(pages);
             } finally {
                 shard.lock.lock();
             }
-            return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, answer);
+            if (made != null && made.leased()) {
+                long inMillis = Math.max(1, (made.freeAtNanos() - state.now() + 999_999) / 1_000_000);
+                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size) + "; objects under read leases were evicted to make "
+                        + "room for it, free in " + inMillis + " ms when their leases end", inMillis);
+            }
+            try {
+                return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, made, answer);
+            } finally {
+                if (made != null && space.allocators[made.bucket()].unfence(made.firstPage(), pages)) {
+                    roomsLost.increment(); // the key changed meanwhile, or the log refused the allocation
+                }
+            }
         }
         if (placement == null) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, noRoomMessage(pages, size), quarantineRetryAfterMillis());
@@ -1155,8 +1174,12 @@ public final class PageService {
     /** Shards visited and mappings sampled per eviction: the oldest of about this many is the victim (approximate LRU). */
     static final int EVICTION_SAMPLES = 32;
     static final int EVICTION_SAMPLES_PER_SHARD = 4;
-    /** Most victims one allocation evicts to make room for itself: bounded work on the caller's path. */
-    static final int MAX_EVICTIONS_FOR_ROOM = 64;
+    /** Most of its own objects a tenant at its quota evicts for one allocation: bounded work on the caller's path. */
+    static final int MAX_EVICTIONS_FOR_QUOTA = 64;
+    /** Old mappings an allocation looks for room around ({@link RoomSearch}): the oldest of those sampled. */
+    static final int ROOM_ANCHORS = 8;
+    /** Windows an allocation tries to make room in, when a concurrent change spoils one after its objects were chosen. */
+    static final int ROOM_ATTEMPTS = 3;
     /** Mappings sampled for a watermark pass's threshold, and the fewest from which it is estimated at all. */
     static final int PASS_THRESHOLD_SAMPLES = 512;
     static final int MIN_PASS_THRESHOLD_SAMPLES = 16;
@@ -1173,6 +1196,7 @@ public final class PageService {
     private final LongAdder evictedAllocationBytes = new LongAdder();
     private final LongAdder evictedQuota = new LongAdder();
     private final LongAdder evictedQuotaBytes = new LongAdder();
+    private final LongAdder roomsLost = new LongAdder();
 
     public void setEviction(EvictionPolicy policy) {
         this.eviction = policy;
@@ -1222,7 +1246,7 @@ public final class PageService {
         }
         // What the sweep left, when its threshold, a sample's estimate, was too early: one sampled victim at a time.
         while (inUse > target && evicted < maxEvictions) {
-            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, false, null, 0, true);
+            long freed = evictOne(Change.RemoveReason.EVICTED_WATERMARK, null);
             if (freed < 0) {
                 break; // nothing left to evict
             }
@@ -1237,30 +1261,109 @@ public final class PageService {
     }
 
     /**
-     * Evicts until some bucket has a run of {@code pages}, preferring objects nobody holds a lease on (their pages free at
-     * once). A leased victim's pages only wait in quarantine, so once the victims sent there add up to the pages asked
-     * for, only unleased ones are taken (a sample of leased ones evicts nothing): evicting more leased ones would empty
-     * the cache for room that none of it frees before the leases end (every mapping counts as read just after a
-     * restart). When no room comes of it the allocation is refused with the time its room is due.
+     * Makes a run of {@code pages} free pages for an allocation that found none, and fences it for that allocation
+     * ({@link BitmapPageAllocator#fence}): finds the best window {@link RoomSearch} can around the oldest of about
+     * {@value #EVICTION_SAMPLES} sampled mappings, fences it, evicts exactly the objects in it, and checks that it is then
+     * free. Null, having evicted nothing, when no window is found: the allocation is refused as before.
+     *
+     * <p>A window whose objects are leased (only when no other is found) is returned unfenced once its objects are evicted:
+     * their pages wait out the leases in quarantine, and the allocation is answered with when they are free.
+     *
+     * <p>Between the choice and the evictions an object of the window may be used, replaced or removed by another call.
+     * Then the window is let go: what was evicted of it stays evicted (counted in {@link #roomsLostTotal}), and another
+     * window is looked for, at most {@value #ROOM_ATTEMPTS} in all. A window is fenced before anything in it is evicted,
+     * so the pages evictions free there go to no other allocation.
      */
-    private void evictForRoom(long pages) {
-        long waiting = 0;
-        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && !roomFor(pages); i++) {
-            long quarantinedBefore = quarantine.pages();
-            // Once leased victims cover the room, only unleased ones are taken: a sample that finds none evicts nothing.
-            long taken = evictOne(Change.RemoveReason.EVICTED_ALLOCATION, true, null, pages, waiting < pages);
-            if (taken < 0) {
-                return;
+    private RoomSearch.Room makeRoom(long pages) {
+        for (int attempt = 0; attempt < ROOM_ATTEMPTS; attempt++) {
+            RoomSearch.Room room = findRoom(pages);
+            if (room == null) {
+                return null;
             }
-            waiting += Math.max(0, Math.min(taken, quarantine.pages() - quarantinedBefore));
+            BitmapPageAllocator allocator = space.allocators[room.bucket()];
+            if (!room.leased() && !allocator.fence(room.firstPage(), pages)) {
+                continue; // another allocation fenced pages of it meanwhile: nothing was evicted yet
+            }
+            boolean evicted = evictRoom(room);
+            if (room.leased()) {
+                if (evicted) {
+                    return room;
+                }
+                roomsLost.increment();
+                return null;
+            }
+            if (evicted && allocator.isRangeFree(room.firstPage(), pages)) {
+                return room;
+            }
+            allocator.unfence(room.firstPage(), pages);
+            roomsLost.increment();
         }
+        return null;
+    }
+
+    /** The best window {@link RoomSearch} finds for {@code pages} pages, around the oldest takeable mappings sampled; or null. */
+    private RoomSearch.Room findRoom(long pages) {
+        long now = state.now();
+        boolean pinnedAllowed = state.pinnedMappings.get() >= state.mappings.get();
+        record Sampled(RoomSearch.Anchor anchor, boolean leased, long used) {
+        }
+        List<Sampled> sampled = new ArrayList<>();
+        sampleMappings(java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS), 1, EVICTION_SAMPLES_PER_SHARD,
+                EVICTION_SAMPLES, false, (shard, table, k) -> {
+                    if (table.pinned(k) && !pinnedAllowed || beingPromoted(table, k)) {
+                        return false;
+                    }
+                    sampled.add(new Sampled(new RoomSearch.Anchor(table.bucket(k), table.offset(k) / layout().pageSize(),
+                            layout().pagesFor(table.size(k))), table.leaseUntilNanos(k) - now > 0, table.lastUsedNanos(k)));
+                    return true;
+                });
+        // Unleased ones first, whose pages free at once; then the least recently used.
+        sampled.sort((a, b) -> a.leased() != b.leased() ? (a.leased() ? 1 : -1) : Long.signum(a.used() - b.used()));
+        List<RoomSearch.Anchor> anchors = new ArrayList<>();
+        for (int i = 0; i < sampled.size() && anchors.size() < ROOM_ANCHORS; i++) {
+            anchors.add(sampled.get(i).anchor());
+        }
+        return new RoomSearch(keys, space, layout(), this::beingPromoted, now, pinnedAllowed).find(pages, anchors);
+    }
+
+    /**
+     * Evicts the objects of {@code room}, each shard's under one hold of its lock, each only when it is still as it was
+     * found (same pages, not used since, same pin). False, at the first that was used or changed, with what was evicted
+     * before it evicted still; an object gone meanwhile (removed or replaced) is passed over.
+     */
+    private boolean evictRoom(RoomSearch.Room room) {
+        List<RoomSearch.Victim> victims = new ArrayList<>(room.victims());
+        victims.sort(java.util.Comparator.comparingInt(v -> KeyTable.shardIndex(v.hash())));
+        long pageSize = layout().pageSize();
+        for (int i = 0; i < victims.size(); ) {
+            int shardIndex = KeyTable.shardIndex(victims.get(i).hash());
+            KeyTable.Shard shard = keys.shard(shardIndex);
+            shard.lock.lock();
+            try {
+                MappingTable table = shard.mappings;
+                for (; i < victims.size() && KeyTable.shardIndex(victims.get(i).hash()) == shardIndex; i++) {
+                    RoomSearch.Victim v = victims.get(i);
+                    int m = table.findHolding(v.hash(), room.bucket(), v.offset() / pageSize, pageSize);
+                    if (m < 0 || table.offset(m) != v.offset() || table.size(m) != v.size()) {
+                        continue; // gone meanwhile: its pages are no longer a mapping's
+                    }
+                    if (table.lastUsedNanos(m) != v.lastUsedNanos() || table.pinned(m) != v.pinned() || beingPromoted(table, m)) {
+                        return false; // used since it was chosen: it stays, and the window cannot be made
+                    }
+                    evictLocked(table, m, Change.RemoveReason.EVICTED_ALLOCATION);
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+        }
+        return true;
     }
 
     /** Evicts the tenant's own least recently used objects until {@code size} more bytes fit its quota; never another tenant's. */
     private void evictWithinQuota(String tenant, PageState.TenantUsage usage, long size, long quota) {
         String prefix = KeyRules.scopedKey(tenant, "");
-        for (int i = 0; i < MAX_EVICTIONS_FOR_ROOM && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota; i++) {
-            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, false, prefix, 0, true) < 0) {
+        for (int i = 0; i < MAX_EVICTIONS_FOR_QUOTA && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota; i++) {
+            if (evictOne(Change.RemoveReason.EVICTED_QUOTA, prefix) < 0) {
                 return;
             }
         }
@@ -1369,27 +1472,13 @@ public final class PageService {
         return usage == null ? 0 : usage.bytes.sum();
     }
 
-    private boolean roomFor(long pages) {
-        for (BitmapPageAllocator allocator : space.allocators) {
-            if (allocator.largestFreeRun() >= pages) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /**
      * Evicts the least recently used of about {@value #EVICTION_SAMPLES} committed mappings sampled from shards taken
      * from a random start (each under its own lock, one at a time), after checking under its lock again that it has not
      * changed. Returns the pages it took out of use, 0 when the chosen one changed meanwhile, -1 when no shard holds a
-     * committed mapping.
-     *
-     * <p>{@code roomPages} > 0: the eviction is for an allocation of that many pages that found no run, and a sampled
-     * object whose pages join the free pages beside it into a run that long goes before any that does not (then by
-     * age). With objects of mixed sizes the least recently used ones are rarely neighbours, so evicting by age alone
-     * can free many pages and still leave no run long enough; with one size every victim qualifies and this is LRU.
+     * committed mapping. {@code onlyPrefix}: only mappings whose scoped key starts with it (a tenant's own), or null.
      */
-    private long evictOne(Change.RemoveReason reason, boolean preferUnleased, String onlyPrefix, long roomPages, boolean mayTakeLeased) {
+    private long evictOne(Change.RemoveReason reason, String onlyPrefix) {
         // The victim is remembered by its shard and mapping number, and its key and placement are read only once it is
         // checked again under its lock: a sample costs the reads of its record, not a string and an object each.
         final class Victim {
@@ -1397,12 +1486,9 @@ public final class PageService {
             int number = -1;
             long used;
             boolean pinned;
-            boolean leased;
             long age = Long.MAX_VALUE;
-            boolean joins;
         }
         Victim victim = new Victim();
-        long now = state.now();
         // For a quota, every mapping of a shard is looked at (from a random point) for the tenant's own: a random sample
         // could miss a small tenant's few keys among many.
         sampleMappings(java.util.concurrent.ThreadLocalRandom.current().nextInt(KeyTable.SHARDS), 1, EVICTION_SAMPLES_PER_SHARD,
@@ -1410,33 +1496,22 @@ public final class PageService {
                     if (onlyPrefix != null && !table.keyStartsWith(k, onlyPrefix)) {
                         return false; // another tenant's: a quota evicts only its own tenant's objects
                     }
-                    boolean leased = table.leaseUntilNanos(k) - now > 0;
                     boolean pinned = table.pinned(k);
                     long used = table.lastUsedNanos(k);
-                    // Older is smaller; a pinned object comes after every unpinned one, and a live lease counts as used just
-                    // now when the room is wanted at once.
-                    // An object being promoted counts as used just now: its task pins it while anything else can go.
-                    long age = pinned ? Long.MAX_VALUE
-                            : preferUnleased && leased || beingPromoted(table, k) ? Long.MAX_VALUE - 1
-                            : used;
-                    boolean joins = roomPages > 0 && age < Long.MAX_VALUE - 1
-                            && makesRun(table.bucket(k), table.offset(k), table.size(k), roomPages);
-                    if (victim.shard == null || joins && !victim.joins || joins == victim.joins && age < victim.age) {
-                        victim.joins = joins;
+                    // Older is smaller; a pinned object comes after every unpinned one, and an object being promoted counts
+                    // as used just now: its task pins it while anything else can go.
+                    long age = pinned ? Long.MAX_VALUE : beingPromoted(table, k) ? Long.MAX_VALUE - 1 : used;
+                    if (victim.shard == null || age < victim.age) {
                         victim.age = age;
                         victim.shard = shard;
                         victim.number = k;
                         victim.used = used;
                         victim.pinned = pinned;
-                        victim.leased = leased;
                     }
                     return true;
                 });
         if (victim.shard == null) {
             return -1;
-        }
-        if (victim.leased && !mayTakeLeased) {
-            return 0; // only leased ones sampled, and their pages would free nothing before the leases end
         }
         if (victim.pinned && onlyPrefix == null && state.pinnedMappings.get() < state.mappings.get()) {
             return 0; // only pinned ones sampled while unpinned ones exist elsewhere: sample again
@@ -1594,15 +1669,6 @@ public final class PageService {
         }
     }
 
-    /**
-     * Whether freeing the pages of an object of {@code size} bytes at {@code offset} of {@code bucket} would leave a run
-     * of at least {@code pages} free pages there.
-     */
-    private boolean makesRun(int bucket, long offset, long size, long pages) {
-        long own = layout().pagesFor(size);
-        return own >= pages || own + space.allocators[bucket].freePagesBeside(offset / layout().pageSize(), own, pages - own) >= pages;
-    }
-
     private LongAdder evictedCount(Change.RemoveReason reason) {
         return switch (reason) {
             case EVICTED_WATERMARK -> evictedWatermark;
@@ -1636,6 +1702,14 @@ public final class PageService {
 
     public long evictedBytesTotal(Change.RemoveReason reason) {
         return evictedBytes(reason).sum();
+    }
+
+    /**
+     * Windows an allocation evicted objects for and then let go, since another call used, replaced or removed one of
+     * their objects meanwhile (or changed the allocation's key): the one way an allocation evicts and is not placed there.
+     */
+    public long roomsLostTotal() {
+        return roomsLost.sum();
     }
 
     public long evictionRunsTotal() {
@@ -2006,6 +2080,8 @@ public final class PageService {
             holdReserved(claims);
             java.util.stream.IntStream.range(0, space.allocators.length).parallel()
                     .forEach(b -> space.allocators[b].restoreAllocated(claims.claimed(b)));
+            java.util.stream.IntStream.range(0, KeyTable.SHARDS).parallel()
+                    .forEach(s -> space.owners.holdAll(keys.shard(s).mappings, layout().pageSize()));
             state.finishRestore();
         }
 

@@ -220,6 +220,7 @@ final class PageState {
             if (promoting != null && !promoting.queued.placement().sameRange(placement)) {
                 promotions.remove(scoped, promoting); // it copied the mapping this commit replaces
             }
+            noteOwner(table.placement(m), 0); // before its pages can be another's
             if (table.sameRange(m, c.replaced())) {
                 release(c.replaced(), c.replacedReleaseMs(), sequence);
             }
@@ -242,6 +243,7 @@ final class PageState {
             pinnedBytes.add(placement.size());
         }
         usage.bytes.add(placement.size());
+        noteOwner(placement, scoped.hashCode());
     }
 
     private void dropped(Change.AllocationDropped d, String scoped, long sequence) {
@@ -274,6 +276,7 @@ final class PageState {
             pinnedBytes.add(-size);
         }
         endPromotion(scoped, r.placement()); // its source is gone
+        noteOwner(r.placement(), 0); // before its pages can be another's
         table.remove(m);
         mappings.decrementAndGet();
         release(r.placement(), r.releaseMs(), sequence);
@@ -324,6 +327,17 @@ final class PageState {
             quarantine.add(new Quarantine.Range(clockOf(releaseMs), placement.bucket(), firstPage, pages));
         } else {
             freePages(placement.bucket(), firstPage, pages, sequence);
+        }
+    }
+
+    /**
+     * Notes in {@link BucketSpace#owners} that the key of hash {@code hash} holds {@code placement}'s pages (0: that no
+     * mapping does any more). While serving only: recovery notes every mapping once, when it ends.
+     */
+    private void noteOwner(Placement placement, int hash) {
+        if (bitmapsInStep) {
+            long pageSize = layout.pageSize();
+            space.owners.hold(placement.bucket(), placement.offset() / pageSize, layout.pagesFor(placement.size()), hash);
         }
     }
 

@@ -3,10 +3,12 @@ package io.mcctl.master.server;
 import static io.mcctl.master.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TestObjects;
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.client.MasterException;
 import io.mcctl.master.client.TierReader;
 import io.mcctl.master.client.TierWriter;
 import io.mcctl.master.proto.v1.CheckPagesResponse;
@@ -17,6 +19,10 @@ import io.mcctl.master.service.Change;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -215,6 +221,50 @@ class EvictionTest {
             assertEquals(64, node.client().stats().getMappings());
             TierReader.Outcome back = node.reader().get("t", List.of("newcomer")).get(0);
             assertArrayEquals(TestObjects.content("newcomer", SIZE), TestObjects.bytesOf(back.data()));
+        }
+    }
+
+    @Test
+    void an_allocation_no_eviction_can_make_room_for_is_refused_without_evicting_anything() throws Exception {
+        // 4 buckets of 64 MiB in 4 KiB pages: tenant A's 2,000 objects of 20 KB fill 15% of the tier; then tenant B holds a
+        // one-page allocation in flight in each bucket, after A's objects, so that no run of 60 or 64 MiB can exist in any
+        // bucket whatever is evicted.
+        BucketLayout layout = new BucketLayout(root, 4, TierCluster.PAGE, 64 * TierCluster.MIB);
+        try (TierCluster cluster = TierCluster.start(options(layout, Duration.ofSeconds(5)), 1)) {
+            TierCluster.Node node = cluster.node(0);
+            for (int batch = 0; batch < 20; batch++) {
+                List<TierWriter.ObjectSource> objects = new ArrayList<>();
+                for (int i = 0; i < 100; i++) {
+                    objects.add(object("a-" + (batch * 100 + i), 20_000));
+                }
+                for (TierWriter.Outcome outcome : node.writer().offload("tenant-a", objects, false)) {
+                    assertTrue(outcome.ok(), outcome.toString());
+                }
+            }
+            boolean[] held = new boolean[layout.bucketCount()];
+            for (int i = 0, holding = 0; holding < held.length; i++) {
+                int home = layout.homeBucket("writing-" + i);
+                if (!held[home]) {
+                    DistributedDiskDescriptor writing = node.client().allocate("tenant-b", "writing-" + i, 4096, false).getDistributedDisk();
+                    assertEquals(layout.bucketPath(home).toString(), writing.getFilePath(), "writing-" + i + " is in its home bucket");
+                    held[home] = true;
+                    holding++;
+                }
+            }
+            for (long size : new long[] {64 * TierCluster.MIB, 60 * TierCluster.MIB}) {
+                for (int i = 0; i < 8; i++) {
+                    String key = "large-" + size + "-" + i;
+                    MasterException refused = assertThrows(MasterException.class, () -> node.client().allocate("tenant-b", key, size, false));
+                    assertEquals(ErrorCode.NO_AVAILABLE_HANDLE, refused.code(), key + ": " + refused.getMessage());
+                }
+            }
+            PageService pages = cluster.master().pages();
+            assertEquals(2000, pages.mappingCount(), "no object of tenant A was evicted for allocations that could not succeed");
+            HttpResponse<String> metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + cluster.metricsPort() + "/metrics")).timeout(Duration.ofSeconds(10)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertTrue(metrics.body().contains("mooncake_master_evicted_keys_total{reason=\"allocation\"} 0.0\n"),
+                    metrics.body().lines().filter(l -> l.startsWith("mooncake_master_evicted")).toList().toString());
         }
     }
 }

@@ -3,7 +3,6 @@ package io.mcctl.master.service;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mcctl.storage.alloc.BitmapPageAllocator;
 import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -62,15 +61,5 @@ class EvictionForRoomTest {
         assertTrue(service.exists("t", "a").value(), "the oldest object stays: evicting it would not have made the room");
         assertTrue(service.exists("t", "b").value());
         assertTrue(!service.exists("t", "d").value(), "d made the room");
-    }
-
-    @Test
-    void free_pages_beside_a_range_are_counted_up_to_what_is_enough() {
-        BitmapPageAllocator allocator = new BitmapPageAllocator(16);
-        allocator.markAllocated(0, 2);   // pages 0-1
-        allocator.markAllocated(5, 2);   // pages 5-6, with 2-4 free before and 7-15 free after
-        assertEquals(3 + 9, allocator.freePagesBeside(5, 2, 100));
-        assertEquals(4, allocator.freePagesBeside(5, 2, 4), "stops at enough");
-        assertEquals(3, allocator.freePagesBeside(0, 2, 100), "nothing before page 0; pages 2-4 after");
     }
 }

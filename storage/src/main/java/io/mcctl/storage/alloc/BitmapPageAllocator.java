@@ -16,9 +16,14 @@ package io.mcctl.storage.alloc;
  * <p>Memory: one bit per page, one byte per 64 pages, and 28 bytes per 512 pages (the tree is padded to a
  * power of two leaves; a change count per leaf): about 11.5 KiB for 65,536 pages.
  *
+ * <p>Fences: an allocation that makes room by eviction fences the run it frees ({@link #fence}), so that the pages it
+ * frees go to no other allocation before it takes the run ({@link #allocateFenced}); {@link #allocate} skips every
+ * fit that touches a fence. A fence is not a page state: the bitmap shows its pages as they are.
+ *
  * <p>Thread safety: every public method is {@code synchronized}; the monitor of this allocator guards
- * {@link #words}, the summary arrays, {@link #leafVersions}, {@link #allocated}, {@link #hint} and {@link #carry}, and
- * {@link #grow} replaces them all under it. There is one allocator, hence one lock, per bucket; no lock spans buckets.
+ * {@link #words}, the summary arrays, {@link #leafVersions}, {@link #allocated}, {@link #hint}, {@link #carry} and the
+ * fences, and {@link #grow} replaces the arrays under it. There is one allocator, hence one lock, per bucket; no lock
+ * spans buckets.
  */
 public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
 
@@ -48,6 +53,13 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
      * can tell which leaves still hold what it copied without comparing them.
      */
     private int[] leafVersions;
+
+    /** Most fences at once: the allocations making room in this bucket at the same moment. */
+    public static final int MAX_FENCES = 8;
+    /** Fenced runs: pages [fenceStart[i], fenceEnd[i]) for i below {@link #fenceCount}, none overlapping another. */
+    private final long[] fenceStart = new long[MAX_FENCES];
+    private final long[] fenceEnd = new long[MAX_FENCES];
+    private int fenceCount;
 
     public BitmapPageAllocator(long pageCount) {
         checkPageCount(pageCount);
@@ -195,12 +207,12 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
             return NO_RUN_FITS;
         }
         int k = (int) count;
-        long first = findFrom((int) hint, k);
+        long first = findOutsideFences((int) hint, k);
         if (first < 0 && hint > 0) {
-            first = findFrom(0, k);
+            first = findOutsideFences(0, k);
         }
         if (first < 0) {
-            return NO_RUN_FITS; // unreachable while maxFree[1] >= count, kept as a guard
+            return NO_RUN_FITS; // a fit touches a fence, or (unreachable while maxFree[1] >= count) none
         }
         setRange(first, k, true);
         allocated += k;
@@ -254,21 +266,107 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
         return allocated;
     }
 
+    /** Whether {@link #allocate} of {@code count} pages would find a run now (outside every fence), without taking it. */
+    public synchronized boolean fits(long count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("cannot allocate " + count + " pages: count must be at least 1");
+        }
+        ensureSummaries();
+        return count <= maxFree[1] && findOutsideFences(0, (int) count) >= 0;
+    }
+
+    // ---- fences ----
+
     /**
-     * Free pages next to the allocated range {@code [firstPage, firstPage + count)}, before and after it, counting at
-     * most {@code enough} in all: freeing the range would leave a run of {@code count} plus this. Eviction asks it to
-     * find an object whose pages join free neighbours into a run long enough for an allocation that found none.
+     * Fences pages [firstPage, firstPage + count), free or not, so that no {@link #allocate} takes any of them until
+     * {@link #allocateFenced} or {@link #unfence}. False, and nothing fenced, when the run touches another fence or
+     * {@value #MAX_FENCES} are up already.
      */
-    public synchronized long freePagesBeside(long firstPage, long count, long enough) {
-        PageRangeException.checkRange(firstPage, count, pageCount, "look beside");
-        long found = 0;
-        for (long page = firstPage - 1; page >= 0 && found < enough && (words[(int) (page >>> 6)] & (1L << page)) == 0; page--) {
-            found++;
+    public synchronized boolean fence(long firstPage, long count) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "fence");
+        if (fenceCount == MAX_FENCES || fencedUntil(firstPage, firstPage + count) >= 0) {
+            return false;
         }
-        for (long page = firstPage + count; page < pageCount && found < enough && (words[(int) (page >>> 6)] & (1L << page)) == 0; page++) {
-            found++;
+        fenceStart[fenceCount] = firstPage;
+        fenceEnd[fenceCount] = firstPage + count;
+        fenceCount++;
+        return true;
+    }
+
+    /**
+     * Allocates the fenced run [firstPage, firstPage + count) and takes its fence down, when every page of it is free;
+     * false, and the fence left up, when not (or when no such fence is up).
+     */
+    public synchronized boolean allocateFenced(long firstPage, long count) {
+        int fence = fenceIndex(firstPage, count);
+        if (fence < 0 || firstPageInState(firstPage, count, true) >= 0) {
+            return false;
         }
-        return found;
+        ensureSummaries();
+        setRange(firstPage, (int) count, true);
+        allocated += count;
+        removeFence(fence);
+        return true;
+    }
+
+    /** Takes the fence of [firstPage, firstPage + count) down; false when none is up (taken by {@link #allocateFenced}). */
+    public synchronized boolean unfence(long firstPage, long count) {
+        int fence = fenceIndex(firstPage, count);
+        if (fence < 0) {
+            return false;
+        }
+        removeFence(fence);
+        return true;
+    }
+
+    /** The fenced runs, as {first page, end page} pairs. */
+    public synchronized long[] fences() {
+        long[] runs = new long[2 * fenceCount];
+        for (int i = 0; i < fenceCount; i++) {
+            runs[2 * i] = fenceStart[i];
+            runs[2 * i + 1] = fenceEnd[i];
+        }
+        return runs;
+    }
+
+    /**
+     * Whether every page of [firstPage, firstPage + count) is free: the check that eviction has made a fenced run free
+     * before the allocation comes back for it.
+     */
+    public synchronized boolean isRangeFree(long firstPage, long count) {
+        PageRangeException.checkRange(firstPage, count, pageCount, "check");
+        return firstPageInState(firstPage, count, true) < 0;
+    }
+
+    /** A copy of the bitmap words that hold pages [fromPage, toPage), word {@code fromPage / 64} first; bits past {@link #pageCount()} are set. */
+    public synchronized long[] words(long fromPage, long toPage) {
+        PageRangeException.checkRange(fromPage, toPage - fromPage, pageCount, "read");
+        return java.util.Arrays.copyOfRange(words, (int) (fromPage >>> 6), (int) ((toPage + 63) >>> 6));
+    }
+
+    private int fenceIndex(long firstPage, long count) {
+        for (int i = 0; i < fenceCount; i++) {
+            if (fenceStart[i] == firstPage && fenceEnd[i] == firstPage + count) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private void removeFence(int i) {
+        fenceCount--;
+        fenceStart[i] = fenceStart[fenceCount];
+        fenceEnd[i] = fenceEnd[fenceCount];
+    }
+
+    /** The end of a fence that pages [from, to) touch, or -1. */
+    private long fencedUntil(long from, long to) {
+        for (int i = 0; i < fenceCount; i++) {
+            if (fenceStart[i] < to && from < fenceEnd[i]) {
+                return fenceEnd[i];
+            }
+        }
+        return -1;
     }
 
     /** Length of the longest run of free pages. */
@@ -346,6 +444,24 @@ public final class BitmapPageAllocator implements PageAllocator, FreeRunSource {
     }
 
     // ---- search ----
+
+    /**
+     * The first run of {@code k} free pages at or after {@code from} that touches no fence, or -1. A fit that touches a
+     * fence is the first fit, so no other starts before the fence's end: the search goes on from there.
+     */
+    private long findOutsideFences(int from, int k) {
+        while (true) {
+            long first = findFrom(from, k);
+            long fencedUntil = first < 0 || fenceCount == 0 ? -1 : fencedUntil(first, first + k);
+            if (fencedUntil < 0) {
+                return first;
+            }
+            if (fencedUntil + k > pageCount) {
+                return -1;
+            }
+            from = (int) fencedUntil;
+        }
+    }
 
     private long findFrom(int from, int k) {
         int fromLeaf = from / PAGES_PER_LEAF;
