@@ -457,6 +457,34 @@ def test_a_full_tier_read_in_a_loop_gives_up_only_the_room_a_put_needs_and_the_p
         m.close()
 
 
+@pytest.mark.timeout(120)
+def test_a_put_no_eviction_can_make_room_for_is_refused_without_evicting_anything(tmp_path):
+    # 4 buckets of 64 MiB in 4 KiB pages: tenant A's 2,000 objects of 20 KB fill 15% of the tier; tenant B then holds a
+    # page in flight in every bucket, after A's objects, so that no bucket can hold a run of 60 MiB whatever is evicted.
+    m = Master(str(tmp_path / "root"), "--bucket-count", "4", "--bucket-size", "64MiB", "--page-size", "4KiB")
+    try:
+        with mcctl.Client(master=m.address, tenant="tenant-a") as a, mcctl.Client(master=m.address, tenant="tenant-b") as b:
+            keys = [f"a-{i}" for i in range(2000)]
+            assert a.batch_put_from(keys, [k.encode().ljust(20_000, b".") for k in keys]) == [0] * len(keys)
+            held = set()
+            for i in range(200):
+                answer = b._mutate("BatchAllocateDistributedPage", pb.BatchAllocateDistributedPageRequest(
+                    keys=[f"writing-{i}"], tenant_ids=["tenant-b"], sizes=[4096]))
+                assert answer.results[0].status.error == pb.OK, answer
+                held.add(answer.results[0].distributed_disk.bucket)
+                if len(held) == 4:
+                    break
+            assert held == {0, 1, 2, 3}
+            for i in range(4):
+                with pytest.raises(mcctl.NoAvailableHandle):
+                    b.put(f"large-{i}", bytes(60 << 20))
+            stats = b._read("GetStats", pb.GetStatsRequest())
+            assert stats.evicted_keys == 0, "tenant A's objects were evicted for puts that could not succeed"
+            assert stats.mappings == 2000
+    finally:
+        m.close()
+
+
 def test_a_read_with_mappings_looked_up_before_makes_no_call_of_its_own(client, tenant, master):
     keys = [f"ahead/{i}" for i in range(6)]
     values = [os.urandom(10_000 + i) for i in range(6)]

@@ -6,10 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** An allocation that finds no run evicts objects whose pages make one, on a clock the test moves. */
+/**
+ * An allocation that finds no run evicts the objects of a window it then takes, on a clock the test moves, and nothing
+ * when no window exists; allocations racing to make room on real threads leave no page and no fence behind.
+ */
 @Timeout(60)
 class EvictionForRoomTest {
 
@@ -61,5 +65,70 @@ class EvictionForRoomTest {
         assertTrue(service.exists("t", "a").value(), "the oldest object stays: evicting it would not have made the room");
         assertTrue(service.exists("t", "b").value());
         assertTrue(!service.exists("t", "d").value(), "d made the room");
+    }
+
+    @Test
+    void an_allocation_that_no_eviction_can_make_room_for_evicts_nothing_and_one_that_can_evicts_only_its_window() {
+        service.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0));
+        // Pages: A A A W C C C C, W an allocation in flight: no five pages in a row can be freed, four can (C's).
+        commit("a", 3);
+        Placement writing = service.allocate("t", "w", PAGE, false).value();
+        assertEquals(3 * PAGE, writing.offset());
+        commit("c", 4);
+        Result<Placement> five = service.allocate("t", "five", 5 * PAGE, false);
+        assertEquals(io.mcctl.master.proto.v1.ErrorCode.NO_AVAILABLE_HANDLE, five.error(), five::toString);
+        assertEquals(0, service.evictedTotal(), "nothing is evicted for an allocation no eviction can place");
+        assertEquals(2, service.mappingCount());
+
+        Result<Placement> four = service.allocate("t", "four", 4 * PAGE, false);
+        assertTrue(four.isOk(), four::toString);
+        assertEquals(4 * PAGE, four.value().offset(), "placed where its room was made");
+        assertEquals(1, service.evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION));
+        assertTrue(service.exists("t", "a").value(), "a is older, but evicting it would not have made the room");
+        assertTrue(!service.exists("t", "c").value());
+    }
+
+    @Test
+    void allocations_making_room_at_once_on_several_threads_leave_no_page_leaked_or_shared_and_no_fence_up() throws Exception {
+        BucketLayout two = new BucketLayout(Path.of("/nonexistent/mcctl-eviction-for-room-threads"), 2, PAGE, 64 * PAGE);
+        PageService shared = new PageService(two, Duration.ofSeconds(10), Duration.ofMillis(2), Duration.ofSeconds(3));
+        shared.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0));
+        int threads = 4;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            List<java.util.concurrent.Future<Integer>> done = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                done.add(pool.submit(() -> {
+                    java.util.Random random = new java.util.Random(thread);
+                    int placed = 0;
+                    for (int i = 0; i < 400; i++) {
+                        String key = "t" + thread + "-" + random.nextInt(60);
+                        Result<Placement> allocated = shared.allocate("tenant-" + thread, key, (1 + random.nextInt(12)) * PAGE - 7, true);
+                        if (allocated.isOk()) {
+                            placed++;
+                            shared.notifySuccess("tenant-" + thread, key, allocated.value().withCrc(3));
+                        }
+                        if (random.nextInt(4) == 0) {
+                            shared.getMapping("tenant-" + thread, "t" + thread + "-" + random.nextInt(60));
+                        }
+                    }
+                    return placed;
+                }));
+            }
+            int placed = 0;
+            for (java.util.concurrent.Future<Integer> f : done) {
+                placed += f.get(50, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            assertTrue(placed > 0);
+            assertTrue(shared.evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION) > 0, "the tier filled and allocations made room");
+        } finally {
+            pool.shutdownNow();
+        }
+        for (int b = 0; b < 2; b++) {
+            assertEquals(0, shared.allocator(b).fences().length, "bucket " + b + " has a fence up with no allocation making room");
+        }
+        PageCheck check = shared.checkPages(0, false, 8);
+        assertTrue(check.clean(), check.toString());
     }
 }
