@@ -1,8 +1,12 @@
 package io.mcctl.master.service;
 
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Iterator;
+import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.ToIntFunction;
 
 /**
  * The mapping table and the in-flight allocations: every key that has a committed mapping, an allocation in
@@ -180,6 +184,40 @@ final class KeyTable {
             }
         }
         touched = sum;
+    }
+
+    /** Work on the items of one shard, under its lock. */
+    @FunctionalInterface
+    interface ShardWork<T> {
+        /** @return false to stop: the shards after this one are not visited */
+        boolean apply(Shard shard, List<T> items);
+    }
+
+    /**
+     * Runs {@code work} on the items of each shard ({@code hash}: the hash of an item's scoped key), shard after shard in
+     * index order, each shard's lock taken once for all its items; false when a work stopped it.
+     */
+    <T> boolean eachShardOf(List<T> items, ToIntFunction<T> hash, ShardWork<T> work) {
+        List<T> sorted = new ArrayList<>(items);
+        sorted.sort(Comparator.comparingInt(item -> shardIndex(hash.applyAsInt(item))));
+        for (int i = 0; i < sorted.size(); ) {
+            int index = shardIndex(hash.applyAsInt(sorted.get(i)));
+            int end = i + 1;
+            while (end < sorted.size() && shardIndex(hash.applyAsInt(sorted.get(end))) == index) {
+                end++;
+            }
+            Shard shard = shards[index];
+            shard.lock.lock();
+            try {
+                if (!work.apply(shard, sorted.subList(i, end))) {
+                    return false;
+                }
+            } finally {
+                shard.lock.unlock();
+            }
+            i = end;
+        }
+        return true;
     }
 
     Shard shardOf(String scopedKey) {

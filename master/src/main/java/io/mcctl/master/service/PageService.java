@@ -1332,31 +1332,21 @@ public final class PageService {
      * before it evicted still; an object gone meanwhile (removed or replaced) is passed over.
      */
     private boolean evictRoom(RoomSearch.Room room) {
-        List<RoomSearch.Victim> victims = new ArrayList<>(room.victims());
-        victims.sort(java.util.Comparator.comparingInt(v -> KeyTable.shardIndex(v.hash())));
         long pageSize = layout().pageSize();
-        for (int i = 0; i < victims.size(); ) {
-            int shardIndex = KeyTable.shardIndex(victims.get(i).hash());
-            KeyTable.Shard shard = keys.shard(shardIndex);
-            shard.lock.lock();
-            try {
-                MappingTable table = shard.mappings;
-                for (; i < victims.size() && KeyTable.shardIndex(victims.get(i).hash()) == shardIndex; i++) {
-                    RoomSearch.Victim v = victims.get(i);
-                    int m = table.findHolding(v.hash(), room.bucket(), v.offset() / pageSize, pageSize);
-                    if (m < 0 || table.offset(m) != v.offset() || table.size(m) != v.size()) {
-                        continue; // gone meanwhile: its pages are no longer a mapping's
-                    }
-                    if (table.lastUsedNanos(m) != v.lastUsedNanos() || table.pinned(m) != v.pinned() || beingPromoted(table, m)) {
-                        return false; // used since it was chosen: it stays, and the window cannot be made
-                    }
-                    evictLocked(table, m, Change.RemoveReason.EVICTED_ALLOCATION);
+        return keys.eachShardOf(room.victims(), RoomSearch.Victim::hash, (shard, victims) -> {
+            MappingTable table = shard.mappings;
+            for (RoomSearch.Victim v : victims) {
+                int m = table.findHolding(v.hash(), room.bucket(), v.offset() / pageSize, pageSize);
+                if (m < 0 || table.offset(m) != v.offset() || table.size(m) != v.size()) {
+                    continue; // gone meanwhile: its pages are no longer a mapping's
                 }
-            } finally {
-                shard.lock.unlock();
+                if (table.lastUsedNanos(m) != v.lastUsedNanos() || table.pinned(m) != v.pinned() || beingPromoted(table, m)) {
+                    return false; // used since it was chosen: it stays, and the window cannot be made
+                }
+                evictLocked(table, m, Change.RemoveReason.EVICTED_ALLOCATION);
             }
-        }
-        return true;
+            return true;
+        });
     }
 
     /** Evicts the tenant's own least recently used objects until {@code size} more bytes fit its quota; never another tenant's. */

@@ -3,7 +3,6 @@ package io.mcctl.master.service;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
 import io.mcctl.storage.layout.BucketLayout;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -183,39 +182,34 @@ final class RoomSearch {
         return spans;
     }
 
-    /** Looks up the mappings holding every noted run, each shard's runs under one hold of its lock. */
+    /**
+     * Looks up the mappings holding every noted run, each shard's runs under one hold of its lock, at most
+     * {@value #MAX_OBJECTS} of them; the runs not looked up stay noted, and block.
+     */
     private void lookUp(List<Noted> noted) {
-        noted.sort(Comparator.comparingInt(n -> KeyTable.shardIndex(n.hash())));
         long pageSize = layout.pageSize();
-        int looked = 0;
-        for (int i = 0; i < noted.size() && looked < MAX_OBJECTS; ) {
-            int shardIndex = KeyTable.shardIndex(noted.get(i).hash());
-            KeyTable.Shard shard = keys.shard(shardIndex);
-            shard.lock.lock();
-            try {
-                MappingTable table = shard.mappings;
-                for (; i < noted.size() && KeyTable.shardIndex(noted.get(i).hash()) == shardIndex; i++) {
-                    Noted run = noted.get(i);
-                    for (long page = run.first(); page < run.end() && looked < MAX_OBJECTS; ) {
-                        int m = table.findHolding(run.hash(), run.region().bucket, page, pageSize);
-                        if (m < 0) {
-                            break; // what is left of the run stays noted, and blocks
-                        }
-                        long first = table.offset(m) / pageSize;
-                        long end = first + layout.pagesFor(table.size(m));
-                        boolean pinned = table.pinned(m);
-                        boolean takeable = (!pinned || pinnedAllowed) && !promoting.test(table, m);
-                        run.region().found.add(new Found(first, end,
-                                new Victim(run.hash(), table.offset(m), table.size(m), table.lastUsedNanos(m), pinned), takeable,
-                                table.leaseUntilNanos(m)));
-                        looked++;
-                        page = end;
+        int[] looked = {0};
+        keys.eachShardOf(noted, Noted::hash, (shard, runs) -> {
+            MappingTable table = shard.mappings;
+            for (Noted run : runs) {
+                for (long page = run.first(); page < run.end() && looked[0] < MAX_OBJECTS; ) {
+                    int m = table.findHolding(run.hash(), run.region().bucket, page, pageSize);
+                    if (m < 0) {
+                        break; // what is left of the run stays noted, and blocks
                     }
+                    long first = table.offset(m) / pageSize;
+                    long end = first + layout.pagesFor(table.size(m));
+                    boolean pinned = table.pinned(m);
+                    boolean takeable = (!pinned || pinnedAllowed) && !promoting.test(table, m);
+                    run.region().found.add(new Found(first, end,
+                            new Victim(run.hash(), table.offset(m), table.size(m), table.lastUsedNanos(m), pinned), takeable,
+                            table.leaseUntilNanos(m)));
+                    looked[0]++;
+                    page = end;
                 }
-            } finally {
-                shard.lock.unlock();
             }
-        }
+            return looked[0] < MAX_OBJECTS;
+        });
     }
 
     /** A window and its rank: {class (0 plain, 1 leased, 2 pinned), youngest use (relative), pages evicted}; smaller is better. */

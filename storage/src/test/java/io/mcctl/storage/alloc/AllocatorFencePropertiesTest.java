@@ -16,7 +16,7 @@ import net.jqwik.api.ShrinkingMode;
 import net.jqwik.api.Tuple;
 
 /**
- * Drives {@link BitmapPageAllocator} with fences in lock step with a brute-force model: an allocation takes the lowest
+ * Drives {@link BitmapPageAllocator} with fences in lock step with {@link FirstFitModel}: an allocation takes the lowest
  * run at or after the hint (else from page 0) that is free and touches no fence; a fence is refused when it touches
  * another or {@value BitmapPageAllocator#MAX_FENCES} are up; a fenced run is allocated only whole, only when all free,
  * and takes its fence down. After every step the bitmap, the count, {@link BitmapPageAllocator#fits} and the fences
@@ -35,7 +35,7 @@ class AllocatorFencePropertiesTest {
     void allocations_never_take_fenced_pages_and_a_fenced_run_goes_only_to_its_fence(@ForAll("pageCounts") int pageCount,
                                                                                      @ForAll("operations") List<Op> ops) {
         BitmapPageAllocator bitmap = new BitmapPageAllocator(pageCount);
-        Model model = new Model(pageCount);
+        FirstFitModel model = new FirstFitModel(pageCount);
         List<long[]> live = new ArrayList<>();
         for (Op op : ops) {
             switch (op.kind()) {
@@ -80,7 +80,7 @@ class AllocatorFencePropertiesTest {
             assertArrayEquals(model.words(), bitmap.words(0, pageCount), op.toString());
             assertEquals(2 * model.fences.size(), bitmap.fences().length, op.toString());
             long probe = 1 + op.b() % pageCount;
-            assertEquals(model.lowestFit(0, probe) >= 0, bitmap.fits(probe), op + ": fits " + probe);
+            assertEquals(model.fits(probe), bitmap.fits(probe), op + ": fits " + probe);
         }
     }
 
@@ -95,101 +95,5 @@ class AllocatorFencePropertiesTest {
         Arbitrary<Op> op = Combinators.combine(Arbitraries.frequency(Tuple.of(40, Kind.ALLOCATE), Tuple.of(25, Kind.FREE_LIVE),
                 Tuple.of(15, Kind.FENCE), Tuple.of(12, Kind.ALLOCATE_FENCED), Tuple.of(8, Kind.UNFENCE)), raw, raw).as(Op::new);
         return op.list().ofMinSize(1).ofMaxSize(80).withSizeDistribution(RandomDistribution.uniform());
-    }
-
-    /** One boolean per page, the hint, and the fences as {first, end}. */
-    static final class Model {
-        final int pageCount;
-        final boolean[] used;
-        final List<long[]> fences = new ArrayList<>();
-        long hint;
-        long allocated;
-
-        Model(int pageCount) {
-            this.pageCount = pageCount;
-            this.used = new boolean[pageCount];
-        }
-
-        long allocate(long count) {
-            long first = lowestFit(hint, count);
-            if (first < 0 && hint > 0) {
-                first = lowestFit(0, count);
-            }
-            if (first < 0) {
-                return PageAllocator.NO_RUN_FITS;
-            }
-            set(first, count, true);
-            hint = first + count == pageCount ? 0 : first + count;
-            return first;
-        }
-
-        long lowestFit(long from, long count) {
-            for (long s = from; s + count <= pageCount; s++) {
-                if (allFree(s, count) && !fenced(s, s + count)) {
-                    return s;
-                }
-            }
-            return -1;
-        }
-
-        /** The words of the bitmap that hold the pages, as the allocator lays them out (bits past the last page set). */
-        long[] words() {
-            long[] words = new long[(pageCount + 63) / 64];
-            for (int page = 0; page < words.length * 64; page++) {
-                if (page >= pageCount || used[page]) {
-                    words[page >>> 6] |= 1L << page;
-                }
-            }
-            return words;
-        }
-
-        boolean allFree(long first, long count) {
-            for (long p = first; p < first + count; p++) {
-                if (used[(int) p]) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        boolean fenced(long from, long to) {
-            for (long[] f : fences) {
-                if (f[0] < to && from < f[1]) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        boolean fence(long first, long count) {
-            if (fences.size() == BitmapPageAllocator.MAX_FENCES || fenced(first, first + count)) {
-                return false;
-            }
-            fences.add(new long[] {first, first + count});
-            return true;
-        }
-
-        boolean allocateFenced(long[] fence) {
-            if (!allFree(fence[0], fence[1] - fence[0])) {
-                return false;
-            }
-            set(fence[0], fence[1] - fence[0], true);
-            fences.remove(fence);
-            return true;
-        }
-
-        void free(long first, long count) {
-            set(first, count, false);
-            if (first < hint) {
-                hint = first;
-            }
-        }
-
-        private void set(long first, long count, boolean value) {
-            for (long p = first; p < first + count; p++) {
-                used[(int) p] = value;
-            }
-            allocated += value ? count : -count;
-        }
     }
 }

@@ -9,11 +9,16 @@ import java.util.List;
  * that [s, s+count) is all free and inside the bucket; if none and hint > 0, the lowest start s >= 0;
  * else {@link PageAllocator#NO_RUN_FITS}. After an allocation the hint is s+count (0 if that is the
  * page count); a free below the hint moves it down to the freed page; markAllocated leaves it alone.
+ * Fences ({@link BitmapPageAllocator#fence}): a fit never touches one; a fence is refused when it touches another or
+ * {@value BitmapPageAllocator#MAX_FENCES} are up; a fenced run is allocated only whole, only when all free, and that
+ * takes its fence down and leaves the hint alone.
  */
 final class FirstFitModel {
 
     final int pageCount;
     final boolean[] used;
+    /** The fences up, as {first, end}. */
+    final List<long[]> fences = new ArrayList<>();
     long hint;
     long allocated;
 
@@ -46,11 +51,53 @@ final class FirstFitModel {
             freeBefore[i + 1] = freeBefore[i] + (used[i] ? 0 : 1);
         }
         for (long s = from; s + count <= pageCount; s++) {
-            if (freeBefore[(int) (s + count)] - freeBefore[(int) s] == count) {
+            if (freeBefore[(int) (s + count)] - freeBefore[(int) s] == count && !fenced(s, s + count)) {
                 return s;
             }
         }
         return -1;
+    }
+
+    /** Whether an allocation of {@code count} would find a run now. */
+    boolean fits(long count) {
+        return lowestFitAtOrAfter(0, count) >= 0;
+    }
+
+    private boolean fenced(long from, long to) {
+        for (long[] f : fences) {
+            if (f[0] < to && from < f[1]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    boolean fence(long first, long count) {
+        if (fences.size() == BitmapPageAllocator.MAX_FENCES || fenced(first, first + count)) {
+            return false;
+        }
+        fences.add(new long[] {first, first + count});
+        return true;
+    }
+
+    boolean allocateFenced(long[] fence) {
+        if (firstPageInState(fence[0], fence[1] - fence[0], true) >= 0) {
+            return false;
+        }
+        markAllocated(fence[0], fence[1] - fence[0]);
+        fences.remove(fence);
+        return true;
+    }
+
+    /** The words of the bitmap that hold the pages, as the allocator lays them out (bits past the last page set). */
+    long[] words() {
+        long[] words = new long[(pageCount + 63) / 64];
+        for (int page = 0; page < words.length * 64; page++) {
+            if (page >= pageCount || used[page]) {
+                words[page >>> 6] |= 1L << page;
+            }
+        }
+        return words;
     }
 
     boolean inBounds(long first, long count) {
