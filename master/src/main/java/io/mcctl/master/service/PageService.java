@@ -1176,8 +1176,6 @@ public final class PageService {
     static final int EVICTION_SAMPLES_PER_SHARD = 4;
     /** Most of its own objects a tenant at its quota evicts for one allocation: bounded work on the caller's path. */
     static final int MAX_EVICTIONS_FOR_QUOTA = 64;
-    /** Old mappings an allocation looks for room around ({@link RoomSearch}): the oldest of those sampled. */
-    static final int ROOM_ANCHORS = 8;
     /** Windows an allocation tries to make room in, when a concurrent change spoils one after its objects were chosen. */
     static final int ROOM_ATTEMPTS = 3;
     /** Mappings sampled for a watermark pass's threshold, and the fewest from which it is estimated at all. */
@@ -1262,7 +1260,7 @@ public final class PageService {
 
     /**
      * Makes a run of {@code pages} free pages for an allocation that found none, and fences it for that allocation
-     * ({@link BitmapPageAllocator#fence}): finds the best window {@link RoomSearch} can around the oldest of about
+     * ({@link BitmapPageAllocator#fence}): finds the best window {@link RoomSearch} can around about
      * {@value #EVICTION_SAMPLES} sampled mappings, fences it, evicts exactly the objects in it, and checks that it is then
      * free. Null, having evicted nothing, when no window is found: the allocation is refused as before.
      *
@@ -1301,7 +1299,10 @@ public final class PageService {
         return null;
     }
 
-    /** The best window {@link RoomSearch} finds for {@code pages} pages, around the oldest takeable mappings sampled; or null. */
+    /**
+     * The best window {@link RoomSearch} finds for {@code pages} pages around about {@value #EVICTION_SAMPLES} takeable
+     * mappings sampled, unleased ones first, then the least recently used; or null.
+     */
     private RoomSearch.Room findRoom(long pages) {
         long now = state.now();
         boolean pinnedAllowed = state.pinnedMappings.get() >= state.mappings.get();
@@ -1320,8 +1321,8 @@ public final class PageService {
         // Unleased ones first, whose pages free at once; then the least recently used.
         sampled.sort((a, b) -> a.leased() != b.leased() ? (a.leased() ? 1 : -1) : Long.signum(a.used() - b.used()));
         List<RoomSearch.Anchor> anchors = new ArrayList<>();
-        for (int i = 0; i < sampled.size() && anchors.size() < ROOM_ANCHORS; i++) {
-            anchors.add(sampled.get(i).anchor());
+        for (Sampled s : sampled) {
+            anchors.add(s.anchor());
         }
         return new RoomSearch(keys, space, layout(), this::beingPromoted, now, pinnedAllowed).find(pages, anchors);
     }
