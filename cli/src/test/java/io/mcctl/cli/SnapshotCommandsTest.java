@@ -90,6 +90,7 @@ class SnapshotCommandsTest {
         Placement commit(String tenant, String key, long size, int crc) {
             Placement p = allocate(tenant, key, size);
             assertTrue(pages.notifySuccess(tenant, key, p.withCrc(crc)).isOk());
+            wal.whenDurable().join(); // as a notify is answered: readers find the mapping once the log holds it
             return p.withCrc(crc);
         }
 

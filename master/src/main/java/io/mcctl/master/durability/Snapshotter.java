@@ -224,8 +224,32 @@ public final class Snapshotter {
                     .addAllReservations(pages.reservations().stream().map(ChangeCodec::reservationRecord).toList())
                     .setLeaderEpoch(epoch)
                     .build());
+            if (wal != null) {
+                awaitLogged(wal.lastAppended());
+            }
             requireOwner("snapshot published");
             return new Written(writer.finish(), mappings[0], pending.size(), quarantine.size(), idle);
+        }
+    }
+
+    /** How long a snapshot waits for the log to hold what it copied before it gives up. */
+    private static final long LOG_WAIT_SECONDS = 30;
+
+    /**
+     * Waits until the log holds every change up to {@code sequence}: each change the snapshot copied was appended before
+     * it was applied, so before the copy could see it. A snapshot published earlier could hold changes that a failing log
+     * then never holds, and a restart would bring them back from the snapshot (their callers were told their outcome is
+     * unknown; readers never saw them). So when the log fails first, the snapshot is not published.
+     */
+    private void awaitLogged(long sequence) throws IOException, InterruptedException {
+        try {
+            wal.whenDurable(sequence).get(LOG_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() instanceof java.util.concurrent.CompletionException && e.getCause().getCause() != null
+                    ? e.getCause().getCause() : e.getCause();
+            throw new IOException("snapshot not published: the log does not hold every change it copied (" + cause.getMessage() + ")", cause);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IOException("snapshot not published: the log did not make the changes it copied durable within " + LOG_WAIT_SECONDS + " s");
         }
     }
 

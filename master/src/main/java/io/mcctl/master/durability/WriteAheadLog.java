@@ -152,13 +152,21 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** This log as the page service's change log: allocations and commits encoded from their fields. */
     public ChangeLog changeLog() {
-        return change -> {
-            if (change instanceof Change.Allocated a) {
-                return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
-            } else if (change instanceof Change.Committed c) {
-                return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
+        return new ChangeLog() {
+            @Override
+            public long append(Change change) {
+                if (change instanceof Change.Allocated a) {
+                    return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
+                } else if (change instanceof Change.Committed c) {
+                    return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
+                }
+                return WriteAheadLog.this.append(ChangeCodec.encode(change));
             }
-            return append(ChangeCodec.encode(change));
+
+            @Override
+            public long durableSequence() {
+                return lastDurable;
+            }
         };
     }
 
@@ -468,6 +476,7 @@ public final class WriteAheadLog implements AutoCloseable {
             lock.unlock();
         }
         batch.flip();
+        long durableEnd = segmentSize;
         try {
             long began = System.nanoTime();
             int bytes = batch.remaining();
@@ -481,6 +490,7 @@ public final class WriteAheadLog implements AutoCloseable {
             recordsWritten.add(records);
             lastDurable = upTo;
         } catch (IOException e) {
+            cutBack(durableEnd);
             fail("the write-ahead log failed writing", e);
             return false;
         }
@@ -510,6 +520,25 @@ public final class WriteAheadLog implements AutoCloseable {
             return false;
         }
         return true;
+    }
+
+    /**
+     * Cuts what a failed write left in the segment (whole records, a torn one) back to {@code durableEnd}, the end of the
+     * last durable record, so that a restart replays exactly the changes that were durable, which are the ones readers
+     * could see: the others' callers are told their outcome is unknown, and without the cut some of them would come
+     * back and some not, by where the write stopped. The cut is durable before any caller is told. If it fails too (the
+     * device is gone), a restart may replay some of them; it says so in the log. Writer thread only.
+     */
+    private void cutBack(long durableEnd) {
+        try {
+            segment.truncate(durableEnd);
+            segment.force(true);
+            segmentSize = durableEnd;
+            zeroedEnd = durableEnd;
+        } catch (IOException e) {
+            LOG.warn("could not cut the failed write off {} back to byte {} ({}): a restart may replay changes whose callers were "
+                    + "told the outcome is unknown, none that a reader was shown", segmentPath, durableEnd, e.toString());
+        }
     }
 
     /**

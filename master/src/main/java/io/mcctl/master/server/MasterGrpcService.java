@@ -271,6 +271,61 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         }, answering);
     }
 
+    /**
+     * Runs {@code then} once every change up to {@code sequence} is on disk or the log has failed (0: at once), on the
+     * call's transport loop or a reply thread: a lookup that met mappings whose commits the log did not hold yet looks
+     * those keys up again then, and finds each one, or a miss if the log failed.
+     */
+    void whenLogged(long sequence, Runnable then) {
+        if (sequence == 0) {
+            then.run();
+            return;
+        }
+        CompletableFuture<Void> durable = durability.whenDurable(sequence);
+        if (durable.isDone()) {
+            then.run();
+            return;
+        }
+        TransportLoops serving = loops;
+        java.util.concurrent.Executor answering = serving == null ? replyExecutor : serving.currentLoopOr(replyExecutor);
+        durable.whenCompleteAsync((ignored, failure) -> then.run(), answering);
+    }
+
+    /**
+     * Answers a lookup with {@code answer}: at once when every mapping it met is durable (nearly always), else once the
+     * log holds what {@code wait} noted, or failed ({@link #whenLogged}). A failure of the answer there closes the call.
+     */
+    private <T> void answerLookup(StreamObserver<T> observer, AnswerBarrier wait, java.util.function.Supplier<T> answer) {
+        if (wait.sequence() == 0) {
+            reply(observer, answer.get());
+            return;
+        }
+        whenLogged(wait.sequence(), () -> {
+            T answered;
+            try {
+                answered = answer.get();
+            } catch (StatusRuntimeException e) {
+                observer.onError(e);
+                return;
+            } catch (RuntimeException e) {
+                observer.onError(WireErrors.exception(ErrorCode.INTERNAL_ERROR, "lookup failed: " + e));
+                return;
+            }
+            reply(observer, answered);
+        });
+    }
+
+    /** {@code found} with each answer that waited for the log ({@link PageService#waitsForLog}) replaced by {@code again} of its index. */
+    static <T> List<Result<T>> lookAgain(List<Result<T>> found, java.util.function.IntFunction<Result<T>> again) {
+        List<Result<T>> settled = new java.util.ArrayList<>(found);
+        for (int i = 0; i < settled.size(); i++) {
+            if (PageService.waitsForLog(settled.get(i))) {
+                settled.set(i, again.apply(i));
+            }
+        }
+        return settled;
+    }
+
     // ---- the page RPCs ----
 
     @Override
@@ -338,12 +393,27 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         return response.build();
     }
 
-    BatchGetDistributedPageMappingResponse batchLookup(BatchGetDistributedPageMappingRequest request) {
+    /**
+     * The mappings a batch lookup finds, a key whose commit the log does not hold yet {@link PageService#waitsForLog}
+     * with its sequence noted in {@code wait}: answer with {@link #batchLookup(BatchGetDistributedPageMappingRequest, List)}
+     * at once when nothing waits, else of {@link #lookAgain(BatchGetDistributedPageMappingRequest, List)} once the log holds it.
+     */
+    List<Result<Placement>> batchLookupResults(BatchGetDistributedPageMappingRequest request, AnswerBarrier wait) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
+        return pages.getMappings(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList(), wait);
+    }
+
+    /** A batch lookup's results with each key that waited for the log looked up again: found, or a miss if the log failed. */
+    List<Result<Placement>> lookAgain(BatchGetDistributedPageMappingRequest request, List<Result<Placement>> found) {
+        Tenant.Batch tenants = pages.batchTenants();
+        return lookAgain(found, i -> pages.getMapping(tenants.of(request.getTenantIds(i)), request.getKeys(i)));
+    }
+
+    /** The answer of a batch lookup whose {@code results} wait for nothing. */
+    BatchGetDistributedPageMappingResponse batchLookup(BatchGetDistributedPageMappingRequest request, List<Result<Placement>> results) {
         BatchGetDistributedPageMappingResponse.Builder response = BatchGetDistributedPageMappingResponse.newBuilder()
                 .setLeaseMs(pages.readLeaseMillis());
         int count = request.getKeysCount();
-        List<Result<Placement>> results = pages.getMappings(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList());
         PackedPlacements packed = request.getPacked() ? PackedPlacements.forKeys(count) : null;
         for (int i = 0; i < count; i++) {
             Result<Placement> result = results.get(i);
@@ -388,16 +458,17 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         return registry.memory().readable(KeyRules.scopedKey(tenant, key), placement);
     }
 
-    NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
+    /** @param answer filled with what the answer must wait for: the commits it made (see {@link PageService#notifySuccess}) */
+    NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request, AnswerBarrier answer) {
         if (!request.getPlacements().isEmpty()) {
-            return notifyPacked(request);
+            return notifyPacked(request, answer);
         }
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i),
-                    fromWire(request.getDescriptors(i)))));
+                    fromWire(request.getDescriptors(i)), answer)));
         }
         return response.build();
     }
@@ -407,7 +478,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
      * with descriptors, and only the keys not committed are answered. A placements field that is not one record per
      * key refuses the whole request before anything is committed.
      */
-    private NotifyDistributedDiskSuccessResponse notifyPacked(NotifyDistributedDiskSuccessRequest request) {
+    private NotifyDistributedDiskSuccessResponse notifyPacked(NotifyDistributedDiskSuccessRequest request, AnswerBarrier answer) {
         int count = request.getKeysCount();
         checkBatch(count, request.getTenantIdsCount(), null, 0);
         if (request.getDescriptorsCount() > 0) {
@@ -425,7 +496,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < count; i++) {
             // A record naming no bucket file (or a miss sent back) matches no allocation: that key's error, as with descriptors.
-            Result<Void> result = pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i), written.placement(i));
+            Result<Void> result = pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i), written.placement(i), answer);
             if (!result.isOk()) {
                 response.putErrors(i, keyError(result));
             }
@@ -491,21 +562,28 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void getDistributedPageMapping(GetDistributedPageMappingRequest request,
                                           StreamObserver<GetDistributedPageMappingResponse> observer) {
-        Placement placement = orThrow(pages.getMapping(request.getTenantId(), request.getKey()));
-        reply(observer, GetDistributedPageMappingResponse.newBuilder().setDistributedDisk(toWire(placement))
-                .setLeaseMs(pages.readLeaseMillis()).build());
+        AnswerBarrier wait = new AnswerBarrier();
+        Result<Placement> found = pages.getMapping(pages.tenant(request.getTenantId()), request.getKey(), wait);
+        answerLookup(observer, wait, () -> {
+            Placement placement = orThrow(wait.sequence() == 0 ? found : pages.getMapping(request.getTenantId(), request.getKey()));
+            return GetDistributedPageMappingResponse.newBuilder().setDistributedDisk(toWire(placement)).setLeaseMs(pages.readLeaseMillis()).build();
+        });
     }
 
     @Override
     public void batchGetDistributedPageMapping(BatchGetDistributedPageMappingRequest request,
                                                StreamObserver<BatchGetDistributedPageMappingResponse> observer) {
-        reply(observer, batchLookup(request));
+        AnswerBarrier wait = new AnswerBarrier();
+        List<Result<Placement>> found = batchLookupResults(request, wait);
+        answerLookup(observer, wait, () -> batchLookup(request, wait.sequence() == 0 ? found : lookAgain(request, found)));
     }
 
     @Override
     public void notifyDistributedDiskSuccess(NotifyDistributedDiskSuccessRequest request,
                                              StreamObserver<NotifyDistributedDiskSuccessResponse> observer) {
-        replyWhenDurable(observer, notifySuccess(request));
+        AnswerBarrier answer = new AnswerBarrier();
+        NotifyDistributedDiskSuccessResponse response = notifySuccess(request, answer);
+        replyWhenDurable(observer, response, answer.sequence());
     }
 
     @Override
@@ -542,25 +620,40 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     @Override
     public void existKey(ExistKeyRequest request, StreamObserver<ExistKeyResponse> observer) {
-        boolean exists = orThrow(pages.exists(request.getTenantId(), request.getKey()));
-        reply(observer, ExistKeyResponse.newBuilder().setExists(exists).build());
+        AnswerBarrier wait = new AnswerBarrier();
+        Result<Boolean> found = pages.exists(request.getTenantId(), request.getKey(), wait);
+        answerLookup(observer, wait, () -> ExistKeyResponse.newBuilder()
+                .setExists(orThrow(wait.sequence() == 0 ? found : pages.exists(request.getTenantId(), request.getKey()))).build());
     }
 
     @Override
     public void batchExistKey(BatchExistKeyRequest request, StreamObserver<BatchExistKeyResponse> observer) {
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), null, 0);
-        BatchExistKeyResponse.Builder response = BatchExistKeyResponse.newBuilder();
-        for (Result<Boolean> result : pages.existsAll(pages.batchTenants(), request.getTenantIdsList(), request.getKeysList())) {
-            response.addExists(result.isOk() && result.value());
-            response.addResults(keyError(result));
-        }
-        reply(observer, response.build());
+        AnswerBarrier wait = new AnswerBarrier();
+        Tenant.Batch tenants = pages.batchTenants();
+        List<Result<Boolean>> found = pages.existsAll(tenants, request.getTenantIdsList(), request.getKeysList(), wait);
+        answerLookup(observer, wait, () -> {
+            BatchExistKeyResponse.Builder response = BatchExistKeyResponse.newBuilder();
+            for (Result<Boolean> result : wait.sequence() == 0 ? found
+                    : lookAgain(found, i -> pages.exists(tenants.of(request.getTenantIds(i)), request.getKeys(i)))) {
+                response.addExists(result.isOk() && result.value());
+                response.addResults(keyError(result));
+            }
+            return response.build();
+        });
     }
 
     @Override
     public void getReplicaList(GetReplicaListRequest request, StreamObserver<GetReplicaListResponse> observer) {
         // A descriptor handed out: leased like any mapping lookup, so the pages cannot be reused under its reader.
-        Result<PageService.KeyDetail> mapped = pages.getMappingDetail(request.getTenantId(), request.getKey());
+        AnswerBarrier wait = new AnswerBarrier();
+        Result<PageService.KeyDetail> found = pages.getMappingDetail(request.getTenantId(), request.getKey(), wait);
+        answerLookup(observer, wait, () -> replicaList(request,
+                wait.sequence() == 0 ? found : pages.getMappingDetail(request.getTenantId(), request.getKey())));
+    }
+
+    /** The answer of GetReplicaList once the key's DISTRIBUTED_DISK mapping is {@code mapped}. */
+    private GetReplicaListResponse replicaList(GetReplicaListRequest request, Result<PageService.KeyDetail> mapped) {
         List<Replica> owned = clients == null ? List.of() : clients.replicasOf(request.getTenantId(), request.getKey());
         if (!mapped.isOk() && mapped.error() != ErrorCode.OBJECT_NOT_FOUND) {
             orThrow(mapped);
@@ -581,7 +674,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                     .setDistributedDisk(toWire(detail.placement())).build());
             response.setLeaseMs(pages.readLeaseMillis()).setLastUseAgeMs(detail.lastUseAgeMillis()).setPinned(detail.pinned());
         }
-        reply(observer, response.addAllReplicas(ReplicaPriority.sortBestFirst(replicas)).build());
+        return response.addAllReplicas(ReplicaPriority.sortBestFirst(replicas)).build();
     }
 
     @Override
@@ -592,12 +685,33 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "max_bytes " + request.getMaxBytes() + " is outside 1.." + MAX_LIST_BYTES
                     + " (0 means " + DEFAULT_LIST_BYTES + ")");
         }
-        PageService.KeyPage page = orThrow(pages.listKeys(request.getTenantId(), request.getPrefix(), pageSize, request.getPageToken(), maxBytes));
+        AnswerBarrier wait = new AnswerBarrier();
+        PageService.KeyPage found = orThrow(pages.listKeys(request.getTenantId(), request.getPrefix(), pageSize, request.getPageToken(), maxBytes, wait));
+        answerLookup(observer, wait, () -> listed(wait.sequence() == 0 ? found : lookAgain(request.getTenantId(), found)));
+    }
+
+    /** A listing's page with each key that waited for the log looked up again: listed if found, left out if a miss now. */
+    private PageService.KeyPage lookAgain(String tenant, PageService.KeyPage found) {
+        List<Map.Entry<String, Placement>> keys = new java.util.ArrayList<>(found.keys().size());
+        for (Map.Entry<String, Placement> entry : found.keys()) {
+            if (entry.getValue() != null) {
+                keys.add(entry);
+                continue;
+            }
+            Result<Placement> again = pages.getMapping(tenant, entry.getKey());
+            if (again.isOk()) {
+                keys.add(Map.entry(entry.getKey(), again.value()));
+            }
+        }
+        return new PageService.KeyPage(keys, found.nextToken());
+    }
+
+    private ListKeysResponse listed(PageService.KeyPage page) {
         ListKeysResponse.Builder response = ListKeysResponse.newBuilder().setNextPageToken(page.nextToken()).setLeaseMs(pages.readLeaseMillis());
         for (Map.Entry<String, Placement> entry : page.keys()) {
             response.addKeys(KeyInfo.newBuilder().setKey(entry.getKey()).setDistributedDisk(toWire(entry.getValue())));
         }
-        reply(observer, response.build());
+        return response.build();
     }
 
     @Override

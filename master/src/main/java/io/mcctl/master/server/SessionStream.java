@@ -5,6 +5,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingRequest;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.SessionError;
 import io.mcctl.master.proto.v1.SessionRequest;
@@ -14,6 +15,8 @@ import io.mcctl.master.security.AccessControl;
 import io.mcctl.master.security.MethodPermissions;
 import io.mcctl.master.service.AnswerBarrier;
 import io.mcctl.master.service.ChangeLog;
+import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Result;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -21,11 +24,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Session stream: each request it carries is checked by its unary twin's access rule, handed to the very method
- * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once, allocations once the
- * reservations they were made in are durable (see {@link AnswerBarrier}), other mutations once their
- * changes are durable (so answers may overtake each other). A request that fails whole is answered with the status
+ * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once (or, one that met a
+ * commit the log does not hold yet, once it does), allocations once the reservations they were made in are durable (see
+ * {@link AnswerBarrier}), notifies once their commits are, other mutations once their changes are durable (so answers may
+ * overtake each other). A request that fails whole is answered with the status
  * its twin's call would have closed with; the stream goes on. A bundle's requests are served the same way, one after
- * the other, and answered in bundles: one message for what is answered at once, one for the mutations.
+ * the other, and answered in bundles: one message for what is answered at once, one for what waits for the log.
  *
  * <p>Thread-safe. Requests arrive one at a time on the call's executor; answers are sent from that thread or the
  * reply threads, under the lock of {@code responses} (a gRPC observer is not thread-safe), which guards sending,
@@ -67,7 +71,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             outstanding++;
         }
         Served served = serve(request, arrived);
-        service.whenDurable(served.awaitSequence, () -> answer(List.of(served)), e -> answer(List.of(served.failedWith(e))));
+        service.whenDurable(served.awaitSequence, () -> answer(List.of(served.settled())), e -> answer(List.of(served.failedWith(e))));
     }
 
     /**
@@ -104,7 +108,13 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             answer(atOnce);
         }
         if (!afterDurable.isEmpty()) {
-            service.whenDurable(awaitSequence, () -> answer(afterDurable), e -> {
+            service.whenDurable(awaitSequence, () -> {
+                List<Served> settled = new ArrayList<>(afterDurable.size());
+                for (Served served : afterDurable) {
+                    settled.add(served.settled());
+                }
+                answer(settled);
+            }, e -> {
                 List<Served> failed = new ArrayList<>(afterDurable.size());
                 for (Served served : afterDurable) {
                     failed.add(served.failedWith(e));
@@ -116,13 +126,38 @@ final class SessionStream implements StreamObserver<SessionRequest> {
 
     /**
      * What one request came to: its answer, and the log sequence that must be durable before it goes out: 0 for none (a
-     * lookup, a request refused whole, an allocation inside durable reservations), {@link AnswerBarrier#EVERYTHING} for
-     * every change made so far (a mutation that was done). {@code kind} is null for a bundle's own answer.
+     * lookup of durable mappings, a request refused whole, an allocation inside durable reservations), {@link
+     * AnswerBarrier#EVERYTHING} for every change made so far (a mutation that was done). {@code kind} is null for a
+     * bundle's own answer. A lookup that met commits the log did not hold yet has no answer yet but {@code lookAgain},
+     * which makes it once they are durable, or the log failed.
      */
-    private record Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, long awaitSequence) {
-        /** The answer instead, when the log could not make the changes durable. */
+    private record Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, long awaitSequence,
+                          java.util.function.Supplier<SessionResponse> lookAgain) {
+
+        Served(SessionRequest.RequestCase kind, long arrived, SessionResponse response, long awaitSequence) {
+            this(kind, arrived, response, awaitSequence, null);
+        }
+
+        /** The answer once the log holds what it waited for (a lookup's, made now). */
+        Served settled() {
+            if (lookAgain == null) {
+                return this;
+            }
+            SessionResponse looked;
+            try {
+                looked = lookAgain.get();
+            } catch (StatusRuntimeException e) {
+                looked = failure(response.getId(), e);
+            } catch (RuntimeException e) {
+                LOG.error("session lookup {} failed", response.getId(), e);
+                looked = failure(response.getId(), WireErrors.exception(ErrorCode.INTERNAL_ERROR, "request " + response.getId() + " failed: " + e));
+            }
+            return new Served(kind, arrived, looked, 0);
+        }
+
+        /** The answer instead, when the log could not make the changes durable: a lookup's keys that waited are misses. */
         Served failedWith(StatusRuntimeException e) {
-            return new Served(kind, arrived, failure(response.getId(), e), 0);
+            return lookAgain != null ? settled() : new Served(kind, arrived, failure(response.getId(), e), 0);
         }
     }
 
@@ -149,14 +184,26 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             SessionResponse.Builder response = SessionResponse.newBuilder().setId(id);
             switch (kind) {
                 case LOOKUP -> {
-                    return new Served(kind, arrived, response.setLookup(service.batchLookup(request.getLookup())).build(), 0);
+                    AnswerBarrier wait = new AnswerBarrier();
+                    BatchGetDistributedPageMappingRequest lookup = request.getLookup();
+                    List<Result<Placement>> found = service.batchLookupResults(lookup, wait);
+                    if (wait.sequence() == 0) {
+                        return new Served(kind, arrived, response.setLookup(service.batchLookup(lookup, found)).build(), 0);
+                    }
+                    // Met commits the log does not hold yet: answered once it does, with those keys looked up again.
+                    return new Served(kind, arrived, response.build(), wait.sequence(),
+                            () -> SessionResponse.newBuilder().setId(id).setLookup(service.batchLookup(lookup, service.lookAgain(lookup, found))).build());
                 }
                 case ALLOCATE -> {
                     AnswerBarrier answer = new AnswerBarrier();
                     response.setAllocate(service.batchAllocate(request.getAllocate(), answer));
                     return new Served(kind, arrived, response.build(), answer.sequence());
                 }
-                case NOTIFY -> response.setNotify(service.notifySuccess(request.getNotify()));
+                case NOTIFY -> {
+                    AnswerBarrier answer = new AnswerBarrier();
+                    response.setNotify(service.notifySuccess(request.getNotify(), answer));
+                    return new Served(kind, arrived, response.build(), answer.sequence());
+                }
                 case FREE -> response.setFree(service.batchFree(request.getFree()));
                 case REMOVE -> response.setRemove(service.batchRemove(request.getRemove()));
                 default -> throw new IllegalStateException("no handler for " + kind);

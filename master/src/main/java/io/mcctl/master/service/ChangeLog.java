@@ -19,6 +19,14 @@ public interface ChangeLog {
      */
     long append(Change change);
 
+    /**
+     * The sequence up to which the log holds every change durably: a change of a later sequence may yet be lost (it is
+     * buffered, or the log failed before it reached the disk). Everything, for a log that records nothing.
+     */
+    default long durableSequence() {
+        return Long.MAX_VALUE;
+    }
+
     /** The log failed and takes no more changes: the master answers no mutation until it restarts. */
     final class Refused extends RuntimeException {
         public Refused(String message, Throwable cause) {

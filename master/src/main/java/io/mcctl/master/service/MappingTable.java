@@ -38,6 +38,12 @@ final class MappingTable {
     private static final int OFFSET = 2;
     private static final int SIZE = 3;
     private static final int BUCKET_CRC = 4;  // bucket (high half), CRC32C (low half)
+    /**
+     * The end of the mapping's read lease on the service's clock (0 or more); or, below zero, minus the log sequence of
+     * the change that made the mapping, until a lookup has found that change durable. One field serves both because
+     * the two never meet: no lookup hands a mapping out before its change is durable, so a mapping not yet found durable
+     * has no lease, and the first lease granted on it (or a lookup that finds it durable) clears the sequence.
+     */
     private static final int LEASE_UNTIL = 5;
     private static final int LAST_USED = 6;
     private static final long FLAG_PINNED = 1;
@@ -234,8 +240,23 @@ final class MappingTable {
         return (int) field(m, BUCKET_CRC);
     }
 
+    /** When mapping {@code m}'s read lease ends; 0 when it has none. */
     long leaseUntilNanos(int m) {
-        return field(m, LEASE_UNTIL);
+        return Math.max(0, field(m, LEASE_UNTIL));
+    }
+
+    /**
+     * The log sequence of the change that made mapping {@code m}, while no lookup has found that change durable yet; 0
+     * once one has, and for a mapping that recovery restored (the log held it).
+     */
+    long unconfirmedSequence(int m) {
+        long v = field(m, LEASE_UNTIL);
+        return v < 0 ? -v : 0;
+    }
+
+    /** Mapping {@code m} was just made by the change of log sequence {@code sequence} (0: one the log holds already); it has no lease. */
+    void setUnconfirmedSequence(int m, long sequence) {
+        setField(m, LEASE_UNTIL, -sequence);
     }
 
     long lastUsedNanos(int m) {
@@ -389,6 +410,7 @@ final class MappingTable {
         records[r + BUCKET_CRC] = (long) bucket << 32 | (crc32c & 0xFFFFFFFFL);
     }
 
+    /** Leases mapping {@code m} until {@code nanos} (0 or more): only once its change is durable (see {@link #unconfirmedSequence}). */
     void setLeaseUntilNanos(int m, long nanos) {
         setField(m, LEASE_UNTIL, nanos);
     }

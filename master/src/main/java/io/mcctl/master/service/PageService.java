@@ -40,6 +40,13 @@ import java.util.function.LongSupplier;
  * <p>Validate, log, apply: a change the log refuses (it failed) is never applied, and a page run reserved for it
  * is given back under the same lock. Once the log has failed the service takes no more changes at all
  * ({@link #refuseChanges}) and keeps answering lookups.
+ *
+ * <p>A change is applied as soon as it is appended, before the log's group commit makes it durable, so a lookup may meet
+ * a mapping whose commit the log does not hold yet. It never hands one out: each mapping remembers the sequence of the
+ * commit that made it until a lookup finds that durable ({@link MappingTable#unconfirmedSequence}). A lookup that can wait
+ * notes the sequence in its {@link AnswerBarrier} and answers that key {@link #waitsForLog}: its caller looks it up again
+ * once the log holds it (or has failed, when the key is a miss). A lookup that cannot wait answers a miss. So readers see
+ * only what the log holds, and a restart after the log failed brings back what they saw.
  */
 public final class PageService {
 
@@ -516,6 +523,25 @@ public final class PageService {
     }
 
     public Result<Void> notifySuccess(Tenant tenant, String key, Placement written) {
+        return notifySuccess(tenant, key, written, new AnswerBarrier());
+    }
+
+    /**
+     * {@link #notifySuccess(Tenant, String, Placement)}, noting in {@code answer} what its answer must wait for: a commit,
+     * its own record (everything it depends on was appended before it); the notify of a commit made already (sent again
+     * after its answer was lost), that commit's record; any other answer, everything appended so far. A caller told OK
+     * has its mapping in the log, so one told that the outcome is unknown (the log failed) has it neither in the log
+     * nor before any reader.
+     */
+    public Result<Void> notifySuccess(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
+        Result<Void> result = notifyOne(tenant, key, written, answer);
+        if (!result.isOk()) {
+            answer.needs(AnswerBarrier.EVERYTHING);
+        }
+        return result;
+    }
+
+    private Result<Void> notifyOne(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
         String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key),
                 written == null ? "no descriptor for key '" + key + "'" : null);
         if (invalid != null) {
@@ -532,6 +558,7 @@ public final class PageService {
             if (pending == null) {
                 int m = table.find(scoped);
                 if (m >= 0 && table.sameAs(m, written)) {
+                    answer.needs(notDurable(table, m)); // its commit, if the log does not hold it yet
                     return Result.ok(); // this very notify, retried after its answer was lost: already committed
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
@@ -545,9 +572,9 @@ public final class PageService {
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
             int replaced = table.find(scoped);
-            logAndApply(replaced >= 0
+            answer.needs(logAndApply(replaced >= 0
                     ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), releaseMillis(table, replaced, now), pending.pin)
-                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped);
+                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped));
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -637,7 +664,54 @@ public final class PageService {
     }
 
     public Result<Placement> getMapping(Tenant tenant, String key) {
-        return lookup(tenant, key, true, COMMITTED);
+        return lookup(tenant, key, true, COMMITTED, null);
+    }
+
+    /**
+     * {@link #getMapping(Tenant, String)} for a caller that can wait for the log: a mapping whose commit the log does not
+     * hold yet is answered {@link #waitsForLog}, with the commit's sequence noted in {@code wait} (else a miss).
+     */
+    public Result<Placement> getMapping(Tenant tenant, String key, AnswerBarrier wait) {
+        return lookup(tenant, key, true, COMMITTED, wait);
+    }
+
+    /**
+     * Whether {@code found} is the answer of a lookup that met a mapping whose commit the log does not hold yet: the key
+     * is to be looked up again (with no barrier) once the sequence the lookup's barrier noted is durable, or the log
+     * failed, when that lookup answers a miss. It carries no lease and counted no hit.
+     */
+    public static boolean waitsForLog(Result<?> found) {
+        return found == WAITS_FOR_LOG;
+    }
+
+    private static final Result<Object> WAITS_FOR_LOG = Result.error(ErrorCode.REPLICA_IS_NOT_READY,
+            "the key's last change is not durable yet: look it up again once it is");
+
+    @SuppressWarnings("unchecked")
+    private static <T> Result<T> waitingForLog() {
+        return (Result<T>) WAITS_FOR_LOG;
+    }
+
+    /**
+     * 0 when mapping {@code m} may be handed out: the commit that made it is durable. Else that commit's log sequence,
+     * which a lookup waits for, or, when it cannot, answers a miss. A commit found durable is remembered, so that the
+     * next lookups of the mapping ask nothing of the log. Caller holds the table's shard lock.
+     */
+    long notDurable(MappingTable table, int m) {
+        long made = table.unconfirmedSequence(m);
+        if (made == 0) {
+            return 0;
+        }
+        if (made > changeLog.durableSequence()) {
+            return made;
+        }
+        table.setUnconfirmedSequence(m, 0);
+        return 0;
+    }
+
+    /** Whether a lookup that met a mapping the log does not hold yet is to wait for it: it can, and the log has not failed. */
+    private boolean mayWait(AnswerBarrier wait) {
+        return wait != null && refusal == null;
     }
 
     /** A committed mapping with what eviction knows of it. */
@@ -649,8 +723,13 @@ public final class PageService {
      * grants a read lease like {@link #getMapping}) and whether it is pinned.
      */
     public Result<KeyDetail> getMappingDetail(String tenant, String key) {
+        return getMappingDetail(tenant, key, null);
+    }
+
+    /** {@link #getMappingDetail(String, String)} for a caller that can wait for the log, as {@link #getMapping(Tenant, String, AnswerBarrier)}. */
+    public Result<KeyDetail> getMappingDetail(String tenant, String key, AnswerBarrier wait) {
         return lookup(tenant(tenant), key, true, (table, m, previousUse) -> new KeyDetail(table.placement(m),
-                Math.max(0, (state.now() - previousUse) / 1_000_000), table.pinned(m)));
+                Math.max(0, (state.now() - previousUse) / 1_000_000), table.pinned(m)), wait);
     }
 
     /** The committed mapping without a lease (for stat and existence checks: no descriptor is handed out). */
@@ -659,7 +738,7 @@ public final class PageService {
     }
 
     public Result<Placement> peek(Tenant tenant, String key) {
-        return lookup(tenant, key, false, COMMITTED);
+        return lookup(tenant, key, false, COMMITTED, null);
     }
 
     /** What a lookup answers, read from mapping {@code m} under its shard lock; {@code previousUse} is its use before this lookup. */
@@ -676,7 +755,12 @@ public final class PageService {
      * misses of its keys overlap: per key, the same lookup, lease and counting as {@link #getMapping}.
      */
     public List<Result<Placement>> getMappings(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList) {
-        return lookupAll(tenants, tenantIds, keyList, true);
+        return lookupAll(tenants, tenantIds, keyList, true, null);
+    }
+
+    /** {@link #getMappings} for a caller that can wait for the log, each key as {@link #getMapping(Tenant, String, AnswerBarrier)}. */
+    public List<Result<Placement>> getMappings(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, AnswerBarrier wait) {
+        return lookupAll(tenants, tenantIds, keyList, true, wait);
     }
 
     /**
@@ -684,7 +768,12 @@ public final class PageService {
      * ahead as {@link #getMappings} reads them.
      */
     public List<Result<Boolean>> existsAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList) {
-        List<Result<Placement>> found = lookupAll(tenants, tenantIds, keyList, false);
+        return existsAll(tenants, tenantIds, keyList, null);
+    }
+
+    /** {@link #existsAll} for a caller that can wait for the log, each key as {@link #getMapping(Tenant, String, AnswerBarrier)}. */
+    public List<Result<Boolean>> existsAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, AnswerBarrier wait) {
+        List<Result<Placement>> found = lookupAll(tenants, tenantIds, keyList, false, wait);
         List<Result<Boolean>> results = new ArrayList<>(found.size());
         for (Result<Placement> one : found) {
             results.add(existence(one));
@@ -693,7 +782,8 @@ public final class PageService {
     }
 
     /** The committed mapping of each key of a batch, leased when {@code lease}, after the batch's lines are read ahead. */
-    private List<Result<Placement>> lookupAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, boolean lease) {
+    private List<Result<Placement>> lookupAll(Tenant.Batch tenants, List<String> tenantIds, List<String> keyList, boolean lease,
+                                              AnswerBarrier wait) {
         ReadAhead batch = readAhead(tenants, tenantIds, keyList, i -> null);
         List<Result<Placement>> results = new ArrayList<>(keyList.size());
         // One clock reading for the batch's leases: each still starts no earlier than the client asked, which is what
@@ -702,8 +792,8 @@ public final class PageService {
         HitTally tally = new HitTally();
         try {
             for (int i = 0; i < keyList.size(); i++) {
-                results.add(batch.scoped[i] == null ? lookup(batch.owners[i], keyList.get(i), lease, COMMITTED) // answers what is wrong
-                        : lookupScoped(batch.owners[i], keyList.get(i), batch.scoped[i], lease, COMMITTED, now, tally));
+                results.add(batch.scoped[i] == null ? lookup(batch.owners[i], keyList.get(i), lease, COMMITTED, wait) // answers what is wrong
+                        : lookupScoped(batch.owners[i], keyList.get(i), batch.scoped[i], lease, COMMITTED, now, tally, wait));
             }
         } finally {
             tally.flush();
@@ -769,14 +859,14 @@ public final class PageService {
         return new ReadAhead(owners, scoped);
     }
 
-    private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, MappingView<T> view) {
+    private <T> Result<T> lookup(Tenant tenant, String key, boolean lease, MappingView<T> view, AnswerBarrier wait) {
         String invalid = tenant.problem != null ? tenant.problem : KeyRules.checkKey(key);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
         HitTally tally = new HitTally();
         try {
-            return lookupScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), lease, view, state.now(), tally);
+            return lookupScoped(tenant, key, KeyRules.scopedKey(tenant.id, key), lease, view, state.now(), tally, wait);
         } finally {
             tally.flush();
         }
@@ -784,15 +874,25 @@ public final class PageService {
 
     /**
      * {@link #lookup} of a valid key of a valid tenant, {@code scoped} being the two as the table keys them; a lease
-     * granted runs from {@code now}, and a leased lookup counts its hit or miss in {@code tally}.
+     * granted runs from {@code now}, and a leased lookup counts its hit or miss in {@code tally}. A mapping whose commit
+     * the log does not hold yet is {@link #waitsForLog} when {@code wait} is given (and the log has not failed), else a miss.
      */
-    private <T> Result<T> lookupScoped(Tenant tenant, String key, String scoped, boolean lease, MappingView<T> view, long now, HitTally tally) {
+    private <T> Result<T> lookupScoped(Tenant tenant, String key, String scoped, boolean lease, MappingView<T> view, long now, HitTally tally,
+                                       AnswerBarrier wait) {
         KeyTable.Shard shard = keys.shardOf(scoped);
         Result<T> hit;
         shard.lock.lock();
         try {
             MappingTable table = shard.mappings;
             int m = table.find(scoped);
+            long notDurable = m < 0 ? 0 : notDurable(table, m);
+            if (notDurable != 0) {
+                if (mayWait(wait)) {
+                    wait.needs(notDurable);
+                    return waitingForLog();
+                }
+                m = -1; // a miss: the log does not hold it yet, and this lookup cannot wait (or the log failed: it never will)
+            }
             if (m < 0) {
                 if (lease) {
                     tally.count(tenant, false);
@@ -857,15 +957,27 @@ public final class PageService {
         return existence(peek(tenant, key));
     }
 
+    /** {@link #exists(String, String)} for a caller that can wait for the log, as {@link #getMapping(Tenant, String, AnswerBarrier)}. */
+    public Result<Boolean> exists(String tenant, String key, AnswerBarrier wait) {
+        return existence(lookup(tenant(tenant), key, false, COMMITTED, wait));
+    }
+
     /** A key exists when it has a committed mapping; bad input is an error, anything else a no. */
     private static Result<Boolean> existence(Result<Placement> found) {
+        if (waitsForLog(found)) {
+            return waitingForLog();
+        }
         if (found.isOk()) {
             return Result.ok(true);
         }
         return found.error() == ErrorCode.INVALID_PARAMS ? found.cast() : Result.ok(false);
     }
 
-    /** One page of a tenant's committed keys; {@code nextToken} is empty on the last page. */
+    /**
+     * One page of a tenant's committed keys; {@code nextToken} is empty on the last page. A key listed with a null
+     * placement waits for the log (a listing that can wait, as {@link #getMapping(Tenant, String, AnswerBarrier)}): look
+     * it up again once the log holds its commit, and leave it out if that is a miss.
+     */
     public record KeyPage(List<Map.Entry<String, Placement>> keys, String nextToken) {
     }
 
@@ -877,15 +989,21 @@ public final class PageService {
      * keys each page returns.
      */
     public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes) {
-        return listKeys(tenant, prefix, pageSize, pageToken, maxBytes, true);
+        return listKeys(tenant, prefix, pageSize, pageToken, maxBytes, true, null);
+    }
+
+    /** {@link #listKeys(String, String, int, String, long)} for a caller that can wait for the log (see {@link KeyPage}). */
+    public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes, AnswerBarrier wait) {
+        return listKeys(tenant, prefix, pageSize, pageToken, maxBytes, true, wait);
     }
 
     /** A listing that grants no lease and has no byte bound: a view of the table for checks, never for a client. */
     public Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken) {
-        return listKeys(tenant, prefix, pageSize, pageToken, Long.MAX_VALUE, false);
+        return listKeys(tenant, prefix, pageSize, pageToken, Long.MAX_VALUE, false, null);
     }
 
-    private Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes, boolean lease) {
+    private Result<KeyPage> listKeys(String tenant, String prefix, int pageSize, String pageToken, long maxBytes, boolean lease,
+                                     AnswerBarrier wait) {
         String invalid = KeyRules.checkTenant(tenant);
         if (invalid == null && (pageSize < 1 || pageSize > MAX_LIST_PAGE)) {
             invalid = "page size " + pageSize + " is outside 1.." + MAX_LIST_PAGE;
@@ -916,24 +1034,30 @@ public final class PageService {
             String scoped = sorted[index++];
             KeyTable.Shard shard = keys.shardOf(scoped);
             Placement placement = null;
+            int bucket = -1;
             shard.lock.lock();
             try {
                 MappingTable table = shard.mappings;
                 int m = table.find(scoped);
-                if (m >= 0) {
+                long notDurable = m < 0 ? 0 : notDurable(table, m);
+                if (notDurable == 0 && m >= 0) {
                     if (lease) {
                         grantLease(table, m);
                     }
                     placement = table.placement(m);
+                    bucket = placement.bucket();
+                } else if (notDurable != 0 && mayWait(wait)) {
+                    wait.needs(notDurable);
+                    bucket = table.bucket(m); // listed without its placement, for now: it waits for the log
                 }
             } finally {
                 shard.lock.unlock();
             }
             last = scoped;
-            if (placement != null) {
+            if (bucket >= 0) {
                 String key = scoped.substring(tenant.length() + 1);
-                page.add(Map.entry(key, placement));
-                bytes += KeyRules.utf8Length(key) + space.path(placement.bucket()).length() + LISTED_KEY_OVERHEAD_BYTES;
+                page.add(new java.util.AbstractMap.SimpleImmutableEntry<>(key, placement));
+                bytes += KeyRules.utf8Length(key) + space.path(bucket).length() + LISTED_KEY_OVERHEAD_BYTES;
             }
         }
         String next = "";
@@ -1131,10 +1255,14 @@ public final class PageService {
         logAndApply(change, null);
     }
 
-    /** @param scopedKey the change's key as tenant, NUL, key when the caller has it, so the transition need not build it again */
-    void logAndApply(Change change, String scopedKey) {
+    /**
+     * @param scopedKey the change's key as tenant, NUL, key when the caller has it, so the transition need not build it again
+     * @return the change's log sequence (0 when nothing is logged)
+     */
+    long logAndApply(Change change, String scopedKey) {
         long sequence = changeLog.append(change);
         state.apply(change, scopedKey, sequence);
+        return sequence;
     }
 
     private void checkAccepting() {

@@ -132,7 +132,9 @@ final class PageState {
      * @param scopedKey the change's key as tenant, NUL, key when the caller holds it already (serving: the very string
      *                  whose hash the table has cached), else null
      * @param sequence  the change's log sequence while serving (0 on replay, or when nothing is logged): pages it frees
-     *                  are not handed out in an answer that does not wait for it ({@link BucketSpace#lastFreeSequence})
+     *                  are not handed out in an answer that does not wait for it ({@link BucketSpace#lastFreeSequence}),
+     *                  and a mapping it commits is handed to no reader before it is durable
+     *                  ({@link MappingTable#unconfirmedSequence})
      */
     void apply(Change change, String scopedKey, long sequence) {
         if (change instanceof Change.Allocated a) {
@@ -230,13 +232,14 @@ final class PageState {
                 pinnedBytes.add(-table.size(m));
             }
             table.setPlacement(m, placement);
-            table.setLeaseUntilNanos(m, 0);
+            table.setUnconfirmedSequence(m, sequence); // no lease: nobody has been handed it
             table.setLastUsedNanos(m, now());
             table.setPinned(m, c.pinned());
         } else {
             mappings.incrementAndGet();
             usage.keys.increment();
-            table.add(scoped, placement.bucket(), placement.offset(), placement.size(), placement.crc32c(), c.pinned(), now());
+            m = table.add(scoped, placement.bucket(), placement.offset(), placement.size(), placement.crc32c(), c.pinned(), now());
+            table.setUnconfirmedSequence(m, sequence);
         }
         if (c.pinned()) {
             pinnedMappings.incrementAndGet();

@@ -108,6 +108,9 @@ public final class Promotions {
                     || m < 0 || !shard.mappings.sameRange(m, placement)) {
                 return Result.ok(false);
             }
+            if (pages.notDurable(shard.mappings, m) != 0) {
+                return Result.ok(false); // its commit is not in the log yet: the holder would copy what may be lost; taken later
+            }
             task.holder = holder;
             task.takenNanos = now;
             pages.grantLease(shard.mappings, m);

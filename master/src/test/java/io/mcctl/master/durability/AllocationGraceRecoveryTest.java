@@ -77,6 +77,7 @@ class AllocationGraceRecoveryTest {
             assertTrue(pages.dropInFlight("t", "dropped").isOk());
             Placement leased = allocate(pages, "leased", PAGE);
             assertTrue(pages.notifySuccess("t", "leased", leased.withCrc(3)).isOk());
+            wal.whenDurable().get(10, TimeUnit.SECONDS); // as the notify is answered: a lookup finds it once the log holds it
             assertTrue(pages.getMapping("t", "leased").isOk());
             assertTrue(pages.remove("t", "leased").isOk()); // quarantined behind its read lease
             now.addAndGet(700 * MILLI);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.mcctl.master.PropertyTimeout;
+import io.mcctl.master.Tmpfs;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
@@ -43,6 +44,11 @@ import net.jqwik.api.lifecycle.AddLifecycleHook;
  * state (mappings, in-flight allocations with their deadlines, quarantine with its release times, bitmaps), with the
  * pages of every reservation left open held until its hold time. An allocation answered inside a reservation and then
  * lost with its record in a crash is remembered: no later allocation may get its pages while its writer may write.
+ *
+ * <p>A run's directory is a small tmpfs where the tests may mount one (they run as root), so that the log can really
+ * fail: its next write finds the filesystem full. Changes made since the last durable one are then applied but not in
+ * the log; no read may show them, no snapshot may keep them, and a restart must bring back exactly what the log holds.
+ * Where no tmpfs can be mounted, that step does nothing.
  */
 @AddLifecycleHook(PropertyTimeout.class)
 class CrashRecoveryPropertiesTest {
@@ -55,7 +61,8 @@ class CrashRecoveryPropertiesTest {
     static final String[] TENANTS = {"t1", "t2"};
 
     enum Kind { ALLOCATE, ALLOCATE_OVERWRITE, NOTIFY, NOTIFY_WRONG, FREE, REMOVE, LOOKUP, RENEW, DROP, EXPIRE_ALL, ADVANCE, SNAPSHOT, CRASH,
-        CRASH_UNACKNOWLEDGED, ANSWERED_THEN_CRASH, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED, PROMOTE, PROMOTION_TAKE, PROMOTION_END }
+        CRASH_UNACKNOWLEDGED, ANSWERED_THEN_CRASH, EVICT, QUOTA, GROW, GROW_THEN_CRASH_UNACKNOWLEDGED, PROMOTE, PROMOTION_TAKE, PROMOTION_END,
+        LOG_FAILS }
 
     /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
     static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
@@ -75,7 +82,7 @@ class CrashRecoveryPropertiesTest {
                 Tuple.of(2, Kind.EXPIRE_ALL), Tuple.of(3, Kind.ADVANCE), Tuple.of(2, Kind.SNAPSHOT), Tuple.of(2, Kind.CRASH),
                 Tuple.of(2, Kind.CRASH_UNACKNOWLEDGED), Tuple.of(3, Kind.ANSWERED_THEN_CRASH), Tuple.of(3, Kind.EVICT), Tuple.of(1, Kind.QUOTA),
                 Tuple.of(1, Kind.GROW), Tuple.of(1, Kind.GROW_THEN_CRASH_UNACKNOWLEDGED),
-                Tuple.of(3, Kind.PROMOTE), Tuple.of(2, Kind.PROMOTION_TAKE), Tuple.of(2, Kind.PROMOTION_END));
+                Tuple.of(3, Kind.PROMOTE), Tuple.of(2, Kind.PROMOTION_TAKE), Tuple.of(2, Kind.PROMOTION_END), Tuple.of(2, Kind.LOG_FAILS));
         Arbitrary<Step> step = Combinators.combine(kinds, Arbitraries.integers().between(0, TENANTS.length - 1),
                 Arbitraries.integers().between(0, KEYS.length - 1), Arbitraries.integers().between(1, 40)).as(Step::new);
         return step.list().ofMinSize(20).ofMaxSize(120);
@@ -125,6 +132,7 @@ class CrashRecoveryPropertiesTest {
             pages.setEviction(EVICTION);
             wal = new WriteAheadLog(stateDir, "test-cluster", recovered.lastSequence, 64 << 10, System::currentTimeMillis);
             pages.setChangeLog(wal.changeLog());
+            wal.onFailure(pages::refuseChanges); // as the master does: no more changes once the log failed
             snapshotter = new Snapshotter(pages, wal, stateDir, StateFixtures.layoutRecord(layout), 2, Map.of(), recovered.lastSequence);
         }
 
@@ -139,16 +147,102 @@ class CrashRecoveryPropertiesTest {
     }
 
     BucketLayout layout;
+    /** Whether the run's directory is a tmpfs of its own, which {@link Kind#LOG_FAILS} fills. */
+    boolean onTmpfs;
 
     @Property(tries = 40)
     void recovered_state_equals_the_live_state_for_everything_acknowledged(@ForAll("runs") List<Step> steps) throws Exception {
         Path root = Files.createTempDirectory("mcctl-crash-property");
         clock.set(0);
+        onTmpfs = Tmpfs.mount(root, "16m");
         try {
             run(root, steps);
         } finally {
+            if (onTmpfs) {
+                Tmpfs.unmount(root);
+            }
             deleteTree(root);
         }
+    }
+
+    /** What a {@link Kind#LOG_FAILS} step did to one key, and the last log sequence appended by then. */
+    enum Op { ALLOCATE, COMMIT, REMOVE }
+
+    record Made(KeyModel key, Op op, Placement placement, long sequence, long answerSequence) {
+    }
+
+    /**
+     * Changes keys of {@code tenant} (allocate, commit, remove), a round of one change a key before each wait for the log,
+     * with the state directory full, until the log fails; the model learns each change the log made durable. Returns the
+     * changes of the round the log failed in (none when it failed creating a segment between rounds), or null when it
+     * never failed: no key was left to change.
+     */
+    private List<Made> changeUntilTheLogFails(Live live, Map<String, KeyModel> model, String tenant, long now, String where) throws Exception {
+        List<Made> round = new ArrayList<>();
+        boolean failed = false;
+        for (int r = 0; r < 5_000 && !failed; r++) {
+            round.clear();
+            try {
+                for (int k = 0; k < KEYS.length; k++) {
+                    String key = KEYS[k];
+                    KeyModel km = model.computeIfAbsent(tenant + "\0" + key, x -> new KeyModel());
+                    if (km.expired(now)) {
+                        continue; // its reclaim would come first: two changes, not one
+                    }
+                    if (km.inFlight != null) {
+                        Placement written = km.inFlight.withCrc(r * KEYS.length + k);
+                        assertTrue(live.pages.notifySuccess(tenant, key, written).isOk(), where);
+                        round.add(new Made(km, Op.COMMIT, written, live.wal.lastAppended(), 0));
+                    } else if (km.committed != null && (r + k) % 3 == 0) {
+                        assertTrue(live.pages.remove(tenant, key).isOk(), where);
+                        round.add(new Made(km, Op.REMOVE, null, live.wal.lastAppended(), 0));
+                    } else {
+                        io.mcctl.master.service.AnswerBarrier answer = new io.mcctl.master.service.AnswerBarrier();
+                        Result<Placement> allocated = live.pages.allocate(live.pages.tenant(tenant), key, PAGE, true, false, answer);
+                        if (allocated.isOk()) {
+                            round.add(new Made(km, Op.ALLOCATE, allocated.value(), live.wal.lastAppended(), answer.sequence()));
+                        }
+                    }
+                }
+            } catch (io.mcctl.master.service.ChangeLog.Refused refused) {
+                failed = true; // the log's writer wrote on its own and failed meanwhile: that change was refused whole
+            }
+            if (!failed) {
+                try {
+                    live.durable();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    failed = true;
+                }
+            }
+            long durable = live.wal.lastDurable();
+            for (Made made : round) {
+                if (made.sequence() > durable) {
+                    continue;
+                }
+                KeyModel km = made.key();
+                switch (made.op()) {
+                    case ALLOCATE -> {
+                        km.inFlight = made.placement();
+                        km.deadline = now + DEADLINE.toNanos();
+                    }
+                    case COMMIT -> {
+                        km.committed = made.placement();
+                        km.inFlight = null;
+                        km.promoting = null;
+                        km.holder = null;
+                    }
+                    case REMOVE -> {
+                        km.committed = null;
+                        km.promoting = null;
+                        km.holder = null;
+                    }
+                }
+            }
+            if (round.isEmpty()) {
+                break; // nothing to change: every key waits for its expiry
+            }
+        }
+        return failed ? round : null;
     }
 
     private void run(Path root, List<Step> steps) throws Exception {
@@ -196,12 +290,17 @@ class CrashRecoveryPropertiesTest {
                     }
                     case NOTIFY -> {
                         Placement written = km.inFlight != null ? km.inFlight.withCrc(i) : new Placement(0, 0, 1, i);
-                        Result<Void> r = live.pages.notifySuccess(tenant, key, written);
+                        io.mcctl.master.service.AnswerBarrier answer = new io.mcctl.master.service.AnswerBarrier();
+                        Result<Void> r = live.pages.notifySuccess(live.pages.tenant(tenant), key, written, answer);
+                        // Its answer waits for its own commit (or, sent again, for the commit made already), nothing after.
+                        assertEquals(!r.isOk() ? io.mcctl.master.service.AnswerBarrier.EVERYTHING
+                                : km.inFlight != null && !km.expired(now) ? live.wal.lastAppended() : 0, answer.sequence(), where + ": " + r);
                         if (km.expired(now)) {
                             assertEquals(ErrorCode.OBJECT_NOT_FOUND, r.error(), where + ": past its deadline");
                             km.inFlight = null;
                         } else if (km.inFlight != null) {
                             assertTrue(r.isOk(), where + ": " + r);
+                            lookUpBeforeTheCommitIsDurable(live, tenant, key, written, where);
                             km.committed = written;
                             km.inFlight = null;
                             km.promoting = null; // an overwrite ends the task of the mapping it replaced
@@ -345,6 +444,77 @@ class CrashRecoveryPropertiesTest {
                         live.durable();
                         live.snapshotter.take();
                     }
+                    case LOG_FAILS -> {
+                        if (!onTmpfs) {
+                            break;
+                        }
+                        live.durable();
+                        live.pages.setEviction(PageService.EvictionPolicy.OFF); // each change the one the model expects
+                        Path filler = root.resolve("filler");
+                        Tmpfs.fill(filler);
+                        List<Made> lastRound = changeUntilTheLogFails(live, model, tenant, now, where);
+                        if (lastRound == null) {
+                            Files.delete(filler);
+                            live.pages.setEviction(EVICTION);
+                            break;
+                        }
+                        long durable = live.wal.lastDurable();
+                        java.util.Set<KeyModel> unlogged = new java.util.HashSet<>();
+                        for (Made made : lastRound) {
+                            if (made.sequence() > durable && made.op() != Op.ALLOCATE) {
+                                unlogged.add(made.key()); // its mapping was made or removed by a change the log does not hold
+                            }
+                        }
+                        // Reads once the log failed, on every path: a mapping the log does not hold is a miss, never data.
+                        List<String> ids = new ArrayList<>();
+                        List<String> names = new ArrayList<>();
+                        List<KeyModel> held = new ArrayList<>();
+                        model.forEach((scoped, keyModel) -> {
+                            String[] parts = scoped.split("\0", 2);
+                            ids.add(parts[0]);
+                            names.add(parts[1]);
+                            held.add(keyModel);
+                        });
+                        io.mcctl.master.service.AnswerBarrier wait = new io.mcctl.master.service.AnswerBarrier();
+                        List<Result<Placement>> batch = live.pages.getMappings(live.pages.batchTenants(), ids, names, wait);
+                        List<Result<Boolean>> exist = live.pages.existsAll(live.pages.batchTenants(), ids, names, wait);
+                        assertEquals(0, wait.sequence(), where + ": the log failed, so no lookup waits for it");
+                        for (int k = 0; k < names.size(); k++) {
+                            KeyModel keyModel = held.get(k);
+                            String which = where + ": " + ids.get(k) + "/" + names.get(k) + " after the log failed at " + durable;
+                            Placement expected = unlogged.contains(keyModel) ? null : keyModel.committed;
+                            for (Result<Placement> seen : List.of(batch.get(k), live.pages.getMapping(ids.get(k), names.get(k)),
+                                    live.pages.peek(ids.get(k), names.get(k)))) {
+                                if (expected == null) {
+                                    assertTrue(!seen.isOk(), which + ": the log does not hold it, yet it reads " + seen);
+                                } else {
+                                    assertEquals(expected, seen.value(), which);
+                                }
+                            }
+                            assertEquals(expected != null, exist.get(k).value(), which);
+                        }
+                        // Space is back, but no snapshot is written that would keep changes the log does not hold (when the
+                        // log failed creating a segment, everything appended is durable: a snapshot holds no more than it).
+                        Files.delete(filler);
+                        if (live.wal.lastAppended() > durable) {
+                            int snapshots = SnapshotFile.list(stateDir).size();
+                            Live failedLive = live;
+                            org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> failedLive.snapshotter.take(), where);
+                            assertEquals(snapshots, SnapshotFile.list(stateDir).size(), where + ": a snapshot published after the log failed");
+                        } else {
+                            live.snapshotter.take();
+                        }
+                        for (Made made : lastRound) {
+                            if (made.op() == Op.ALLOCATE && made.sequence() > durable && made.answerSequence() <= durable) {
+                                // Answered inside a durable reservation, its own record lost: its writer may write its pages.
+                                ghosts.add(new Ghost(made.placement(), now + DEADLINE.toNanos() + GRACE.toNanos()));
+                            }
+                        }
+                        // The restart: exactly what the log holds, which the model has learnt change by change (checked below).
+                        live = crash(live, stateDir, root, crashes++);
+                        assertEquals(durable, live.wal.lastAppended(), where + ": the restart replayed records past the last durable one");
+                        model.values().forEach(m -> m.holder = null); // holders are not logged: every task is queued again
+                    }
                     case CRASH -> {
                         live.durable();
                         StateFixtures.Captured before = StateFixtures.capture(live.pages);
@@ -393,6 +563,33 @@ class CrashRecoveryPropertiesTest {
         } finally {
             live.close();
         }
+    }
+
+    /**
+     * Looks up a mapping just committed, before the test waited for the log: it is seen only once the log holds its
+     * commit. A lookup that can wait says which sequence to wait for and then finds it; one that cannot is a miss until then.
+     */
+    private static void lookUpBeforeTheCommitIsDurable(Live live, String tenant, String key, Placement written, String where) throws Exception {
+        long commit = live.wal.lastAppended();
+        long durableBefore = live.wal.lastDurable();
+        Result<Placement> peeked = live.pages.peek(tenant, key);
+        long durableAfter = live.wal.lastDurable();
+        if (peeked.isOk()) {
+            assertEquals(written, peeked.value(), where);
+            assertTrue(durableAfter >= commit, where + ": seen before the log held its commit " + commit + " (durable: " + durableAfter + ")");
+        } else {
+            assertTrue(durableBefore < commit, where + ": a miss though the log held its commit: " + peeked);
+        }
+        io.mcctl.master.service.AnswerBarrier wait = new io.mcctl.master.service.AnswerBarrier();
+        Result<Placement> waited = live.pages.getMapping(live.pages.tenant(tenant), key, wait);
+        if (PageService.waitsForLog(waited)) {
+            assertEquals(commit, wait.sequence(), where + ": waits for the commit itself");
+            live.wal.whenDurable(wait.sequence()).get(10, TimeUnit.SECONDS);
+            waited = live.pages.getMapping(tenant, key);
+        } else {
+            assertEquals(0, wait.sequence(), where);
+        }
+        assertEquals(written, waited.value(), where);
     }
 
     /**

@@ -93,11 +93,17 @@ class SnapshotRecoveryTest {
      * both), in-flight allocations, a leased remove and a leased overwrite (quarantine), a plain remove and a freed allocation.
      */
     static void changes(PageService pages, String round) {
+        changes(pages, round, () -> { });
+    }
+
+    /** {@link #changes(PageService, String)} over a log: {@code awaitLog} waits for it before the commits are read, as a client's notify is answered. */
+    static void changes(PageService pages, String round, Runnable awaitLog) {
         for (int i = 0; i < 12; i++) {
             commit(pages, "alpha", round + "-shared-" + i, (i + 1) * PAGE - 7, false);
             commit(pages, "beta", round + "-shared-" + i, (12 - i) * PAGE + 1, false);
         }
         commit(pages, "alpha", round + "-alpha-only", 3 * PAGE, false);
+        awaitLog.run(); // a lookup finds a mapping once the log holds its commit
         allocate(pages, "alpha", round + "-in-flight", 2 * PAGE + 5, false);
         allocate(pages, "beta", round + "-shared-0", 4 * PAGE, true); // an overwrite still in flight
         removeWhileLeased(pages, "alpha", round + "-shared-1");
@@ -520,11 +526,12 @@ class SnapshotRecoveryTest {
     /** Three rounds of changes with two snapshots between them; returns the live state at the end and the snapshots. */
     private StateFixtures.Captured twoSnapshotsAndALogTail(List<Path> snapshots) throws Exception {
         try (LoggedService service = new LoggedService(Duration.ofSeconds(60), Duration.ofSeconds(60), 3, 64L << 20)) {
-            changes(service.pages, "one");
+            Runnable awaitLog = () -> service.wal.whenDurable().join();
+            changes(service.pages, "one", awaitLog);
             snapshots.add(service.snapshotter.take().path());
-            changes(service.pages, "two");
+            changes(service.pages, "two", awaitLog);
             snapshots.add(service.snapshotter.take().path());
-            changes(service.pages, "three");
+            changes(service.pages, "three", awaitLog);
             service.durable();
             return capture(service.pages);
         }

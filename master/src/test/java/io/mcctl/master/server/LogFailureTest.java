@@ -12,13 +12,15 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.mcctl.master.TestObjects;
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.Tmpfs;
+import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.client.TierReader;
 import io.mcctl.master.client.TierWriter;
+import io.mcctl.master.durability.WalReader;
 import io.mcctl.master.proto.v1.GetStatsResponse;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,7 +31,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -51,7 +61,7 @@ class LogFailureTest {
     @AfterEach
     void unmount() throws Exception {
         if (mount != null) {
-            run("umount", "-l", mount.toString()); // lazily: a segment that recovery mapped stays mapped until the collector unmaps it
+            Tmpfs.unmount(mount);
         }
     }
 
@@ -70,7 +80,7 @@ class LogFailureTest {
                 assertTrue(node.writer().offload("t", List.of(TestObjects.object(key, 3000)), false).get(0).ok(), key);
                 acknowledged.add(key);
             }
-            fill(mount);
+            Tmpfs.fill(mount.resolve("filler"));
             // Offload until the log's write fails: every offload either succeeds (acknowledged) or fails, never both.
             Object failed = null;
             for (int i = 0; i < 20_000 && failed == null; i++) {
@@ -126,7 +136,7 @@ class LogFailureTest {
         }
         // Space comes back (the operator grows the filesystem), then the restart.
         Files.delete(mount.resolve("filler"));
-        assertEquals(0, run("mount", "-o", "remount,size=16m", mount.toString()));
+        assertTrue(Tmpfs.resize(mount, "16m"));
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             assertEquals(null, cluster.master().pages().refusal());
             List<TierReader.Outcome> read = cluster.node(0).reader().get("t", acknowledged);
@@ -140,6 +150,148 @@ class LogFailureTest {
                     URI.create("http://127.0.0.1:" + cluster.master().metricsPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode());
             assertFalse(health.body().contains("unhealthy"));
+        }
+    }
+
+    /**
+     * Writers on several nodes (Session streams and unary calls) and a reader racing them, until the log fails on a full
+     * state directory. A mapping is readable only once the log holds it: what the racing reader read, and what any read
+     * finds once the log has failed, is in the log, and no key whose notify was not acknowledged reads back, before the
+     * restart or after it. The log holds exactly the acknowledged commits (a failed write is cut off the segment), and the
+     * restart brings back exactly those.
+     */
+    @Test
+    void after_a_failed_log_write_nothing_the_log_does_not_hold_is_readable_and_a_restart_brings_back_exactly_the_log()
+            throws Exception {
+        mountTmpfs("state", "128k");
+        BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
+        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
+                Duration.ofSeconds(5), MasterSettings.Durability.wal, mount, null, 2, 64L << 20, Map.of());
+        int writers = 3;
+        Set<String> acknowledged = ConcurrentHashMap.newKeySet();
+        Set<String> notAcknowledged = ConcurrentHashMap.newKeySet();
+        Set<String> readWhileWriting = ConcurrentHashMap.newKeySet();
+        try (TierCluster cluster = TierCluster.start(options, 0)) {
+            List<TierCluster.Node> nodes = List.of(cluster.addNode(true, MasterClient.Transport.STREAM),
+                    cluster.addNode(true, MasterClient.Transport.STREAM), cluster.addNode(true, MasterClient.Transport.UNARY));
+            TierCluster.Node readerNode = cluster.addNode(false, MasterClient.Transport.STREAM);
+            AtomicReferenceArray<String> writing = new AtomicReferenceArray<>(writers);
+            AtomicBoolean writersDone = new AtomicBoolean();
+            ExecutorService threads = Executors.newFixedThreadPool(writers + 1);
+            try {
+                List<Future<?>> running = new ArrayList<>();
+                for (int w = 0; w < writers; w++) {
+                    int writer = w;
+                    running.add(threads.submit(() -> {
+                        // Each writer offloads one key at a time until one is not acknowledged (the log failed under it).
+                        for (int i = 0; i < 20_000; i++) {
+                            String key = "w" + writer + "-" + i;
+                            writing.set(writer, key);
+                            try {
+                                TierWriter.Outcome outcome = nodes.get(writer).writer().offload("t", List.of(TestObjects.object(key, 100)), false).get(0);
+                                if (outcome.ok()) {
+                                    acknowledged.add(key);
+                                    continue;
+                                }
+                            } catch (MasterException e) {
+                                // refused, or the outcome is unknown: not acknowledged either way
+                            }
+                            notAcknowledged.add(key);
+                            return null;
+                        }
+                        return null;
+                    }));
+                }
+                Future<?> reading = threads.submit(() -> {
+                    // Reads the keys being written, racing their notifies: whatever reads back must be in the log.
+                    while (!writersDone.get()) {
+                        List<String> keys = new ArrayList<>();
+                        for (int w = 0; w < writers; w++) {
+                            if (writing.get(w) != null) {
+                                keys.add(writing.get(w));
+                            }
+                        }
+                        if (keys.isEmpty()) {
+                            Thread.onSpinWait();
+                            continue;
+                        }
+                        for (TierReader.Outcome read : readerNode.reader().get("t", keys)) {
+                            if (read.ok()) {
+                                assertArrayEquals(TestObjects.content(read.key(), 100), TestObjects.bytesOf(read.data()), read.key());
+                                readWhileWriting.add(read.key());
+                            }
+                        }
+                    }
+                    return null;
+                });
+                for (Future<?> writer : running) {
+                    writer.get(100, TimeUnit.SECONDS);
+                }
+                writersDone.set(true);
+                reading.get(10, TimeUnit.SECONDS);
+            } finally {
+                writersDone.set(true);
+                threads.shutdownNow();
+            }
+            assertNotNull(cluster.master().pages().refusal(), "the log never failed on a full filesystem");
+            assertEquals(writers, notAcknowledged.size(), "each writer stopped at its first key not acknowledged: " + notAcknowledged);
+
+            // Every read path, once the log has failed: a key not acknowledged reads as absent, an acknowledged one reads back.
+            MasterClient client = readerNode.client();
+            for (String key : notAcknowledged) {
+                List<TierReader.Outcome> read = readerNode.reader().get("t", List.of(key));
+                assertFalse(read.get(0).ok(), key + " was never acknowledged, yet it reads back: " + read.get(0));
+                assertFalse(client.exists("t", key), key + " was never acknowledged, yet it exists");
+                MasterException lookup = assertThrows(MasterException.class, () -> client.getMapping("t", key), key);
+                assertTrue(lookup.code() == io.mcctl.master.proto.v1.ErrorCode.OBJECT_NOT_FOUND
+                        || lookup.code() == io.mcctl.master.proto.v1.ErrorCode.REPLICA_IS_NOT_READY, lookup.getMessage()); // its allocation may be in flight
+                assertThrows(MasterException.class, () -> client.replicaList("t", key), key);
+            }
+            List<String> attempted = new ArrayList<>(acknowledged);
+            attempted.addAll(notAcknowledged);
+            List<TierReader.Outcome> read = readerNode.reader().get("t", attempted);
+            Set<String> readable = new TreeSet<>();
+            for (TierReader.Outcome one : read) {
+                if (one.ok()) {
+                    assertArrayEquals(TestObjects.content(one.key(), 100), TestObjects.bytesOf(one.data()), one.key());
+                    readable.add(one.key());
+                }
+            }
+            assertEquals(new TreeSet<>(acknowledged), readable, "readable once the log failed, against acknowledged");
+            Set<String> listed = new TreeSet<>();
+            for (String token = ""; ; ) {
+                io.mcctl.master.proto.v1.ListKeysResponse page = client.listKeys("t", "", 1000, token);
+                page.getKeysList().forEach(k -> listed.add(k.getKey()));
+                token = page.getNextPageToken();
+                if (token.isEmpty()) {
+                    break;
+                }
+            }
+            assertEquals(new TreeSet<>(acknowledged), listed, "listed once the log failed, against acknowledged");
+        }
+
+        // What the log holds: the commits of exactly the acknowledged keys (a write that failed was cut off the segment).
+        Set<String> logged = new TreeSet<>();
+        WalReader.read(mount, 0, false, (record, file, offset) -> {
+            if (record.hasCommitted()) {
+                logged.add(record.getCommitted().getKey());
+            }
+        });
+        assertEquals(new TreeSet<>(acknowledged), logged, "commits in the log, against acknowledged");
+        assertTrue(logged.containsAll(readWhileWriting), "read while being written, yet not in the log: "
+                + new TreeSet<>(readWhileWriting).stream().filter(k -> !logged.contains(k)).toList());
+
+        assertTrue(Tmpfs.resize(mount, "16m"));
+        try (TierCluster cluster = TierCluster.start(options, 1)) {
+            List<String> attempted = new ArrayList<>(acknowledged);
+            attempted.addAll(notAcknowledged);
+            Set<String> readable = new TreeSet<>();
+            for (TierReader.Outcome one : cluster.node(0).reader().get("t", attempted)) {
+                if (one.ok()) {
+                    readable.add(one.key());
+                }
+            }
+            assertEquals(logged, readable, "after the restart: exactly what the log holds");
         }
     }
 
@@ -182,7 +334,7 @@ class LogFailureTest {
             for (int i = 0; i < 500; i++) {
                 assertTrue(node.writer().offload("t", List.of(TestObjects.object("k-" + i + "-" + "x".repeat(200), 10)), false).get(0).ok());
             }
-            fill(mount);
+            Tmpfs.fill(mount.resolve("filler"));
             assertThrows(IOException.class, () -> cluster.master().snapshot());
             try (var files = Files.list(mount)) {
                 List<String> names = files.map(p -> p.getFileName().toString()).toList();
@@ -197,30 +349,7 @@ class LogFailureTest {
     private void mountTmpfs(String name, String size) throws Exception {
         Path target = dir.resolve(name);
         Files.createDirectories(target);
-        boolean mounted = run("mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", target.toString()) == 0;
-        assumeTrue(mounted, "needs root to mount a tmpfs");
+        assumeTrue(Tmpfs.mount(target, size), "needs root to mount a tmpfs");
         mount = target;
-    }
-
-    /** Writes a filler file until the filesystem is full. */
-    private static void fill(Path mount) throws IOException {
-        byte[] block = new byte[4096];
-        try (OutputStream out = Files.newOutputStream(mount.resolve("filler"))) {
-            while (true) {
-                out.write(block);
-            }
-        } catch (IOException full) {
-            // ENOSPC: the filesystem is full
-        }
-    }
-
-    private static int run(String... command) throws Exception {
-        try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor(30, TimeUnit.SECONDS) ? p.exitValue() : -1;
-        } catch (IOException e) {
-            return -1;
-        }
     }
 }

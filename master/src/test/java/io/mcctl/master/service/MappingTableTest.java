@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 class MappingTableTest {
 
     /** What the model holds of a mapping. */
-    record Held(int bucket, long offset, long size, int crc, boolean pinned, long lastUsed, long leaseUntil) {
+    record Held(int bucket, long offset, long size, int crc, boolean pinned, long lastUsed, long leaseUntil, long unconfirmed) {
     }
 
     /** Strings with one hash: "Aa" and "BB" hash alike, so every sequence of them does too. */
@@ -79,25 +79,28 @@ class MappingTableTest {
             assertEquals(model.containsKey(key), m >= 0, "found: " + printable(key));
             switch (random.nextInt(5)) {
                 case 0, 1 -> {
+                    // Made by a commit of some log sequence (not yet found durable), or by one the log held (0).
                     Held held = new Held(random.nextInt(256), random.nextLong() & Long.MAX_VALUE, 1 + random.nextInt(1 << 20),
-                            random.nextInt(), random.nextBoolean(), random.nextLong(), 0);
+                            random.nextInt(), random.nextBoolean(), random.nextLong(), 0, random.nextBoolean() ? 0 : random.nextLong() & Long.MAX_VALUE);
                     if (m < 0) {
                         int added = table.add(key, held.bucket, held.offset, held.size, held.crc, held.pinned, held.lastUsed);
                         assertEquals(table.size() - 1, added, "a new mapping takes the next number");
+                        assertEquals(0, table.unconfirmedSequence(added), "added with no lease and nothing to confirm");
+                        table.setUnconfirmedSequence(added, held.unconfirmed);
                     } else {
                         table.setPlacement(m, new Placement(held.bucket, held.offset, held.size, held.crc));
                         table.setPinned(m, held.pinned);
                         table.setLastUsedNanos(m, held.lastUsed);
-                        table.setLeaseUntilNanos(m, 0);
+                        table.setUnconfirmedSequence(m, held.unconfirmed);
                     }
                     model.put(key, held);
                 }
                 case 2 -> {
                     if (m >= 0) {
-                        long until = random.nextLong();
-                        table.setLeaseUntilNanos(m, until);
+                        long until = random.nextLong() & Long.MAX_VALUE;
+                        table.setLeaseUntilNanos(m, until); // a lease is granted only once the commit is durable: nothing left to confirm
                         Held h = model.get(key);
-                        model.put(key, new Held(h.bucket, h.offset, h.size, h.crc, h.pinned, h.lastUsed, until));
+                        model.put(key, new Held(h.bucket, h.offset, h.size, h.crc, h.pinned, h.lastUsed, until, 0));
                     }
                 }
                 default -> {
@@ -171,6 +174,7 @@ class MappingTableTest {
         assertEquals(held.pinned, table.pinned(m), printable(key));
         assertEquals(held.lastUsed, table.lastUsedNanos(m), printable(key));
         assertEquals(held.leaseUntil, table.leaseUntilNanos(m), printable(key));
+        assertEquals(held.unconfirmed, table.unconfirmedSequence(m), printable(key));
     }
 
     @Test

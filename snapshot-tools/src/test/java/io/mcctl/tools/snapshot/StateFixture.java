@@ -83,6 +83,9 @@ final class StateFixture implements AutoCloseable {
         Placement p = allocate(tenant, key, size);
         Result<Void> r = pages.notifySuccess(tenant, key, p.withCrc(crc));
         assertTrue(r.isOk(), r::toString);
+        if (wal != null) {
+            wal.whenDurable().join(); // as a notify is answered: readers find the mapping once the log holds it
+        }
         inFlight--;
         mappings++;
         return p.withCrc(crc);
