@@ -150,6 +150,20 @@ public final class TierCluster implements AutoCloseable {
         return master.metricsPort();
     }
 
+    /** The master's Prometheus text, as a scraper reads it from its metrics port. */
+    public String scrapeMetrics() throws IOException, InterruptedException {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPort() + "/metrics"))
+                .timeout(Duration.ofSeconds(10)).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /** The value of one series of the master's metrics ({@code name{label="value",...}} as exposed), empty when it has none. */
+    public java.util.OptionalDouble metric(String series) throws IOException, InterruptedException {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + java.util.regex.Pattern.quote(series) + " ([0-9.eE+-]+)$")
+                .matcher(scrapeMetrics());
+        return m.find() ? java.util.OptionalDouble.of(Double.parseDouble(m.group(1))) : java.util.OptionalDouble.empty();
+    }
+
     public GetStatsResponse stats() {
         return node(0).client().stats();
     }

@@ -196,6 +196,15 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
     @Override
     public Integer call() throws Exception {
         EffectiveConfig config = SettingsOptions.resolve(spec, settings());
+        java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
+        for (EffectiveConfig.Entry entry : config.entries()) {
+            settingsInForce.put(entry.setting().key(), entry.formattedValue());
+        }
+        try {
+            io.mcctl.master.server.ConnectionLimits.inForce(settingsInForce, config.sourceOf(MasterSettings.MAX_CONNECTIONS));
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCodes.USAGE, e.getMessage()); // before anything is logged, locked or laid out
+        }
         if (!config.get(StorageSettings.PAGE_MODE)) {
             // page_mode belongs to the writers (the RFC reads it in each node's storage backend and rolls it out node by
             // node), so the master serves both kinds at once whatever its own value.
@@ -210,10 +219,6 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
             EffectiveConfig.Entry busyPoll = config.entry(MasterSettings.BUSY_POLL);
             LOG.info("busy_poll {} (from {}): each transport thread polls its connections for {} after its last work before it sleeps",
                     busyPoll.formattedValue(), busyPoll.describeSource(), busyPoll.formattedValue());
-        }
-        java.util.Map<String, String> settingsInForce = new java.util.LinkedHashMap<>();
-        for (EffectiveConfig.Entry entry : config.entries()) {
-            settingsInForce.put(entry.setting().key(), entry.formattedValue());
         }
         String stateDir = config.get(MasterSettings.STATE_DIR);
         MasterServer.Options options = new MasterServer.Options(layout, config.get(StorageSettings.FS_TYPE),

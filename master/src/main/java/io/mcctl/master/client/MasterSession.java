@@ -11,6 +11,7 @@ import io.mcctl.master.proto.v1.SessionError;
 import io.mcctl.master.proto.v1.SessionRequest;
 import io.mcctl.master.proto.v1.SessionRequests;
 import io.mcctl.master.proto.v1.SessionResponse;
+import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.WireErrors;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -77,24 +78,12 @@ final class MasterSession {
     /** Most requests in one bundle. */
     private static final int BUNDLE_MAX_REQUESTS = 64;
     /**
-     * Most keys in one bundle: what one request may carry, so that a bundle's answers are never larger than those
-     * of the largest request (and well within the client's receive limit).
+     * Most keys in one bundle: what one request may carry (the master refuses a bundle with more), so that a bundle's
+     * answers are never larger than those of the largest request (and well within the client's receive limit).
      */
-    private static final long BUNDLE_MAX_KEYS = 10_000;
+    private static final long BUNDLE_MAX_KEYS = MasterGrpcService.MAX_BATCH;
     /** Most request bytes in one bundle. */
     private static final long BUNDLE_MAX_BYTES = 4 << 20;
-
-    /** The keys a request carries. */
-    static long keysOf(SessionRequest request) {
-        return switch (request.getRequestCase()) {
-            case ALLOCATE -> request.getAllocate().getKeysCount();
-            case NOTIFY -> request.getNotify().getKeysCount();
-            case LOOKUP -> request.getLookup().getKeysCount();
-            case FREE -> request.getFree().getKeysCount();
-            case REMOVE -> request.getRemove().getKeysCount();
-            case BUNDLE, REQUEST_NOT_SET -> 0;
-        };
-    }
 
     /** Half-closes the open stream, if any, so the master ends it once its answers are out. */
     void close() {
@@ -186,7 +175,7 @@ final class MasterSession {
                     long bytes = 0;
                     while (!unsent.isEmpty()) {
                         SessionRequest next = unsent.peek();
-                        long nextKeys = keysOf(next);
+                        long nextKeys = MasterGrpcService.keysOf(next);
                         long nextBytes = next.getSerializedSize();
                         if (!batch.isEmpty() && (batch.size() == BUNDLE_MAX_REQUESTS || keys + nextKeys > BUNDLE_MAX_KEYS
                                 || bytes + nextBytes > BUNDLE_MAX_BYTES)) {

@@ -143,12 +143,13 @@ public final class HaMaster implements AutoCloseable {
                     + master.durability() + " there is none");
         }
         Path stateDir = master.resolvedStateDir();
+        io.mcctl.master.server.ConnectionLimits connections = MasterServer.connectionLimits(master); // before anything is held
         StateLock lock = StateLock.acquireShared(stateDir);
         Server server = null;
         HTTPServer metricsServer = null;
         EtcdClient etcd = null;
         io.mcctl.master.server.TransportLoops loops = io.mcctl.master.server.TransportLoops.start("mcctl-master",
-                io.mcctl.master.server.MasterSettings.busyPoll(master.settings()));
+                io.mcctl.master.server.MasterSettings.busyPoll(master.settings()), connections);
         try {
             Path layoutFile = master.layout().layoutFile();
             java.nio.file.Files.createDirectories(master.layout().root());
@@ -169,6 +170,7 @@ public final class HaMaster implements AutoCloseable {
                 throw new IOException("cannot listen on " + master.bindHost() + ":" + master.port() + " for gRPC: " + e.getMessage(), e);
             }
             PrometheusRegistry metrics = new PrometheusRegistry();
+            loops.registerMetrics(metrics);
             etcd = new EtcdClient(options.etcd(), Duration.ofMillis(Math.max(500, options.leaseTtl().toMillis() / 4)));
             HaMaster[] self = new HaMaster[1];
             HTTPServer.Builder metricsBuilder = HTTPServer.builder().hostname(master.bindHost()).port(master.metricsPort()).registry(metrics)
@@ -359,6 +361,7 @@ public final class HaMaster implements AutoCloseable {
         MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
         service.answerOn(loops);
+        MasterServer.limitSessions(service, options.master());
         // Nodes register with the leader of the term, as they do with a restarted master: the registry lives in memory.
         ClientRegistry clients = new ClientRegistry(MasterServer.clientTtl(options.master()), System::nanoTime);
         service.serveClients(clients, MasterServer.promotionSettings(options.master()));

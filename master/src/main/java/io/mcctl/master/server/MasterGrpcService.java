@@ -125,6 +125,34 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     void useMetrics(MasterMetrics metrics) {
         this.metrics = metrics;
+        metrics.watchSessions(sessionBacklog);
+    }
+
+    /** What Session streams hold for clients that have not taken their answers, and its bounds. */
+    private final SessionBacklog sessionBacklog = new SessionBacklog();
+
+    SessionBacklog sessionBacklog() {
+        return sessionBacklog;
+    }
+
+    /**
+     * Bounds the answers Session streams hold for clients that do not take them: {@code perStream} bytes for one stream,
+     * {@code total} for all ({@link MasterSettings#SESSION_BACKLOG}, {@link MasterSettings#SESSION_BACKLOG_TOTAL}).
+     */
+    public void limitSessions(long perStream, long total) {
+        sessionBacklog.limit(perStream, total);
+    }
+
+    /** The keys a Session request carries; 0 for a bundle (its requests carry them) and for one that carries nothing. */
+    public static int keysOf(io.mcctl.master.proto.v1.SessionRequest request) {
+        return switch (request.getRequestCase()) {
+            case ALLOCATE -> request.getAllocate().getKeysCount();
+            case NOTIFY -> request.getNotify().getKeysCount();
+            case LOOKUP -> request.getLookup().getKeysCount();
+            case FREE -> request.getFree().getKeysCount();
+            case REMOVE -> request.getRemove().getKeysCount();
+            case BUNDLE, REQUEST_NOT_SET -> 0;
+        };
     }
 
     MasterMetrics metrics() {

@@ -198,6 +198,25 @@ public final class MasterMetrics {
         sessionBundledRequests.inc(requests);
     }
 
+    /** Exports what Session streams hold for clients that do not take their answers ({@code backlog}), read when scraped. */
+    void watchSessions(SessionBacklog backlog) {
+        GaugeWithCallback.builder().name("mcctl_master_session_backlog_bytes")
+                .help("Bytes of Session answers handed to the transport and not yet taken by their clients (to within the transport's "
+                        + "32 KiB ready threshold per stream)")
+                .callback(cb -> cb.call(backlog.held())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_session_streams_paused")
+                .help("Session streams the master does not read now because their clients are not taking answers")
+                .callback(cb -> cb.call(backlog.pausedStreams())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_session_streams_cancelled_total")
+                .help("Session streams cancelled with RESOURCE_EXHAUSTED because their clients did not take their answers, by the "
+                        + "bound an answer would have passed (stream_limit: session_backlog, total_limit: session_backlog_total)")
+                .labelNames("reason").callback(cb -> {
+                    for (SessionBacklog.Exceeded why : SessionBacklog.Exceeded.values()) {
+                        cb.call(backlog.cancelledTotal(why), why.label);
+                    }
+                }).register(registry);
+    }
+
     /** The series of one kind of Session request (REQUEST_NOT_SET: one that carried nothing; null for BUNDLE). */
     SessionKind session(io.mcctl.master.proto.v1.SessionRequest.RequestCase kind) {
         return sessionKinds.get(kind);

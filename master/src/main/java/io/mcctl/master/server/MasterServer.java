@@ -126,6 +126,24 @@ public final class MasterServer implements AutoCloseable {
                 max == null ? io.mcctl.master.service.Promotions.DEFAULT_MAX_TASKS : Integer.parseInt(max.trim())};
     }
 
+    /**
+     * The connection limits the settings in force give (see {@link ConnectionLimits}), logged once.
+     *
+     * @throws IllegalArgumentException (one line) when max_connections leaves too few descriptors for the master's own files
+     */
+    public static ConnectionLimits connectionLimits(Options options) {
+        ConnectionLimits limits = ConnectionLimits.inForce(options.settings());
+        LOG.info("connections: at most {} open at once ({}), each closed after {} without a call in progress", limits.maxConnections(),
+                limits.derivation(), io.mcctl.storage.config.DurationParser.format(limits.idleTimeout()));
+        return limits;
+    }
+
+    /** Bounds what {@code service}'s Session streams hold for clients that do not take their answers, as the settings say. */
+    public static void limitSessions(MasterGrpcService service, Options options) {
+        long[] backlog = MasterSettings.sessionBacklog(options.settings());
+        service.limitSessions(backlog[0], backlog[1]);
+    }
+
     /** The node registry and its owner-coupled replicas. */
     public ClientRegistry clients() {
         return clients;
@@ -172,6 +190,7 @@ public final class MasterServer implements AutoCloseable {
      */
     public static MasterServer start(Options options, StateLock lock, MasterSecurity security) throws IOException {
         Path stateDir = options.resolvedStateDir();
+        ConnectionLimits connections = connectionLimits(options); // a setting that cannot be used changes nothing
         StateLock owner = lock != null ? lock : StateLock.acquire(stateDir);
         Starting starting = new Starting();
         NettyServerBuilder serverBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(options.bindHost(), options.port()));
@@ -181,7 +200,7 @@ public final class MasterServer implements AutoCloseable {
             closeQuietly(owner);
             throw e;
         }
-        TransportLoops loops = TransportLoops.start("mcctl-master", MasterSettings.busyPoll(options.settings()));
+        TransportLoops loops = TransportLoops.start("mcctl-master", MasterSettings.busyPoll(options.settings()), connections);
         Server server = loops.configure(serverBuilder)
                 .directExecutor()
                 // A batch at its limits (MAX_BATCH keys of KeyRules.MAX_KEY_BYTES) is about 42 MiB: it must reach the
@@ -240,10 +259,12 @@ public final class MasterServer implements AutoCloseable {
             Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                     recovered.lastSequence);
             MasterMetrics metrics = new MasterMetrics(pages, wal);
+            loops.registerMetrics(metrics.registry());
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
             service.answerOn(loops);
+            limitSessions(service, options);
             // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
             ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
             service.serveClients(clients, promotionSettings(options));

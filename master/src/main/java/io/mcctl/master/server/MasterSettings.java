@@ -108,6 +108,57 @@ public final class MasterSettings {
         return text == null ? Duration.ZERO : parseBusyPoll(text);
     }
 
+    // ---- what clients can make the master hold: connections, and answers they do not read ----
+
+    /** {@link #MAX_CONNECTIONS}'s value for auto: derived from the open-file limit ({@link ConnectionLimits}). */
+    public static final int AUTO = 0;
+
+    public static final Setting<Integer> MAX_CONNECTIONS = Setting.of("max_connections", "MCCTL_MAX_CONNECTIONS", "--max-connections", "auto",
+            text -> text.equals("auto") ? AUTO : wholeNumber(text, 1, ConnectionLimits.LARGEST),
+            n -> n == AUTO ? "auto" : String.valueOf(n), "auto, or a whole number from 1 to " + ConnectionLimits.LARGEST,
+            "most client connections the gRPC port holds open at once; one more is closed as soon as it is accepted. auto: the "
+                    + "open-file limit less " + ConnectionLimits.FD_RESERVE + " descriptors kept for the master's own files (half the limit "
+                    + "below " + 2 * ConnectionLimits.FD_RESERVE + "), at most " + ConnectionLimits.MAX_AUTO_CONNECTIONS);
+
+    public static final Setting<Duration> CONNECTION_IDLE_TIMEOUT = Setting.of("connection_idle_timeout", "MCCTL_CONNECTION_IDLE_TIMEOUT",
+            "--connection-idle-timeout", "300s", text -> positive(DurationParser.parse(text)), DurationParser::format,
+            "a positive duration (" + DurationParser.ALLOWED + ")",
+            "a connection with no call in progress for this long is closed (a client connects again at its next call); a "
+                    + "connection that never sends a call is closed after it too");
+
+    /** {@link #SESSION_BACKLOG}'s default: 16 MiB, a few hundred thousand keys' answers. */
+    public static final long SESSION_BACKLOG_DEFAULT = 16L << 20;
+    /** {@link #SESSION_BACKLOG_TOTAL}'s default. */
+    public static final long SESSION_BACKLOG_TOTAL_DEFAULT = 256L << 20;
+
+    public static final Setting<Long> SESSION_BACKLOG = Setting.of("session_backlog", "MCCTL_SESSION_BACKLOG", "--session-backlog",
+            io.mcctl.storage.config.SizeParser.format(SESSION_BACKLOG_DEFAULT), text -> sizeBetween(text, 64L << 10, 1L << 30),
+            io.mcctl.storage.config.SizeParser::format, "a size from 64KiB to 1GiB",
+            "most bytes of answers a Session stream holds that its client has not taken; an answer past it cancels the stream "
+                    + "with RESOURCE_EXHAUSTED (the stream stops being read long before, while its client takes nothing)");
+
+    public static final Setting<Long> SESSION_BACKLOG_TOTAL = Setting.of("session_backlog_total", "MCCTL_SESSION_BACKLOG_TOTAL",
+            "--session-backlog-total", io.mcctl.storage.config.SizeParser.format(SESSION_BACKLOG_TOTAL_DEFAULT),
+            text -> sizeBetween(text, 1L << 20, 1L << 40), io.mcctl.storage.config.SizeParser::format, "a size from 1MiB to 1TiB",
+            "most bytes of answers all Session streams together hold that their clients have not taken; an answer past it, to a "
+                    + "client not taking answers, cancels that stream with RESOURCE_EXHAUSTED");
+
+    static long sizeBetween(String text, long min, long max) {
+        long size = io.mcctl.storage.config.SizeParser.parse(text);
+        if (size < min || size > max) {
+            throw new IllegalArgumentException("");
+        }
+        return size;
+    }
+
+    /** The {@link #SESSION_BACKLOG} and {@link #SESSION_BACKLOG_TOTAL} in force: per stream, then in all. */
+    public static long[] sessionBacklog(java.util.Map<String, String> settings) {
+        String perStream = settings.get(SESSION_BACKLOG.key());
+        String total = settings.get(SESSION_BACKLOG_TOTAL.key());
+        return new long[] {perStream == null ? SESSION_BACKLOG_DEFAULT : io.mcctl.storage.config.SizeParser.parse(perStream),
+                total == null ? SESSION_BACKLOG_TOTAL_DEFAULT : io.mcctl.storage.config.SizeParser.parse(total)};
+    }
+
     // ---- who may do what (docs/security.md): empty means off ----
 
     public static final Setting<String> TLS_CERT = Setting.of("tls_cert", "MCCTL_MASTER_TLS_CERT", "--tls-cert", "",
@@ -182,8 +233,8 @@ public final class MasterSettings {
                     + "(every cached object is lost to the cache; docs/ha.md)");
 
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
-            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, BUSY_POLL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY,
-            TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, BUSY_POLL, MAX_CONNECTIONS, CONNECTION_IDLE_TIMEOUT, SESSION_BACKLOG,
+            SESSION_BACKLOG_TOTAL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY, TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
 
     static double parseFraction(String text) {
         double value;

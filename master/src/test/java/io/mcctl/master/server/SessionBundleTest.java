@@ -185,6 +185,47 @@ class SessionBundleTest {
     }
 
     @Test
+    void a_bundle_larger_than_one_batch_is_refused_whole_naming_the_limit_and_changes_nothing() throws Exception {
+        // 64 files of 1 MiB: 16,384 pages, room for 10,000 one-page allocations and more.
+        try (TierCluster cluster = TierCluster.start(dir.resolve("root"), 64, 0);
+             RawStream stream = new RawStream(cluster.target())) {
+            int limit = MasterGrpcService.MAX_BATCH;
+            List<SessionRequest> allocations = new ArrayList<>();
+            for (int i = 0; i < 2 * limit; i++) {
+                allocations.add(SessionRequest.newBuilder().setId(i + 1).setAllocate(allocate("t", TierCluster.PAGE, "k" + i)).build());
+            }
+            stream.requests.onNext(bundle(100_000, allocations.toArray(SessionRequest[]::new)));
+            // Two requests of 6,000 keys each: few requests, too many keys.
+            String[] keys = new String[6_000];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = "w" + i;
+            }
+            stream.requests.onNext(bundle(100_001, SessionRequest.newBuilder().setId(100_002).setAllocate(allocate("t", TierCluster.PAGE, keys)).build(),
+                    SessionRequest.newBuilder().setId(100_003).setLookup(lookup("t", keys)).build()));
+            // At the limit: served.
+            stream.requests.onNext(bundle(100_004, allocations.subList(0, limit).toArray(SessionRequest[]::new)));
+
+            Map<Long, SessionResponse> refusals = stream.take(2);
+            for (long id : List.of(100_000L, 100_001L)) {
+                SessionResponse refusal = refusals.get(id);
+                assertTrue(refusal != null, "the bundle " + id + " is answered by its own id: " + refusals.keySet());
+                assertEquals(io.grpc.Status.Code.INVALID_ARGUMENT.value(), refusal.getError().getGrpcCode(), refusal.toString());
+                assertEquals(ErrorCode.INVALID_PARAMS, refusal.getError().getError());
+                assertTrue(refusal.getError().getMessage().contains("at most " + limit + " requests and " + limit + " keys"),
+                        refusal.getError().getMessage());
+            }
+            assertTrue(refusals.get(100_000L).getError().getMessage().contains("carries " + 2 * limit + " requests with " + 2 * limit + " keys"),
+                    refusals.get(100_000L).getError().getMessage());
+            assertTrue(refusals.get(100_001L).getError().getMessage().contains("carries 2 requests with 12000 keys"),
+                    refusals.get(100_001L).getError().getMessage());
+            Map<Long, SessionResponse> served = stream.take(limit);
+            assertEquals(limit, served.size());
+            served.values().forEach(answer -> assertEquals(ErrorCode.OK, answer.getAllocate().getResults(0).getStatus().getError(), answer.toString()));
+            assertEquals(limit, cluster.master().pages().inFlightCount(), "only the bundle at the limit was done");
+        }
+    }
+
+    @Test
     void callers_of_one_client_that_send_together_share_messages_and_every_answer_reaches_its_caller() throws Exception {
         int threads = 16;
         int cycles = 100;

@@ -387,7 +387,7 @@ public final class MountValidator {
     }
 
     /** The soft limit of the {@code Max open files} line of {@code /proc/<pid>/limits}; {@link Long#MAX_VALUE} for unlimited. */
-    static OptionalLong openFilesSoftLimit(List<String> lines) {
+    public static OptionalLong openFilesSoftLimit(List<String> lines) {
         for (String line : lines) {
             if (line.startsWith("Max open files")) {
                 String[] fields = line.substring("Max open files".length()).trim().split("\\s+");
