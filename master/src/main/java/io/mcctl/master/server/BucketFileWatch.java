@@ -12,6 +12,9 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,8 +26,11 @@ import org.slf4j.LoggerFactory;
  * the bucket size long over two checks in a row, when the master adopts it (a copy restored by an operator, or a file
  * created again); a bucket is HEALTHY again from then on. Each change of a bucket's health is one log line.
  *
- * <p>Every bucket is checked every {@code bucket_check_interval} on the housekeeping thread ({@link #checkAll}), and a
- * bucket whose writer gave up an allocation at the reaper's next tick ({@link #suspect}, from any thread, never blocking).
+ * <p>Every bucket is checked every {@code bucket_check_interval} ({@link #checkAllSoon}), and a bucket whose writer gave
+ * up an allocation at the reaper's next tick ({@link #suspect}, from any thread, never blocking; {@link
+ * #checkSuspectedSoon}). The housekeeping thread only hands the checks to a thread of this watch's own: a stat on a
+ * shared filesystem that hangs must not hold up the reaper. While a check runs, another asked for is dropped (the next
+ * interval or tick asks again), so a hung stat holds one thread and nothing queues behind it.
  *
  * <p>Thread safety: the checks themselves run one at a time under this object's monitor, which guards
  * {@link #laidOut} and {@link #candidates}; it nests inside no other lock and takes none but the logger's.
@@ -72,6 +78,31 @@ public final class BucketFileWatch {
         return pages.layout().bucketPath(bucket);
     }
 
+    /** Runs the checks asked for: one thread at most, made when needed and ended when idle; a check asked for while one runs is dropped. */
+    private final ThreadPoolExecutor checker = new ThreadPoolExecutor(0, 1, 1, TimeUnit.SECONDS, new SynchronousQueue<>(), task -> {
+        Thread thread = new Thread(task, "mcctl-bucket-file-check");
+        thread.setDaemon(true);
+        return thread;
+    }, new ThreadPoolExecutor.DiscardPolicy());
+
+    /** Checks every bucket's file on this watch's thread, unless a check runs there now. */
+    public void checkAllSoon() {
+        checker.execute(() -> {
+            try {
+                checkAll();
+            } catch (RuntimeException e) {
+                LOG.error("bucket file check failed; will retry at the next interval", e);
+            }
+        });
+    }
+
+    /** Checks the buckets {@link #suspect} asked for on this watch's thread, unless a check runs there now (the next tick asks again). */
+    public void checkSuspectedSoon() {
+        if (anySuspected) {
+            checker.execute(this::checkSuspected);
+        }
+    }
+
     /** Checks every bucket's file. */
     public synchronized void checkAll() {
         for (int b = 0; b < laidOut.length; b++) {
@@ -80,7 +111,7 @@ public final class BucketFileWatch {
     }
 
     /**
-     * Asks for a check of {@code bucket}'s file at the reaper's next tick ({@link #checkSuspected}): a writer gave up an
+     * Asks for a check of {@code bucket}'s file at the reaper's next tick ({@link #checkSuspectedSoon}): a writer gave up an
      * allocation there, perhaps because the file is gone. Any thread; never blocks.
      */
     public void suspect(int bucket) {
@@ -90,8 +121,8 @@ public final class BucketFileWatch {
         }
     }
 
-    /** Checks the buckets {@link #suspect} asked for since the last call (the reaper's tick). */
-    public void checkSuspected() {
+    /** Checks the buckets {@link #suspect} asked for since the last call. */
+    void checkSuspected() {
         if (!anySuspected) {
             return;
         }

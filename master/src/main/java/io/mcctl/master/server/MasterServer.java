@@ -330,9 +330,10 @@ public final class MasterServer implements AutoCloseable {
     }
 
     /**
-     * The master's housekeeping thread: the reaper (expired allocations, quarantine releases, eviction, and the bucket
-     * files a failed write put in doubt) every {@link #REAP_INTERVAL_MILLIS}, every bucket file every
-     * {@code bucketCheckInterval}, and a snapshot every {@code snapshotInterval} (null: none). Stopped with shutdownNow.
+     * The master's housekeeping thread: the reaper (expired allocations, quarantine releases, eviction, and a check of the
+     * bucket files a failed write put in doubt) every {@link #REAP_INTERVAL_MILLIS}, a check of every bucket file every
+     * {@code bucketCheckInterval} (both run on the watch's own thread), and a snapshot every {@code snapshotInterval}
+     * (null: none). Stopped with shutdownNow.
      */
     public static ScheduledExecutorService housekeeping(PageService pages, BucketFileWatch bucketFiles, Duration bucketCheckInterval,
                                                         Snapshotter snapshotter, Duration snapshotInterval) {
@@ -344,7 +345,7 @@ public final class MasterServer implements AutoCloseable {
         String[] lastReapFailure = {null};
         reaper.scheduleWithFixedDelay(() -> {
             try {
-                bucketFiles.checkSuspected();
+                bucketFiles.checkSuspectedSoon();
                 pages.reap();
                 pages.evictToWatermark(MAX_EVICTIONS_PER_PASS);
                 lastReapFailure[0] = null;
@@ -359,13 +360,7 @@ public final class MasterServer implements AutoCloseable {
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
         long checkEvery = bucketCheckInterval.toMillis();
-        reaper.scheduleWithFixedDelay(() -> {
-            try {
-                bucketFiles.checkAll();
-            } catch (RuntimeException e) {
-                LOG.error("bucket file check failed; will retry at the next interval", e);
-            }
-        }, checkEvery, checkEvery, TimeUnit.MILLISECONDS);
+        reaper.scheduleWithFixedDelay(bucketFiles::checkAllSoon, checkEvery, checkEvery, TimeUnit.MILLISECONDS);
         if (snapshotInterval != null) {
             long every = snapshotInterval.toMillis();
             reaper.scheduleWithFixedDelay(() -> {
