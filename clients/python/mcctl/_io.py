@@ -360,6 +360,15 @@ def bucket_of_file_name(path: str) -> Optional[int]:
         return None
 
 
+class BucketFileGone(OSError):
+    """A bucket file this client had open is gone from its path: deleted under the tier."""
+
+    def __init__(self, path: str):
+        super().__init__(f"bucket file {path} was deleted while this client had it open: what was written into it cannot be "
+                         f"read by any node (restore the file or restart the master, which creates it empty; see mcctl stats)")
+        self.errno = errno.ENOENT
+
+
 class BucketFiles:
     """The fd pool: at most one open fd per bucket file, shared by every thread (positional IO needs no
     shared position). Files are never created or truncated here; a missing one is FileNotFoundError.
@@ -367,8 +376,14 @@ class BucketFiles:
     Paths in descriptors are the master's; ``root`` is where this node mounts that root, so a path is
     rebased from ``master_root`` onto ``root``.
 
-    ``_lock`` guards ``_fds``, ``_closed`` and the creation of ``_sync_pool``; it is held only to look up or open an
-    fd, never for IO.
+    Each fd is remembered with the file it is open on (device and inode, from fstat). A bucket file deleted or replaced
+    under an open fd leaves the fd on a file no other node can open: ``check`` tells a writer so before it notifies, and
+    ``replace_if_stale`` lets a reader whose read failed take the file now at the path. A replaced fd is kept open, not
+    closed, until the client closes: another thread may be reading or writing through it, and a closed fd's number could
+    be handed to another file under that thread. Replacements are rare (an operator's act), so few are ever kept.
+
+    ``_lock`` guards ``_fds``, ``_identity``, ``_retired``, ``_closed`` and the creation of ``_sync_pool``; it is held
+    only to look up, open or replace an fd, never for IO.
     """
 
     # Files a batch's flushes run on at once: a batch's keys land in many bucket files (each key's home bucket),
@@ -383,6 +398,8 @@ class BucketFiles:
         self.bucket_count = bucket_count
         self._lock = threading.Lock()
         self._fds: dict = {}
+        self._identity: Dict[int, Tuple[int, int]] = {}  # fd -> (st_dev, st_ino) of the file it is open on
+        self._retired: List[int] = []  # fds replaced by the file now at their path, closed with the client
         self._local: dict = {}  # master path -> local path; written without the lock, every writer stores the same value
         # Bucket index -> fd, in front of _fds for reads that name buckets by index: written under the lock once the
         # fd is in _fds, read without it (a list item is read whole).
@@ -430,38 +447,99 @@ class BucketFiles:
                 raise OSError("the client is closed")
             fd = self._fds.get(path)
             if fd is None:
-                try:
-                    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-                except OSError as e:
-                    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-                        raise
-                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a read-only mount still serves reads
+                fd = self._open(path)
                 self._fds[path] = fd
             return fd
 
-    def sync(self, fds: Sequence[int]) -> Dict[int, OSError]:
-        """fdatasync of every fd of ``fds``, on up to SYNC_THREADS threads at once; the error of each that failed."""
-        failures: Dict[int, OSError] = {}
+    def _open(self, path: str) -> int:
+        """Opens ``path`` and remembers the file it opened. Caller holds the lock."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a read-only mount still serves reads
+        opened = os.fstat(fd)
+        self._identity[fd] = (opened.st_dev, opened.st_ino)
+        return fd
+
+    def check(self, path: str, fd: int) -> int:
+        """Whether the bytes written through ``fd`` are in the bucket file at ``path``, for every node to read: one stat
+        of the path. ``fd`` when they are (the path names the file ``fd`` is open on); otherwise the fd of the file now at
+        the path (opened here if needed), through which they must be written again. Raises BucketFileGone when no file
+        is at the path any more."""
+        try:
+            now = os.stat(path)
+        except FileNotFoundError:
+            raise BucketFileGone(path) from None
+        if self._identity.get(fd) == (now.st_dev, now.st_ino):
+            return fd
+        return self._replace(path, (now.st_dev, now.st_ino))
+
+    def replace_if_stale(self, bucket: int) -> bool:
+        """After a read of ``bucket`` that failed its checksum or met the end of the file: when the path now names another
+        file than the open fd's (the file was replaced under it), takes the new file in its place. Whether it did, and
+        the read is worth trying again."""
+        fd = self._by_bucket[bucket] if 0 <= bucket < self.bucket_count else None
+        if fd is None:
+            return False
+        try:
+            now = os.stat(self.bucket_path(bucket))
+        except OSError:
+            return False  # nothing to read instead: the read's own failure stands
+        if self._identity.get(fd) == (now.st_dev, now.st_ino):
+            return False
+        return self._replace(self.bucket_path(bucket), (now.st_dev, now.st_ino)) != fd
+
+    def _replace(self, path: str, at_path: Tuple[int, int]) -> int:
+        """The fd for ``path`` open on the file ``at_path`` names: the pool's own when it is (another thread replaced it
+        already), else a new one, the old kept in _retired."""
+        with self._lock:
+            if self._closed:
+                raise OSError("the client is closed")
+            old = self._fds.get(path)
+            if old is not None and self._identity.get(old) == at_path:
+                return old
+            fd = self._open(path)
+            self._fds[path] = fd
+            if old is not None:
+                self._retired.append(old)
+            bucket = bucket_of_file_name(path)
+            if bucket is not None and 0 <= bucket < self.bucket_count and self._by_bucket[bucket] is not None \
+                    and os.path.dirname(path) == self.root:
+                self._by_bucket[bucket] = fd
+            return fd
+
+    def flush(self, files: Dict[int, str]) -> Dict[int, Any]:
+        """fdatasync of every fd of ``files`` (fd -> path), then ``check`` of it against its path, on up to SYNC_THREADS
+        threads at once. Per fd: the fd its bytes are in for every node to read (itself), another fd to write them again
+        through (the file was replaced), or the OSError of the flush or the check (BucketFileGone: deleted)."""
+        results: Dict[int, Any] = {}
 
         def one(fd: int) -> None:
             try:
                 os.fdatasync(fd)
             except OSError as e:
-                failures[fd] = e
+                results[fd] = OSError(f"fdatasync of {files[fd]} failed: {e}")
+                return
+            try:
+                results[fd] = self.check(files[fd], fd)
+            except OSError as e:
+                results[fd] = e
 
-        if len(fds) <= 1:
-            for fd in fds:
+        if len(files) <= 1:
+            for fd in files:
                 one(fd)
-            return failures
+            return results
         with self._lock:
             if self._closed:
                 raise OSError("the client is closed")
             if self._sync_pool is None:
                 self._sync_pool = ThreadPoolExecutor(self.SYNC_THREADS, thread_name_prefix="mcctl-sync")
             pool = self._sync_pool
-        for _ in pool.map(one, fds):
+        for _ in pool.map(one, files):
             pass
-        return failures
+        return results
 
     def open_count(self) -> int:
         with self._lock:
@@ -470,7 +548,8 @@ class BucketFiles:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            fds, self._fds = list(self._fds.values()), {}
+            fds, self._fds = list(self._fds.values()) + self._retired, {}
+            self._retired = []
             self._by_bucket = [None] * self.bucket_count
             pool, self._sync_pool = self._sync_pool, None
         if pool is not None:

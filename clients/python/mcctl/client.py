@@ -494,16 +494,7 @@ class Client:
             except OSError as e:
                 outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
                 failed.append(i)
-        try:
-            unsynced = self._files.sync(list(paths))
-        except OSError as e:  # closed under the call
-            unsynced = {fd: e for fd in paths}
-        if unsynced:
-            for i, fd, _ in written:
-                if fd in unsynced:
-                    outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: fdatasync of {paths[fd]} failed: {unsynced[fd]}")
-                    failed.append(i)
-            written = [w for w in written if w[1] not in unsynced]
+        written = self._flush_and_check(written, paths, views, allocation.offsets, fence, outcomes, failed)
         if failed:
             self._free(keys, allocation, failed, outcomes)
         if written:
@@ -519,6 +510,65 @@ class Client:
                 for i, _, _ in written:
                     outcomes[i] = (e.result, f"{e} (written but not committed; the master reclaims the pages at the deadline)")
         return outcomes  # type: ignore[return-value]
+
+    # Times a batch writes its objects in a bucket file again when the file keeps being replaced under it, before it gives up.
+    MAX_REWRITES = 2
+
+    def _flush_and_check(self, written: List[Tuple[int, int, int]], paths: Dict[int, str], views: List[List[memoryview]],
+                         offsets: Sequence[int], fence: float, outcomes: list, failed: List[int]) -> List[Tuple[int, int, int]]:
+        """Makes the batch's writes durable (fdatasync of each file, the files at once), then checks that each fd written
+        through is still open on the bucket file at its path (one stat each): bytes written into a file deleted or
+        replaced under this client are in no file another node can read, and acknowledging them would lose them. Where
+        the path names another file (created again, or restored), the objects written there are written again through it
+        and checked again, up to MAX_REWRITES times; where it names none, or the flush failed, they fail (and are added to
+        ``failed``, their outcomes set). The objects written, flushed and checked, each with the fd it is in now."""
+        by_fd: Dict[int, List[Tuple[int, int, int]]] = {}
+        for entry in written:
+            by_fd.setdefault(entry[1], []).append(entry)
+        checked: List[Tuple[int, int, int]] = []
+        for attempt in range(self.MAX_REWRITES + 1):
+            if not by_fd:
+                break
+            try:
+                flushed = self._files.flush({fd: paths[fd] for fd in by_fd})
+            except OSError as e:  # closed under the call
+                flushed = {fd: e for fd in by_fd}
+            again: Dict[int, List[Tuple[int, int, int]]] = {}
+            for fd, objects in by_fd.items():
+                path = paths[fd]
+                now = flushed[fd]
+                failure = None
+                if isinstance(now, OSError):
+                    failure = f"WRITE_FAIL: {now}"
+                elif now != fd and attempt == self.MAX_REWRITES:
+                    failure = (f"WRITE_FAIL: bucket file {path} was replaced under this client {attempt + 1} times in a row "
+                               f"while the batch wrote into it; nothing was committed, write it again")
+                if failure is not None:
+                    for i, _, _ in objects:
+                        outcomes[i] = (errors.WRITE_FAIL, failure)
+                        failed.append(i)
+                    continue
+                if now == fd:
+                    checked.extend(objects)
+                    continue
+                paths[now] = path
+                for i, _, crc in objects:
+                    try:
+                        _io.pwrite_all(now, views[i], offsets[i], fence)
+                    except _io.WriteFenced:
+                        self._count("writes_fenced")
+                        outcomes[i] = (errors.WRITE_FAIL, "WRITE_FAIL: the allocation's deadline was within the write margin "
+                                                          "before its bucket file, replaced under this client, could be written again")
+                        failed.append(i)
+                        continue
+                    except OSError as e:
+                        outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
+                        failed.append(i)
+                        continue
+                    self._count("stale_file_rewrites")
+                    again.setdefault(now, []).append((i, now, crc))
+            by_fd = again
+        return checked
 
     # Longest a batch waits in all for room the master says is due from quarantine (a few read leases).
     MAX_WAIT_FOR_ROOM_S = 15.0
@@ -682,7 +732,7 @@ class Client:
         finally:
             self._stop_reading()
         answered = time.monotonic()
-        self._read_outcomes(plan, done, planned, keys, previous, early, early_counts)
+        self._read_outcomes(plan, done, planned, keys, previous, destination, early, early_counts)
         confirmed: List[int] = []
         if answered < previous_until:
             buckets, offsets, sizes, crcs = found.buckets, found.offsets, found.sizes, found.crcs
@@ -762,29 +812,50 @@ class Client:
 
     def _read_python(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
         """Reads objects ``start``... one by one with os.preadv; the index of the first one left for a fresh lease."""
+        checked: set = set()  # buckets whose files were checked for a replacement in this call
         for i in range(start, len(keys)):
             if i > start and time.monotonic() > safe_until:
                 return i
             target = self._target(i, keys, found, destination, outcomes)
             if target is None:
                 continue
-            size, regions = target
-            bucket, offset = found.buckets[i], found.offsets[i]
-            views = [_io.region_view(address, length) for address, length in regions]
+            outcomes[i] = self._read_one(i, keys, found, target, counts, checked)
+            if outcomes[i][0] >= 0:
+                counts["reads"] += 1
+        return len(keys)
+
+    def _read_one(self, i: int, keys, found: Placements, target: Tuple[int, List[Tuple[int, int]]], counts, checked: set) -> Tuple[int, str]:
+        """Reads object i with os.preadv into ``target`` (its size and regions) and checks it: its outcome. A read that
+        fails its checksum or meets the end of the file is tried once more when the bucket file turns out to have been
+        replaced under this client's fd (checked once per bucket of ``checked``): the object is in the new file."""
+        size, regions = target
+        bucket, offset = found.buckets[i], found.offsets[i]
+        views = [_io.region_view(address, length) for address, length in regions]
+        while True:
             try:
                 path = self._files.bucket_path(bucket)
                 self._files.check_range(path, offset, size)
                 _io.pread_all(self._files.bucket_fd(bucket), views, offset, path)
-            except (OSError, EOFError) as e:
-                outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
-                continue
+            except EOFError as e:
+                if self._replaced(bucket, checked):
+                    continue
+                return self._read_failed(keys[i], self._path_of(bucket), e, counts)
+            except OSError as e:
+                return self._read_failed(keys[i], self._path_of(bucket), e, counts)
             actual = _io.crc32c(views)
             if actual != found.crcs[i]:
-                outcomes[i] = self._checksum_failed(keys[i], path, offset, found.crcs[i], actual, counts)
-                continue
-            counts["reads"] += 1
-            outcomes[i] = (size, "")
-        return len(keys)
+                if self._replaced(bucket, checked):
+                    continue
+                return self._checksum_failed(keys[i], path, offset, found.crcs[i], actual, counts)
+            return size, ""
+
+    def _replaced(self, bucket: int, checked: set) -> bool:
+        """Whether ``bucket``'s file was replaced under this client's fd, which now is open on the new file: asked once per
+        bucket of ``checked`` (a stat of its path), so a file whose objects really fail costs one stat, not one per object."""
+        if bucket in checked:
+            return False
+        checked.add(bucket)
+        return self._files.replace_if_stale(bucket)
 
     def _read_native(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
         """Reads objects ``start``... in one call of the native batch reader (preadv and CRC32C of each, without
@@ -795,7 +866,7 @@ class Client:
             done = plan.run(safe_until, threads)
         finally:
             self._stop_reading()
-        return self._read_outcomes(plan, done, planned, keys, found, outcomes, counts)
+        return self._read_outcomes(plan, done, planned, keys, found, destination, outcomes, counts)
 
     def _start_reading(self, planned_bytes: int) -> int:
         """Counts a batch in the native reader until _stop_reading; the threads it may read on. Batches read at the
@@ -879,9 +950,11 @@ class Client:
                                        destination.addresses)
         return plan, range(len(buckets)), sum(sizes)
 
-    def _read_outcomes(self, plan: _io.ReadPlan, done: int, planned: List[int], keys, found: Placements, outcomes, counts) -> int:
+    def _read_outcomes(self, plan: _io.ReadPlan, done: int, planned: List[int], keys, found: Placements, destination, outcomes,
+                       counts) -> int:
         """Sets the outcomes of the first ``done`` objects of a plan that was read; the index of the first key left
-        unread (for a fresh lease), or len(keys)."""
+        unread (for a fresh lease), or len(keys). An object that failed its checksum or met the end of its file is read
+        again (_read_one) when its bucket file turns out to have been replaced under this client's fd."""
         files = self._files
         buckets, offsets, crcs = found.buckets, found.offsets, found.crcs
         read, details = plan.outcomes()
@@ -890,13 +963,22 @@ class Client:
             counts["reads"] += done
             return planned[done] if done < len(planned) else len(keys)
         failed = 0
+        checked: set = set()  # buckets whose files were checked for a replacement
+        replaced: set = set()  # of those, the ones replaced: each of their failed objects is read again from the new file
         for k in range(done):
             result = read[k]
             if result >= 0:
                 outcomes[planned[k]] = (result, "")
                 continue
-            failed += 1
             i, detail = planned[k], details[k]
+            if result in (_io.READ_CHECKSUM, _io.READ_END_OF_FILE) and (buckets[i] in replaced or self._replaced(buckets[i], checked)):
+                replaced.add(buckets[i])
+                target = self._target(i, keys, found, destination, outcomes)
+                if target is not None:
+                    outcomes[i] = self._read_one(i, keys, found, target, counts, checked)
+                    failed += outcomes[i][0] < 0
+                continue
+            failed += 1
             path = files.bucket_path(buckets[i])
             if result == _io.READ_CHECKSUM:
                 outcomes[i] = self._checksum_failed(keys[i], path, offsets[i], crcs[i], detail, counts)

@@ -15,6 +15,7 @@ import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.server.MasterServer;
+import io.mcctl.storage.layout.BucketFiles;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -25,6 +26,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayNameGeneration;
 import org.junit.jupiter.api.DisplayNameGenerator;
@@ -130,6 +132,20 @@ class FsckCommandTest {
         Files.delete(layout.bucketPath(3));
         CliRun run = fsck("fsck", "--state-dir", stateDir.toString()).expectExit(4);
         assertTrue(run.out().contains("bucket file 3 is missing"), run.out());
+    }
+
+    @Test
+    void deep_says_a_bucket_file_created_again_empty_lost_all_its_objects() throws Exception {
+        Map<Integer, Long> perBucket = mappings().stream().collect(java.util.stream.Collectors.groupingBy(
+                m -> m.getPlacement().getBucket(), java.util.stream.Collectors.counting()));
+        int bucket = perBucket.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+        Files.delete(layout.bucketPath(bucket));
+        BucketFiles.initialise(layout); // as a master start does: the missing file created again, empty
+
+        assertEquals(0, fsck("fsck", "--state-dir", stateDir.toString()).exitCode(), "without --deep the bytes are not read");
+        CliRun run = fsck("fsck", "--state-dir", stateDir.toString(), "--deep").expectExit(4);
+        assertTrue(run.out().contains("bucket file " + bucket + ": every one of its " + perBucket.get(bucket) + " objects fails its checksum"),
+                run.out());
     }
 
     @Test

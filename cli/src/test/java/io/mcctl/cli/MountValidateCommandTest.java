@@ -230,6 +230,25 @@ class MountValidateCommandTest {
                 CliRun run = validate(masterLayout.root(), "--master", "127.0.0.1:" + server.port()).expectOk();
                 assertTrue(line(run, "layout").contains("PASS"), run.out());
                 assertTrue(line(run, "layout").contains("and the master"), run.out());
+                assertTrue(line(run, "master-buckets").contains("PASS"), run.out());
+            }
+        }
+
+        @Test
+        void a_bucket_file_the_master_found_missing_is_named_by_the_local_check_and_the_masters() throws Exception {
+            BucketLayout masterLayout = small(dir.resolve("master-root"));
+            try (MasterServer server = MasterServer.start(new MasterServer.Options(masterLayout, "posix", "127.0.0.1", 0, 0,
+                    Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+                Files.delete(masterLayout.bucketPath(3));
+                server.bucketFiles().checkAll();
+                CliRun run = validate(masterLayout.root(), "--master", "127.0.0.1:" + server.port(), "-o", "json")
+                        .expectExit(ExitCodes.FAILED);
+                JsonNode report = json(run);
+                assertTrue(check(report, "bucket-files").get("detail").asText().contains("1 of 4 missing: bucket_03.data"), report.toString());
+                JsonNode seen = check(report, "master-buckets");
+                assertEquals("WARN", seen.get("status").asText());
+                assertTrue(seen.get("detail").asText().contains("bucket file 3 (bucket_03.data) missing"), seen.toString());
+                assertEquals("3", seen.get("unusable_buckets").asText());
             }
         }
     }

@@ -110,6 +110,22 @@ class StatsTopCommandTest {
     }
 
     @Test
+    void stats_names_a_bucket_whose_file_is_missing_in_text_and_json() throws Exception {
+        assertTrue(CliRun.run("stats", "--master", address).expectOk().out().contains("bucket files  all 4 healthy"));
+        Files.delete(master.options().layout().bucketPath(2));
+        master.bucketFiles().checkAll();
+
+        String out = CliRun.run("stats", "--master", address).expectOk().out();
+        assertTrue(out.startsWith("BUCKET FILES  1 of 4 take no allocations (their files are missing or replaced): bucket 2 missing"), out);
+        JsonNode report = JSON.readTree(CliRun.run("stats", "--master", address, "-o", "json").expectOk().out());
+        assertEquals("missing", report.get("buckets").get(2).get("file_state").asText());
+        assertEquals("healthy", report.get("buckets").get(1).get("file_state").asText());
+        assertEquals(1, report.get("bucket_files").get("missing").asLong());
+        assertEquals(3, report.get("bucket_files").get("healthy").asLong());
+        assertEquals(0, report.get("bucket_files").get("replaced").asLong());
+    }
+
+    @Test
     void stats_text_is_one_screen_with_the_tenant_table() {
         String out = CliRun.run("stats", "--master", address).expectOk().out();
         assertTrue(out.contains("7 / 1024 used (0.7%)"), out);

@@ -68,6 +68,13 @@ public final class TierCluster implements AutoCloseable {
                 io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20, java.util.Map.of(), allocationGrace);
     }
 
+    /** Long deadlines and leases, as {@link #start(Path, int, int)}, with the master settings {@code settings} (key: text). */
+    public static MasterServer.Options options(BucketLayout layout, java.util.Map<String, String> settings) {
+        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5),
+                io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20, settings,
+                MasterServer.Options.DEFAULT_ALLOCATION_GRACE);
+    }
+
     public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {
         MasterServer master = MasterServer.start(options);
         TierCluster cluster = new TierCluster(master);

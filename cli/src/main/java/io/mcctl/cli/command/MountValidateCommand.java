@@ -5,7 +5,12 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.SettingsOptions;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.stats.TierStatsReport;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.proto.v1.BucketFileState;
+import io.mcctl.master.proto.v1.BucketStats;
+import io.mcctl.master.proto.v1.GetStatsResponse;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.storage.config.DurationParser;
 import io.mcctl.storage.config.EffectiveConfig;
@@ -40,6 +45,8 @@ import picocli.CommandLine.Spec;
                 + "read-back probe in a scratch file (never a bucket file).",
                 "The layout checked is the root's layout record (mooncake.layout.json) where it has one; --bucket-count, --page-size and "
                         + "--bucket-size (or their environment or file settings) override it, with a note on stderr when they disagree.",
+                "With --master, also the master's own view of the bucket files: a bucket whose file it found missing or replaced "
+                        + "takes no allocations (master-buckets, a WARN naming them).",
                 "Exit 0 when no check FAILs, 1 when one does, 2 on bad input, 4 when --master cannot be reached."})
 public final class MountValidateCommand implements Callable<Integer>, SettingsOptions.UsesSettings {
 
@@ -82,14 +89,19 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
         err.flush();
         String fsType = config.get(StorageSettings.FS_TYPE);
         Optional<ExpectedLayout> expected = Optional.empty();
+        CheckResult masterBuckets = null;
         if (master != null) {
             try (MasterClient client = new MasterClient(master, limit)) {
                 GetLayoutResponse response = client.layout();
                 expected = Optional.of(new ExpectedLayout(response.getRootDir(), response.getBucketCount(), response.getPageSize(),
                         response.getBucketSize(), response.getClusterId(), response.getFsType()));
+                masterBuckets = masterBuckets(client);
             }
         }
-        List<CheckResult> results = MountValidator.validate(layout, fsType, expected, limit);
+        List<CheckResult> results = new ArrayList<>(MountValidator.validate(layout, fsType, expected, limit));
+        if (masterBuckets != null) {
+            results.add(masterBuckets);
+        }
         boolean fit = MountValidator.fit(results);
         Map<CheckResult.Status, Integer> counts = new EnumMap<>(CheckResult.Status.class);
         for (CheckResult.Status status : CheckResult.Status.values()) {
@@ -133,6 +145,42 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
         }
         out.flush();
         return fit ? ExitCodes.OK : ExitCodes.FAILED;
+    }
+
+    /** The check of the master's own view of the bucket files: the buckets it takes no allocations into, by name. */
+    static final String MASTER_BUCKETS = "master-buckets";
+
+    /**
+     * How the master last found each bucket file (GetStats): a bucket whose file it found missing or replaced takes no
+     * allocations, whatever this node sees. A WARN naming them; SKIP when the master does not say (an older master, or
+     * this caller may not read its stats).
+     */
+    static CheckResult masterBuckets(MasterClient client) {
+        GetStatsResponse stats;
+        try {
+            stats = client.stats();
+        } catch (MasterException e) {
+            return CheckResult.skip(MASTER_BUCKETS, "the master's view of the bucket files could not be read: " + e.getMessage());
+        }
+        List<String> unusable = new ArrayList<>();
+        StringBuilder buckets = new StringBuilder();
+        for (BucketStats bucket : stats.getBucketsList()) {
+            if (bucket.getFileState() != BucketFileState.BUCKET_FILE_HEALTHY) {
+                unusable.add("bucket file " + bucket.getBucket() + " (" + BucketLayout.bucketFileName(bucket.getBucket()) + ") "
+                        + TierStatsReport.fileState(bucket.getFileState()));
+                buckets.append(buckets.length() == 0 ? "" : ",").append(bucket.getBucket());
+            }
+        }
+        Map<String, Object> measured = new LinkedHashMap<>();
+        measured.put("unusable", unusable.size());
+        measured.put("unusable_buckets", buckets.toString());
+        if (unusable.isEmpty()) {
+            return CheckResult.pass(MASTER_BUCKETS, "the master finds all " + stats.getBucketsCount() + " bucket files as it laid them out",
+                    measured);
+        }
+        return CheckResult.warn(MASTER_BUCKETS, "the master takes no allocations into " + unusable.size() + " bucket(s) whose files it found "
+                + "missing or replaced: " + String.join(", ", unusable) + "; restore the files or restart the master "
+                + "(docs/operator-guide.md, \"Bucket file health\")", measured);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.mcctl.cli.stats;
 
+import io.mcctl.master.proto.v1.BucketFileState;
 import io.mcctl.master.proto.v1.BucketStats;
 import io.mcctl.master.proto.v1.GetStatsResponse;
 import io.mcctl.master.proto.v1.TenantStats;
@@ -120,9 +121,15 @@ public final class TierStatsReport {
             row.put("pages_allocated", b.getPagesAllocated());
             row.put("pages_free", b.getPagesFree());
             row.put("largest_free_run", b.getLargestFreeRun());
+            row.put("file_state", fileState(b));
             buckets.add(row);
         }
         report.put("buckets", buckets);
+        Map<String, Object> files = new LinkedHashMap<>();
+        for (BucketFileState state : FILE_STATES) {
+            files.put(fileState(state), stats.getBucketsList().stream().filter(b -> b.getFileState() == state).count());
+        }
+        report.put("bucket_files", files);
         return report;
     }
 
@@ -132,10 +139,17 @@ public final class TierStatsReport {
         if (!stats.getChangesRefused().isEmpty()) {
             lines.add(new String[] {"CHANGES REFUSED", stats.getChangesRefused()});
         }
+        String unusable = unusableBuckets();
+        if (unusable != null) {
+            lines.add(new String[] {"BUCKET FILES", unusable});
+        }
         lines.add(new String[] {"pages", String.format(Locale.ROOT, "%d / %d used (%s), %s of %s; %d in flight, %d quarantined",
                 stats.getPagesAllocated(), stats.getPagesTotal(), percent(usedShare()), SpaceBacking.bytes(stats.getPagesAllocated() * pageSize),
                 SpaceBacking.bytes(stats.getPagesTotal() * pageSize), stats.getInFlightAllocations(), stats.getQuarantinedPages())});
         lines.add(new String[] {"buckets", bucketSpread()});
+        if (unusable == null && stats.getBucketsCount() > 0) {
+            lines.add(new String[] {"bucket files", "all " + stats.getBucketsCount() + " healthy"});
+        }
         lines.add(new String[] {"mappings", stats.getMappings() + " in " + stats.getTenants() + (stats.getTenants() == 1 ? " tenant" : " tenants")});
         lines.add(new String[] {"eviction", eviction()});
         lines.add(new String[] {"oldest use", stats.getMappings() == 0 ? "-" : age(stats.getOldestUseAgeMs()) + " ago (least recently used object, sampled)"});
@@ -149,6 +163,35 @@ public final class TierStatsReport {
                         SpaceBacking.bytes(stats.getMemorySegmentBytes()), stats.getNodesAlive(), stats.getMemoryEvicted(),
                         stats.getPromotionTasks(), stats.getPromotionsSucceeded(), stats.getPromotionsFailed())});
         return lines;
+    }
+
+    /** The bucket file states GetStats sends, in order (not the UNRECOGNIZED a newer master's value reads as). */
+    private static final List<BucketFileState> FILE_STATES = List.of(BucketFileState.BUCKET_FILE_HEALTHY,
+            BucketFileState.BUCKET_FILE_MISSING, BucketFileState.BUCKET_FILE_REPLACED);
+
+    /** "healthy", "missing", "replaced", or the number a newer master sent. */
+    public static String fileState(BucketFileState state) {
+        return state == BucketFileState.UNRECOGNIZED ? "unknown" : state.name().substring("BUCKET_FILE_".length()).toLowerCase(Locale.ROOT);
+    }
+
+    private static String fileState(BucketStats bucket) {
+        return bucket.getFileState() == BucketFileState.UNRECOGNIZED ? "state " + bucket.getFileStateValue() : fileState(bucket.getFileState());
+    }
+
+    /** The buckets that take no allocations because of their files, or null when there is none. */
+    private String unusableBuckets() {
+        List<String> named = new ArrayList<>();
+        for (BucketStats b : stats.getBucketsList()) {
+            if (b.getFileState() != BucketFileState.BUCKET_FILE_HEALTHY) {
+                named.add("bucket " + b.getBucket() + " " + fileState(b));
+            }
+        }
+        if (named.isEmpty()) {
+            return null;
+        }
+        return named.size() + " of " + stats.getBucketsCount() + " take no allocations (their files are missing or replaced): "
+                + String.join(", ", named.size() > 8 ? named.subList(0, 8) : named) + (named.size() > 8 ? ", ..." : "")
+                + "; see docs/operator-guide.md, \"Bucket file health\"";
     }
 
     private String eviction() {

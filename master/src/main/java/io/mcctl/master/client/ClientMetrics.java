@@ -15,6 +15,7 @@ public final class ClientMetrics {
     final Counter checksumFailures;
     final Counter memoryReads;
     final Counter memoryFallbacks;
+    final Counter staleFileRewrites;
 
     public ClientMetrics(PrometheusRegistry registry) {
         this.registry = registry;
@@ -33,6 +34,9 @@ public final class ClientMetrics {
                 .help("Objects read from a MEMORY replica in a node's DRAM segment").withoutExemplars().register(registry);
         memoryFallbacks = Counter.builder().name("mcctl_client_memory_fallbacks_total")
                 .help("Objects with MEMORY replicas none of whose nodes could serve them: read by pread instead").register(registry);
+        staleFileRewrites = Counter.builder().name("mcctl_client_stale_bucket_file_rewrites_total")
+                .help("Objects written again before their notify because their bucket file was replaced under the writer's open file")
+                .register(registry);
     }
 
     public ClientMetrics() {
@@ -54,4 +58,6 @@ public final class ClientMetrics {
     public long memoryReadsTotal() { return (long) memoryReads.get(); }
 
     public long memoryFallbacksTotal() { return (long) memoryFallbacks.get(); }
+
+    public long staleFileRewritesTotal() { return (long) staleFileRewrites.get(); }
 }

@@ -186,9 +186,18 @@ public final class TierNode implements AutoCloseable {
         return pool.openCount();
     }
 
-    /** Makes the writes to {@code file} durable. */
-    void sync(Path file) throws IOException {
-        pool.channel(file).force(false);
+    /** The open file writes to {@code file} go through now: a writer remembers it before its first write there, for {@link #syncAll}. */
+    BucketFilePool.OpenFile openForWrite(Path file) throws IOException {
+        return pool.open(file);
+    }
+
+    /**
+     * What became of one file a batch wrote: flushed, and {@code current} is the open file it was written through (the
+     * bytes are in the bucket file at the path, for every node to read); or {@code current} is another open file, the
+     * file now at the path, through which the batch's objects there must be written again; or it {@code failed} (the
+     * flush failed, or the file is gone from its path).
+     */
+    record Flushed(BucketFilePool.OpenFile current, IOException failed) {
     }
 
     /**
@@ -201,18 +210,29 @@ public final class TierNode implements AutoCloseable {
     /** Threads for {@link #shareOut}, made on first use; idle ones end after a while. Guarded by {@code this}. */
     private ThreadPoolExecutor ioThreads;
 
-    /** Makes the writes to every file of {@code files} durable, the files at once; the failure of each that failed. */
-    Map<Path, IOException> syncAll(Collection<Path> files) {
-        Map<Path, IOException> failures = new ConcurrentHashMap<>();
-        List<Path> list = new ArrayList<>(files);
+    /**
+     * Makes the writes through each open file of {@code written} durable and checks that it is still the bucket file at
+     * its path (one stat of the path each; {@link BucketFilePool#verify}), the files at once.
+     */
+    Map<Path, Flushed> syncAll(Map<Path, BucketFilePool.OpenFile> written) {
+        Map<Path, Flushed> flushed = new ConcurrentHashMap<>();
+        List<Map.Entry<Path, BucketFilePool.OpenFile>> list = new ArrayList<>(written.entrySet());
         shareOut(0, list.size(), IO_THREADS - 1, () -> true, i -> {
+            Path file = list.get(i).getKey();
+            BucketFilePool.OpenFile through = list.get(i).getValue();
             try {
-                sync(list.get(i));
+                try {
+                    through.channel().force(false);
+                } catch (java.nio.channels.ClosedChannelException replaced) {
+                    // Closed under this writer: replaced by another thread (the check below finds the file now there), or
+                    // by an interrupt; either way what was written through it is written again.
+                }
+                flushed.put(file, new Flushed(pool.verify(file, through), null));
             } catch (IOException e) {
-                failures.put(list.get(i), e);
+                flushed.put(file, new Flushed(null, e));
             }
         });
-        return failures;
+        return flushed;
     }
 
     /**

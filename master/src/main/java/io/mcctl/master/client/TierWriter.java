@@ -10,6 +10,8 @@ import io.mcctl.master.proto.v1.NotifyDistributedDiskSuccessResponse;
 import io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse;
 import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.Placement;
+import io.mcctl.storage.io.BucketFileMissingException;
+import io.mcctl.storage.io.BucketFilePool;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -19,17 +21,18 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 /**
  * Offload: allocate pages for a batch, pwrite each object at the place the master gave (never a bucket
- * computed here), fsync the files written, then notify with each object's CRC32C. A key whose write fails
- * has its pages freed at once, so nothing leaks until the allocation deadline.
+ * computed here), fsync the files written, check that each open file written through is still the bucket file at its
+ * path (a file deleted or replaced under this node holds bytes no other node can read: the objects are written again
+ * into the file now there, or fail), then notify with each object's CRC32C. A key whose write fails has its pages freed
+ * at once, so nothing leaks until the allocation deadline.
  *
  * <p>The writer fences itself: a shared file cannot refuse a late pwrite, so the writer never starts one once its
  * own monotonic clock, started before the allocate request went out, says the allocation deadline (less a margin)
@@ -234,21 +237,20 @@ public final class TierWriter {
         List<Integer> written = new ArrayList<>();
         List<DistributedDiskDescriptor> writtenDescriptors = new ArrayList<>();
         List<Integer> failed = new ArrayList<>();
-        Set<Path> files = new LinkedHashSet<>();
-        ByteBuffer chunk = null;
+        // Per bucket file, the open file this batch's first write there went through: checked against the path before notify.
+        Map<Path, BucketFilePool.OpenFile> opened = new LinkedHashMap<>();
+        Chunk chunk = new Chunk(objects);
         for (int i = 0; i < n; i++) {
             if (places[i] == null || outcomes[i] != null) {
                 continue; // not allocated, or lost to a renewal the master refused
             }
             DistributedDiskDescriptor place = places[i];
             Path file = Path.of(place.getFilePath());
-            ObjectSource object = objects.get(i);
             try {
-                if (object.file() != null && chunk == null) {
-                    chunk = ByteBuffer.allocate((int) Math.min(chunkBytes, Math.max(1, maxFileBytes(objects))));
+                if (!opened.containsKey(file)) {
+                    opened.put(file, node.openForWrite(file));
                 }
-                int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, object, chunk);
-                files.add(file);
+                int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, objects.get(i), chunk);
                 places[i] = place.toBuilder().setCrc32C(crc).build();
                 written.add(i);
             } catch (AllocationExpiredException e) {
@@ -259,6 +261,7 @@ public final class TierWriter {
                 outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), place);
             }
         }
+        flushAndVerify(tenant, keys, objects, places, outcomes, written, failed, opened, fence, chunk);
         for (int i = 0; i < n; i++) {
             if (places[i] != null && outcomes[i] != null && !failed.contains(i)) {
                 failed.add(i); // lost to a renewal the master refused
@@ -267,21 +270,6 @@ public final class TierWriter {
         written.removeIf(i -> outcomes[i] != null);
         for (int i : written) {
             writtenDescriptors.add(places[i]);
-        }
-        Map<Path, IOException> unsynced = node.syncAll(files);
-        if (!unsynced.isEmpty()) {
-            for (int k = written.size() - 1; k >= 0; k--) {
-                int i = written.get(k);
-                Path file = Path.of(writtenDescriptors.get(k).getFilePath());
-                IOException e = unsynced.get(file);
-                if (e != null) {
-                    failed.add(i);
-                    outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, "fsync of " + file + " failed: " + e.getMessage(),
-                            writtenDescriptors.get(k));
-                    written.remove(k);
-                    writtenDescriptors.remove(k);
-                }
-            }
         }
         if (!failed.isEmpty()) {
             freeFailed(tenant, keys, outcomes, failed);
@@ -306,6 +294,86 @@ public final class TierWriter {
         List<Outcome> list = new ArrayList<>(n);
         Collections.addAll(list, outcomes);
         return list;
+    }
+
+    /** Times a batch writes its objects in a bucket file again when the file keeps being replaced under it, before it gives up. */
+    static final int MAX_REWRITES = 2;
+
+    /**
+     * Makes the batch's writes durable and checks, before anything is notified, that each open file they went through is
+     * still the bucket file at its path ({@link TierNode#syncAll}): bytes written into a file deleted or replaced under this
+     * node are in no file another node can read, and acknowledging them would lose them. Where the path now names another
+     * file (created again, or restored), the objects written there are written again through it and checked again, up to
+     * {@link #MAX_REWRITES} times; where it names none, or the flush failed, they fail (and their pages are freed).
+     */
+    private void flushAndVerify(String tenant, List<String> keys, List<ObjectSource> objects, DistributedDiskDescriptor[] places,
+                                Outcome[] outcomes, List<Integer> written, List<Integer> failed, Map<Path, BucketFilePool.OpenFile> opened,
+                                Fence fence, Chunk chunk) {
+        Map<Path, List<Integer>> byFile = new LinkedHashMap<>();
+        for (int i : written) {
+            byFile.computeIfAbsent(Path.of(places[i].getFilePath()), f -> new ArrayList<>()).add(i);
+        }
+        Map<Path, BucketFilePool.OpenFile> pending = new LinkedHashMap<>();
+        for (Path file : byFile.keySet()) {
+            pending.put(file, opened.get(file));
+        }
+        for (int round = 0; !pending.isEmpty(); round++) {
+            Map<Path, TierNode.Flushed> flushed = node.syncAll(pending);
+            Map<Path, BucketFilePool.OpenFile> again = new LinkedHashMap<>();
+            for (Map.Entry<Path, BucketFilePool.OpenFile> entry : pending.entrySet()) {
+                Path file = entry.getKey();
+                TierNode.Flushed result = flushed.get(file);
+                if (result.failed() == null && result.current() == entry.getValue()) {
+                    continue; // durable, in the file every node reads
+                }
+                String failure = result.failed() instanceof BucketFileMissingException missing ? "write failed: " + missing.getMessage()
+                        : result.failed() != null ? "fsync of " + file + " failed: " + result.failed().getMessage()
+                        : round == MAX_REWRITES ? "write failed: bucket file " + file + " was replaced under this node " + (round + 1)
+                        + " times in a row while the batch wrote into it; nothing was committed, write it again" : null;
+                for (int i : byFile.get(file)) {
+                    if (outcomes[i] != null) {
+                        continue; // lost to a renewal the master refused, under a rewrite
+                    }
+                    if (failure != null) {
+                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, failure, places[i]);
+                        failed.add(i);
+                        continue;
+                    }
+                    try {
+                        int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, objects.get(i), chunk);
+                        places[i] = places[i].toBuilder().setCrc32C(crc).build();
+                        node.metrics().staleFileRewrites.inc();
+                    } catch (AllocationExpiredException e) {
+                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.OBJECT_NOT_FOUND, e.getMessage(), places[i]);
+                        failed.add(i);
+                    } catch (IOException | RuntimeException e) {
+                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), places[i]);
+                        failed.add(i);
+                    }
+                }
+                if (failure == null) {
+                    again.put(file, result.current());
+                }
+            }
+            pending = again;
+        }
+    }
+
+    /** The buffer objects read from files are written through, made at the first such object and kept for the batch. */
+    private final class Chunk {
+        private final List<ObjectSource> objects;
+        private ByteBuffer buffer;
+
+        Chunk(List<ObjectSource> objects) {
+            this.objects = objects;
+        }
+
+        ByteBuffer buffer() {
+            if (buffer == null) {
+                buffer = ByteBuffer.allocate((int) Math.min(chunkBytes, Math.max(1, maxFileBytes(objects))));
+            }
+            return buffer;
+        }
     }
 
     /**
@@ -363,12 +431,13 @@ public final class TierWriter {
      * @return the CRC32C of the object's bytes
      */
     private int writeObject(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, int i,
-                            Fence fence, Path file, ObjectSource object, ByteBuffer chunk) throws IOException, AllocationExpiredException {
+                            Fence fence, Path file, ObjectSource object, Chunk chunks) throws IOException, AllocationExpiredException {
         CRC32C crc = new CRC32C();
         long position = places[i].getOffset();
         long size = object.size();
         long done = 0;
         if (object.file() != null) {
+            ByteBuffer chunk = chunks.buffer();
             try (FileChannel source = FileChannel.open(object.file(), StandardOpenOption.READ)) {
                 while (done < size) {
                     chunk.clear();

@@ -371,7 +371,8 @@ public final class HaMaster implements AutoCloseable {
         for (ServerMethodDefinition<?, ?> method : served.getMethods()) {
             methods.put(method.getMethodDescriptor().getFullMethodName(), method);
         }
-        ScheduledExecutorService housekeeping = MasterServer.housekeeping(pages, snapshotter, options.master().snapshotInterval());
+        ScheduledExecutorService housekeeping = MasterServer.housekeeping(pages, MasterServer.watchBucketFiles(pages, init),
+                MasterServer.bucketCheckInterval(options.master()), snapshotter, options.master().snapshotInterval());
         if (!held.valid()) {
             housekeeping.shutdownNow();
             clients.close();
@@ -546,7 +547,9 @@ public final class HaMaster implements AutoCloseable {
                 String why = whyNotServing(leading);
                 if (leading != null && why == null) {
                     status = 200;
-                    body = "ok: leader of epoch " + leading.epoch() + "\n";
+                    String degraded = io.mcctl.master.server.HealthHandler.degraded(leading.pages());
+                    body = (degraded == null ? "ok" : "degraded") + ": leader of epoch " + leading.epoch()
+                            + (degraded == null ? "" : "; " + degraded) + "\n";
                 } else {
                     status = 503;
                     body = role.name().toLowerCase(java.util.Locale.ROOT) + ": " + (why != null ? why : "following the leader at "

@@ -9,9 +9,11 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The master's health on its metrics port: {@code /health} answers 200 "ok" while the master takes changes, and
- * 503 with the reason once it refuses them (its write-ahead log failed). Every other path is 404.
+ * 503 with the reason once it refuses them (its write-ahead log failed). A master that serves with buckets out of
+ * allocation (their files missing or replaced) answers 200 "degraded: ..." naming them: it serves, and allocations spill
+ * to the other buckets. Every other path is 404.
  */
-final class HealthHandler implements HttpHandler {
+public final class HealthHandler implements HttpHandler {
 
     static final String PATH = "/health";
 
@@ -19,6 +21,16 @@ final class HealthHandler implements HttpHandler {
 
     HealthHandler(PageService pages) {
         this.pages = pages;
+    }
+
+    /** The buckets that take no allocations and why, in one line; null when every bucket file is healthy. */
+    public static String degraded(PageService pages) {
+        java.util.List<String> unusable = BucketFileWatch.describeUnusable(pages);
+        if (unusable.isEmpty()) {
+            return null;
+        }
+        return unusable.size() + " of " + pages.layout().bucketCount() + " buckets take no allocations: " + String.join("; ", unusable)
+                + " (docs/operator-guide.md, \"Bucket file health\")";
     }
 
     @Override
@@ -29,8 +41,9 @@ final class HealthHandler implements HttpHandler {
             String body;
             if (PATH.equals(path)) {
                 String refusal = pages.refusal();
+                String degraded = degraded(pages);
                 status = refusal == null ? 200 : 503;
-                body = refusal == null ? "ok\n" : "unhealthy: " + refusal + "\n";
+                body = refusal != null ? "unhealthy: " + refusal + "\n" : degraded != null ? "degraded: " + degraded + "\n" : "ok\n";
             } else {
                 status = 404;
                 body = "not found: the master serves /metrics and " + PATH + "\n";

@@ -882,7 +882,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             long allocated = pages.allocator(b).allocatedCount();
             response.addBuckets(BucketStats.newBuilder().setBucket(b).setPagesAllocated(allocated)
                     .setPagesFree(pages.allocator(b).pageCount() - allocated)
-                    .setLargestFreeRun(pages.allocator(b).largestFreeRun()));
+                    .setLargestFreeRun(pages.allocator(b).largestFreeRun()).setFileState(BucketFileWatch.wireState(pages.bucketHealth(b))));
         }
         reply(observer, response.build());
     }

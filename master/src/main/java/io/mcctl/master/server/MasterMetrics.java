@@ -47,6 +47,27 @@ public final class MasterMetrics {
                         cb.call(pages.allocator(b).pageCount() - pages.allocator(b).allocatedCount(), Integer.toString(b));
                     }
                 }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_bucket_files")
+                .help("Bucket files by health: healthy, missing or replaced (buckets not healthy take no allocations; see /health)")
+                .labelNames("state").callback(cb -> {
+                    long[] counts = new long[io.mcctl.master.service.BucketHealth.values().length];
+                    for (int b = 0; b < buckets; b++) {
+                        counts[pages.bucketHealth(b).ordinal()]++;
+                    }
+                    for (io.mcctl.master.service.BucketHealth health : io.mcctl.master.service.BucketHealth.values()) {
+                        cb.call(counts[health.ordinal()], health.name().toLowerCase(java.util.Locale.ROOT));
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_bucket_file_unhealthy")
+                .help("1 for each bucket whose file is missing or replaced, labelled with the bucket and its state; no series for healthy ones")
+                .labelNames("bucket", "state").callback(cb -> {
+                    for (int b = 0; b < buckets; b++) {
+                        io.mcctl.master.service.BucketHealth health = pages.bucketHealth(b);
+                        if (health != io.mcctl.master.service.BucketHealth.HEALTHY) {
+                            cb.call(1, Integer.toString(b), health.name().toLowerCase(java.util.Locale.ROOT));
+                        }
+                    }
+                }).register(registry);
         CounterWithCallback.builder().name("mooncake_master_distributed_page_allocations_total")
                 .help("Pages handed out by allocations").callback(cb -> cb.call(pages.pageAllocationsTotal())).register(registry);
         CounterWithCallback.builder().name("mooncake_master_distributed_page_frees_total")

@@ -100,6 +100,7 @@ public final class MasterServer implements AutoCloseable {
     /** Held from before the state directory is read until the log is closed. */
     private final StateLock owner;
     private final PageService pages;
+    private final BucketFileWatch bucketFiles;
     private final LayoutFile.Record layoutRecord;
     private final BucketFiles.InitResult init;
     private final Server server;
@@ -116,6 +117,29 @@ public final class MasterServer implements AutoCloseable {
     public static Duration clientTtl(Options options) {
         String text = options.settings().get(MasterSettings.CLIENT_TTL.key());
         return text == null ? ClientRegistry.DEFAULT_TTL : MasterSettings.positive(io.mcctl.storage.config.DurationParser.parse(text));
+    }
+
+    /** The bucket_check_interval in the settings in force (see {@link MasterSettings#BUCKET_CHECK_INTERVAL}), else its default. */
+    public static Duration bucketCheckInterval(Options options) {
+        String text = options.settings().get(MasterSettings.BUCKET_CHECK_INTERVAL.key());
+        return MasterSettings.positive(io.mcctl.storage.config.DurationParser.parse(text == null ? MasterSettings.BUCKET_CHECK_INTERVAL.defaultText() : text));
+    }
+
+    /**
+     * The watch over the bucket files, taking the files the start laid out as the master's, and told of every failed write.
+     * A bucket file that was missing at the start of a root laid out before has been created empty: said here, with what
+     * that costs (the objects committed there read as misses: their checksums fail).
+     */
+    public static BucketFileWatch watchBucketFiles(PageService pages, BucketFiles.InitResult init) {
+        for (int bucket : init.recreated()) {
+            long allocated = pages.allocator(bucket).allocatedCount();
+            LOG.warn("bucket file {} ({}) was missing at start and has been created empty: {}", bucket, pages.layout().bucketPath(bucket),
+                    allocated == 0 ? "nothing was allocated there" : "the objects on its " + allocated + " allocated pages read as misses "
+                            + "(their checksums fail) until they are evicted or removed; mcctl fsck --deep names them");
+        }
+        BucketFileWatch watch = new BucketFileWatch(pages);
+        pages.onFailedWrite(watch::suspect);
+        return watch;
     }
 
     /** The promotion settings in force ({@link MasterSettings#PROMOTION_READS}, {@link MasterSettings#PROMOTION_MAX_TASKS}). */
@@ -149,12 +173,13 @@ public final class MasterServer implements AutoCloseable {
         return clients;
     }
 
-    private MasterServer(Options options, StateLock owner, PageService pages, BucketFiles.InitResult init, Server server,
+    private MasterServer(Options options, StateLock owner, PageService pages, BucketFileWatch bucketFiles, BucketFiles.InitResult init, Server server,
                          TransportLoops loops, HTTPServer metricsServer, ScheduledExecutorService reaper, WriteAheadLog wal,
                          Snapshotter snapshotter, StateRecovery.Recovered recovered) {
         this.options = options;
         this.owner = owner;
         this.pages = pages;
+        this.bucketFiles = bucketFiles;
         this.init = init;
         this.layoutRecord = init.layout();
         this.server = server;
@@ -238,6 +263,7 @@ public final class MasterServer implements AutoCloseable {
             PageService pages = recovered.pages;
             LayoutGrowth.reconcile(pages.layout(), init.layout());
             pages.setEviction(options.eviction());
+            BucketFileWatch bucketFiles = watchBucketFiles(pages, init);
             LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                             + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
                     pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
@@ -270,7 +296,7 @@ public final class MasterServer implements AutoCloseable {
             service.serveClients(clients, promotionSettings(options));
             MasterServer master;
             try {
-                master = serve(options, security, owner, starting, server, loops, pages, init, wal, snapshotter, recovered, metrics,
+                master = serve(options, security, owner, starting, server, loops, pages, bucketFiles, init, wal, snapshotter, recovered, metrics,
                         intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
                                 io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
                                         .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
@@ -294,7 +320,7 @@ public final class MasterServer implements AutoCloseable {
 
     /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
     private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
-                                      TransportLoops loops, PageService pages,
+                                      TransportLoops loops, PageService pages, BucketFileWatch bucketFiles,
                                       BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
                                       StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service,
                                       ServerServiceDefinition status)
@@ -309,8 +335,8 @@ public final class MasterServer implements AutoCloseable {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
         starting.ready(service, status);
-        ScheduledExecutorService reaper = housekeeping(pages, snapshotter, options.snapshotInterval());
-        return new MasterServer(options, owner, pages, init, server, loops, metricsServer, reaper, wal, snapshotter, recovered);
+        ScheduledExecutorService reaper = housekeeping(pages, bucketFiles, bucketCheckInterval(options), snapshotter, options.snapshotInterval());
+        return new MasterServer(options, owner, pages, bucketFiles, init, server, loops, metricsServer, reaper, wal, snapshotter, recovered);
     }
 
     /**
@@ -325,10 +351,13 @@ public final class MasterServer implements AutoCloseable {
     }
 
     /**
-     * The master's housekeeping thread: the reaper (expired allocations, quarantine releases, eviction) every
-     * {@link #REAP_INTERVAL_MILLIS}, and a snapshot every {@code snapshotInterval} (null: none). Stopped with shutdownNow.
+     * The master's housekeeping thread: the reaper (expired allocations, quarantine releases, eviction, and a check of the
+     * bucket files a failed write put in doubt) every {@link #REAP_INTERVAL_MILLIS}, a check of every bucket file every
+     * {@code bucketCheckInterval} (both run on the watch's own thread), and a snapshot every {@code snapshotInterval}
+     * (null: none). Stopped with shutdownNow.
      */
-    public static ScheduledExecutorService housekeeping(PageService pages, Snapshotter snapshotter, Duration snapshotInterval) {
+    public static ScheduledExecutorService housekeeping(PageService pages, BucketFileWatch bucketFiles, Duration bucketCheckInterval,
+                                                        Snapshotter snapshotter, Duration snapshotInterval) {
         ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread thread = new Thread(r, "mcctl-master-reaper");
             thread.setDaemon(true);
@@ -337,6 +366,7 @@ public final class MasterServer implements AutoCloseable {
         String[] lastReapFailure = {null};
         reaper.scheduleWithFixedDelay(() -> {
             try {
+                bucketFiles.checkSuspectedSoon();
                 pages.reap();
                 pages.evictToWatermark(MAX_EVICTIONS_PER_PASS);
                 lastReapFailure[0] = null;
@@ -350,6 +380,8 @@ public final class MasterServer implements AutoCloseable {
                 }
             }
         }, REAP_INTERVAL_MILLIS, REAP_INTERVAL_MILLIS, TimeUnit.MILLISECONDS);
+        long checkEvery = bucketCheckInterval.toMillis();
+        reaper.scheduleWithFixedDelay(bucketFiles::checkAllSoon, checkEvery, checkEvery, TimeUnit.MILLISECONDS);
         if (snapshotInterval != null) {
             long every = snapshotInterval.toMillis();
             reaper.scheduleWithFixedDelay(() -> {
@@ -510,6 +542,11 @@ public final class MasterServer implements AutoCloseable {
 
     public PageService pages() {
         return pages;
+    }
+
+    /** The watch over the bucket files (their health, as allocation sees it). */
+    public BucketFileWatch bucketFiles() {
+        return bucketFiles;
     }
 
     /** Writes a snapshot now. */

@@ -50,6 +50,12 @@ public final class MasterSettings {
             "--snapshot-interval", "600s", text -> positive(DurationParser.parse(text)), DurationParser::format,
             "a positive duration (" + DurationParser.ALLOWED + ")", "time between periodic snapshots");
 
+    public static final Setting<Duration> BUCKET_CHECK_INTERVAL = Setting.of("bucket_check_interval", "MCCTL_BUCKET_CHECK_INTERVAL",
+            "--bucket-check-interval", "5s", text -> positive(DurationParser.parse(text)), DurationParser::format,
+            "a positive duration (" + DurationParser.ALLOWED + ")",
+            "time between the master's checks that every bucket file is still the one it laid out (one stat each); a bucket "
+                    + "whose file is missing or replaced takes no allocations. A bucket where a node's write failed is checked at once");
+
     public static final Setting<Integer> SNAPSHOT_RETENTION = Setting.of("snapshot_retention", "MCCTL_SNAPSHOT_RETENTION",
             "--snapshot-retention", "2", text -> {
                 int n;
@@ -233,7 +239,7 @@ public final class MasterSettings {
                     + "(every cached object is lost to the cache; docs/ha.md)");
 
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
-            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, WAL_SEGMENT_SIZE, BUSY_POLL, MAX_CONNECTIONS, CONNECTION_IDLE_TIMEOUT, SESSION_BACKLOG,
+            SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, BUCKET_CHECK_INTERVAL, WAL_SEGMENT_SIZE, BUSY_POLL, MAX_CONNECTIONS, CONNECTION_IDLE_TIMEOUT, SESSION_BACKLOG,
             SESSION_BACKLOG_TOTAL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY, TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
 
     static double parseFraction(String text) {

@@ -6,12 +6,14 @@ import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The free and used pages of every bucket: one allocator per bucket (its own monitor guards its bitmap and its
- * fences), which committed mapping holds each page ({@link PageOwners}), the bucket files' paths, and when each region
- * of pages last saw an allocation, so a check can tell a leak from pages handed out moments ago.
+ * fences), which committed mapping holds each page ({@link PageOwners}), the bucket files' paths, each bucket's
+ * {@link BucketHealth} (allocation skips a bucket whose file is missing or replaced), and when each region of pages
+ * last saw an allocation, so a check can tell a leak from pages handed out moments ago.
  */
 final class BucketSpace {
 
@@ -39,6 +41,9 @@ final class BucketSpace {
      */
     private final long[] lastFreeSequence;
 
+    /** Per bucket, as the master's last check of its file found it; written by that check, read by every allocation. */
+    private final AtomicReferenceArray<BucketHealth> health;
+
     private final LongAdder pageAllocations = new LongAdder();
     private final LongAdder pageFrees = new LongAdder();
     private final LongAdder allocationFailures = new LongAdder();
@@ -49,10 +54,12 @@ final class BucketSpace {
         this.bucketPaths = new String[layout.bucketCount()];
         this.allocators = new BitmapPageAllocator[layout.bucketCount()];
         this.lastFreeSequence = new long[layout.bucketCount()];
+        this.health = new AtomicReferenceArray<>(layout.bucketCount());
         for (int b = 0; b < layout.bucketCount(); b++) {
             bucketPaths[b] = layout.bucketPath(b).toString();
             bucketByPath.put(bucketPaths[b], b);
             allocators[b] = new BitmapPageAllocator(layout.pagesPerBucket());
+            health.set(b, BucketHealth.HEALTHY);
         }
         this.allocationStamps = new int[layout.bucketCount()][stampRegions(layout)];
         this.owners = new PageOwners(layout.bucketCount(), layout.pagesPerBucket());
@@ -112,13 +119,39 @@ final class BucketSpace {
         }
     }
 
+    BucketHealth health(int bucket) {
+        return health.get(bucket);
+    }
+
+    /** @return the health it replaced */
+    BucketHealth setHealth(int bucket, BucketHealth now) {
+        return health.getAndSet(bucket, now);
+    }
+
+    /** Whether allocations may land in {@code bucket}: its file is the one laid out. */
+    boolean usable(int bucket) {
+        return health.get(bucket) == BucketHealth.HEALTHY;
+    }
+
+    int unusableCount() {
+        int count = 0;
+        for (int b = 0; b < allocators.length; b++) {
+            count += usable(b) ? 0 : 1;
+        }
+        return count;
+    }
+
     /**
      * A run of {@code pages} in bucket {@code home} or, when none fits there, in the next bucket (home+1, home+2, ...
-     * wrapping) that has one, as a placement of {@code size} bytes; null when no bucket has room.
+     * wrapping) that has one, as a placement of {@code size} bytes; null when no bucket has room. A bucket whose file is
+     * missing or replaced is passed over like a full one.
      */
     Placement allocate(int home, long pages, long size, long nowNanos) {
         for (int i = 0; i < allocators.length; i++) {
             int bucket = (home + i) % allocators.length;
+            if (!usable(bucket)) {
+                continue;
+            }
             long first = allocators[bucket].allocate(pages);
             if (first != PageAllocator.NO_RUN_FITS) {
                 if (i > 0) {
@@ -138,7 +171,7 @@ final class BucketSpace {
      * allocation, as a placement of {@code size} bytes; null when not all of it is free.
      */
     Placement allocateFenced(int home, int bucket, long firstPage, long pages, long size, long nowNanos) {
-        if (!allocators[bucket].allocateFenced(firstPage, pages)) {
+        if (!usable(bucket) || !allocators[bucket].allocateFenced(firstPage, pages)) {
             return null;
         }
         if (bucket != home) {
@@ -149,10 +182,10 @@ final class BucketSpace {
         return new Placement(bucket, firstPage * layout.pageSize(), size, 0);
     }
 
-    /** Whether some bucket has a run of {@code pages} free pages that no fence keeps. */
+    /** Whether some bucket that takes allocations has a run of {@code pages} free pages that no fence keeps. */
     boolean roomFor(long pages) {
-        for (BitmapPageAllocator allocator : allocators) {
-            if (allocator.fits(pages)) {
+        for (int b = 0; b < allocators.length; b++) {
+            if (usable(b) && allocators[b].fits(pages)) {
                 return true;
             }
         }

@@ -495,6 +495,11 @@ public final class PageService {
             long inMillis = Math.max(0, (first - state.now()) / 1_000_000);
             message += "; " + waiting + " pages wait in quarantine behind read leases or late writers, the first released in " + inMillis + " ms";
         }
+        int unusable = space.unusableCount();
+        if (unusable > 0) {
+            message += "; " + unusable + " of " + space.allocators.length + " buckets take no allocations because their files are missing "
+                    + "or replaced (mcctl stats)";
+        }
         return message;
     }
 
@@ -503,8 +508,13 @@ public final class PageService {
         return free(tenant(tenant), key, expected);
     }
 
+    /**
+     * Gives up the in-flight allocation of (tenant, key). A writer frees what it allocated only when it could not write
+     * or flush it, so its bucket is then handed to the {@link #onFailedWrite} listener, which checks the bucket's file.
+     */
     public Result<Void> free(Tenant tenant, String key, Placement expected) {
-        return underKeyLock(tenant, key, null, (scoped, shard, now) -> {
+        int[] bucket = {-1};
+        Result<Void> freed = underKeyLock(tenant, key, null, (scoped, shard, now) -> {
             KeyTable.InFlight pending = shard.inFlight.get(scoped);
             if (pending == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
@@ -513,8 +523,36 @@ public final class PageService {
                 return mismatch(key, expected, pending);
             }
             logAndApply(new Change.AllocationDropped(tenant.id, key, pending.placement, Change.DropReason.FREED, 0), scoped);
+            bucket[0] = pending.placement.bucket();
             return Result.ok();
         });
+        if (bucket[0] >= 0) {
+            failedWrites.accept(bucket[0]);
+        }
+        return freed;
+    }
+
+    /** Told the bucket of every allocation its writer gave up; set once, before serving. Must not block. */
+    private volatile java.util.function.IntConsumer failedWrites = bucket -> { };
+
+    /** Who hears of a bucket whose writer gave up an allocation (the master's check of that bucket's file). */
+    public void onFailedWrite(java.util.function.IntConsumer listener) {
+        this.failedWrites = listener;
+    }
+
+    /** How the master last found {@code bucket}'s file; allocation skips the bucket unless {@link BucketHealth#HEALTHY}. */
+    public BucketHealth bucketHealth(int bucket) {
+        return space.health(bucket);
+    }
+
+    /** Records how the master found {@code bucket}'s file; returns what it found before. */
+    public BucketHealth setBucketHealth(int bucket, BucketHealth health) {
+        return space.setHealth(bucket, health);
+    }
+
+    /** Buckets allocation passes over: their files are missing or replaced. */
+    public int unusableBucketCount() {
+        return space.unusableCount();
     }
 
     /** Commits the in-flight allocation of (tenant, key) as its mapping; a committed mapping it overwrites goes to quarantine. */

@@ -158,6 +158,9 @@ final class RoomSearch {
         List<long[]> spans = new ArrayList<>();
         long read = 0;
         for (Anchor anchor : anchors) {
+            if (!space.usable(anchor.bucket())) {
+                continue; // its file is missing or replaced: room there is no room for an allocation
+            }
             long from = Math.max(0, anchor.firstPage() - pages + 1);
             long to = Math.min(pagesPerBucket, anchor.firstPage() + anchor.pages() + pages - 1);
             long added = to - from;

@@ -411,6 +411,9 @@ public final class Fsck {
         long corrupt = 0;
         long start = System.nanoTime();
         ByteBuffer buffer = ByteBuffer.allocate(0);
+        // Per bucket, objects read and objects that failed their checksums: a file whose every object fails was replaced.
+        long[] readIn = new long[layout.bucketCount()];
+        long[] failedIn = new long[layout.bucketCount()];
         try (BucketFilePool pool = new BucketFilePool(false)) {
             BucketFileIo io = new BucketFileIo(pool, layout.bucketSize());
             for (MappingRecord m : readable) {
@@ -427,10 +430,12 @@ public final class Fsck {
                 }
                 buffer.clear().limit((int) p.getSize());
                 try {
+                    readIn[p.getBucket()]++;
                     io.readInto(file, p.getOffset(), buffer, p.getCrc32C());
                     objectsRead++;
                 } catch (ChecksumMismatchException e) {
                     objectsRead++;
+                    failedIn[p.getBucket()]++;
                     if (corrupt++ < MAX_NAMED) {
                         problems.add(new FsckProblem(Problem.error(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
                                 + Formats.quote(m.getTenantId()) + " (" + p.getSize() + " bytes) fails its checksum: CRC32C "
@@ -452,8 +457,18 @@ public final class Fsck {
             problems.add(FsckProblem.error("object", null, -1, corrupt + " objects fail to read back in all; only the first " + MAX_NAMED
                     + " are named"));
         }
+        for (int b = 0; b < layout.bucketCount(); b++) {
+            if (readIn[b] >= MIN_OBJECTS_FOR_A_REPLACED_FILE && failedIn[b] == readIn[b]) {
+                problems.add(FsckProblem.error("bucket_file", layout.bucketPath(b), -1, "bucket file " + b + ": every one of its " + readIn[b]
+                        + " objects fails its checksum: the file is not the one they were written into (deleted and created again "
+                        + "empty, as a master start does with a missing bucket file, or replaced); its objects are lost, and read as misses"));
+            }
+        }
         return objectsRead;
     }
+
+    /** Objects of a bucket that must all fail their checksums before fsck says the file itself was replaced: one may just be torn. */
+    static final int MIN_OBJECTS_FOR_A_REPLACED_FILE = 2;
 
     /** Sleeps until reading {@code bytes} since {@code start} keeps the average rate at or under the limit. */
     private static void throttle(long start, long bytes, long rateLimitBytes) throws IOException {

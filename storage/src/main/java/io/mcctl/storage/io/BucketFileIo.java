@@ -82,8 +82,25 @@ public final class BucketFileIo {
         return buffer;
     }
 
-    /** Fills the remaining space of {@code dst} from {@code offset} and checks the CRC32C of what it read. */
+    /**
+     * Fills the remaining space of {@code dst} from {@code offset} and checks the CRC32C of what it read. A read that
+     * fails its checksum or meets the end of the file is tried once more when the bucket file turns out to have been
+     * replaced under this process's open channel ({@link BucketFilePool#replaceIfStale}): the object is in the new file.
+     */
     public void readInto(Path file, long offset, ByteBuffer dst, int expectedCrc) throws IOException {
+        int start = dst.position();
+        try {
+            readIntoOnce(file, offset, dst, expectedCrc);
+        } catch (ChecksumMismatchException | EOFException e) {
+            if (!pool.replaceIfStale(file)) {
+                throw e;
+            }
+            dst.position(start);
+            readIntoOnce(file, offset, dst, expectedCrc);
+        }
+    }
+
+    private void readIntoOnce(Path file, long offset, ByteBuffer dst, int expectedCrc) throws IOException {
         int start = dst.position();
         int size = dst.remaining();
         checkRange(file, offset, size);

@@ -11,8 +11,11 @@ import java.nio.file.Path;
  */
 public final class BucketFiles {
 
-    /** What {@link #initialise} did. */
-    public record InitResult(LayoutFile.Record layout, int created, int extended, int unchanged) {
+    /**
+     * What {@link #initialise} did. {@code recreated}: the buckets whose files it created although the root had been laid
+     * out before (its layout record was there): files deleted since, now empty.
+     */
+    public record InitResult(LayoutFile.Record layout, int created, int extended, int unchanged, java.util.List<Integer> recreated) {
     }
 
     private BucketFiles() {
@@ -20,7 +23,9 @@ public final class BucketFiles {
 
     public static InitResult initialise(BucketLayout layout) throws IOException {
         Files.createDirectories(layout.root());
+        boolean laidOutBefore = Files.exists(layout.layoutFile());
         LayoutFile.Record record = LayoutFile.loadOrCreate(layout);
+        java.util.List<Integer> recreated = new java.util.ArrayList<>();
         int created = 0;
         int extended = 0;
         int unchanged = 0;
@@ -36,13 +41,16 @@ public final class BucketFiles {
                         extended++;
                     } else {
                         created++;
+                        if (laidOutBefore) {
+                            recreated.add(bucket);
+                        }
                     }
                 } else {
                     unchanged++;
                 }
             }
         }
-        return new InitResult(record, created, extended, unchanged);
+        return new InitResult(record, created, extended, unchanged, java.util.List.copyOf(recreated));
     }
 
     /**

@@ -213,6 +213,45 @@ class BucketFilePoolTest {
     }
 
     @Test
+    void verify_keeps_an_open_file_still_at_its_path_and_opens_the_file_that_replaced_it() throws IOException {
+        Path file = layout.bucketPath(2);
+        BucketFilePool.OpenFile written = pool.open(file);
+        assertSame(written, pool.verify(file, written), "still the file at the path");
+
+        Path copy = root.resolve("copy");
+        Files.copy(file, copy);
+        Files.move(copy, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        BucketFilePool.OpenFile now = pool.verify(file, written);
+        assertNotSame(written, now, "another file at the path: the bytes must be written again through the new one");
+        assertFalse(written.channel().isOpen(), "the channel on the old file is closed");
+        assertSame(now, pool.open(file));
+        assertSame(now, pool.verify(file, now));
+        readAndCheck(2, 5); // the copy holds the objects
+
+        Files.delete(file);
+        BucketFileMissingException gone = assertThrows(BucketFileMissingException.class, () -> pool.verify(file, now));
+        assertTrue(gone.getMessage().contains(file + " was deleted while this node had it open"), gone.getMessage());
+    }
+
+    @Test
+    void a_read_that_fails_its_checksum_in_a_replaced_file_is_read_again_from_the_new_one() throws IOException {
+        Path file = layout.bucketPath(1);
+        readAndCheck(1, 3); // the pool holds the file open
+        try (BucketFilePool writer = new BucketFilePool(true)) {
+            Path fresh = root.resolve("fresh");
+            Files.copy(file, fresh);
+            BucketFileIo writerIo = new BucketFileIo(writer, BUCKET_SIZE);
+            crcs[1][3] = writerIo.write(fresh, 3L * OBJECT_SIZE, ByteBuffer.wrap(object(3, 1)));
+            Files.move(fresh, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        }
+        ByteBuffer read = io.read(file, 3L * OBJECT_SIZE, OBJECT_SIZE, crcs[1][3]);
+        byte[] got = new byte[read.remaining()];
+        read.get(got);
+        assertArrayEquals(object(3, 1), got, "read from the file now at the path, not the one the pool had open");
+        assertFalse(pool.replaceIfStale(file), "the pool holds the new file now");
+    }
+
+    @Test
     void a_closed_pool_closes_its_channels_and_opens_no_more() throws IOException {
         FileChannel channel = pool.channel(layout.bucketPath(0));
         pool.close();
