@@ -352,13 +352,15 @@ public final class WriteAheadLog implements AutoCloseable {
         }
         if (Files.exists(path)) {
             java.util.Optional<WalSegmentHeader> there = WalSegmentHeader.read(path);
-            if (there.isPresent() && there.get().leaderEpoch() != epoch) {
+            if (there.isPresent() && there.get().leaderEpoch() > epoch) {
                 throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " was created by the leader of epoch "
-                        + there.get().leaderEpoch() + ", not by this one of epoch " + epoch + ": another master owns the log");
+                        + there.get().leaderEpoch() + ", newer than this one of epoch " + epoch + ": another master owns the log");
             }
             // A segment of this name can exist only without records: opened by a master that stopped before its first
-            // record reached the disk (recovery read every record of every segment, and cut its zeros). It goes, so that
-            // the new one is created afresh, never opened over what is there.
+            // record reached the disk (recovery read every record of every segment, and cut its zeros), this one or a
+            // leader of an older epoch that handed over, or died, before it wrote one. It goes, so that the new one is
+            // created afresh, never opened over what is there; an older leader that still writes to it writes to a
+            // file no longer in the directory, and was never answered OK for it (its lease is gone: this one leads).
             if (!holdsNoRecords(path)) {
                 throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
             }
