@@ -132,7 +132,7 @@ class SnapshotLoadTest {
             int length = encoded.length - cut;
             MappingRecordDecoder decoder = new MappingRecordDecoder();
             try {
-                decoder.decode(buffer, 0, length, (scoped, b, o, s, c, pinned) -> { });
+                decoder.decode(buffer, 0, length, (scoped, b, o, s, c, pinned, hashes) -> { });
                 // Cutting exactly at a field boundary leaves a shorter, valid record: that is all protobuf could tell too.
                 MappingRecord.parseFrom(ByteBuffer.wrap(encoded, 0, length));
             } catch (com.google.protobuf.InvalidProtocolBufferException expected) {
