@@ -71,7 +71,7 @@ class SnapshotLoadTest {
         ByteBuffer buffer = ByteBuffer.allocateDirect(encoded.length + 7).position(7);
         buffer.put(encoded);
         Object[] got = new Object[5];
-        new MappingRecordDecoder().decode(buffer, 7, encoded.length, (scoped, b, o, s, c, pinned) -> {
+        new MappingRecordDecoder().decode(buffer, 7, encoded.length, (scoped, b, o, s, c, pinned, hashes) -> {
             got[0] = scoped;
             got[1] = b;
             got[2] = o;
