@@ -85,10 +85,11 @@ final class MappingRecordDecoder {
                 pinned = varint(end) != 0;
             } else if (field == 5 && (wire == 2 || wire == 1)) {
                 // Packed (as protobuf writes a repeated fixed64) or one value at a time (as it also reads).
-                int valuesEnd = wire == 2 ? at + length(end) : at + 8;
+                int len = wire == 2 ? length(end) : 8; // read before "at" is: length() moves it past the length's bytes
                 if (wire == 1) {
                     need(8, end);
                 }
+                int valuesEnd = at + len;
                 if ((valuesEnd - at) % 8 != 0) {
                     throw new InvalidProtocolBufferException("block_hashes of " + (valuesEnd - at) + " bytes: not whole fixed64 values");
                 }

@@ -192,6 +192,34 @@ class KvEventsTest {
     }
 
     @Test
+    void a_snapshot_keeps_the_block_hashes_and_the_batch_numbers_for_the_master_that_starts_from_it() throws Exception {
+        int replayPort = freePort();
+        String replayEndpoint = "tcp://127.0.0.1:" + replayPort;
+        MasterServer.Options options = TierCluster.options(TierCluster.smallLayout(root, 4), Map.of("kv_events_endpoint",
+                "tcp://127.0.0.1:" + freePort(), "kv_events_replay_endpoint", replayEndpoint));
+        try (ZContext context = new ZContext()) {
+            long last;
+            try (TierCluster tier = TierCluster.start(options, 1)) {
+                tier.node(0).writer().offload("default", List.of(object("x", blocks(11, 12)), object("y", blocks(13))), false)
+                        .forEach(o -> assertEquals(ErrorCode.OK, o.code(), o.message()));
+                tier.node(0).client().remove("default", "y");
+                List<Batch> batches = awaitEvents(context, replayEndpoint, 3);
+                last = batches.get(batches.size() - 1).sequence();
+                tier.master().snapshot();
+            }
+            java.nio.file.Files.list(root.resolve("master")).filter(p -> p.getFileName().toString().startsWith("wal-"))
+                    .forEach(p -> p.toFile().delete()); // the snapshot alone: what it holds is all the next master knows
+            try (TierCluster tier = TierCluster.start(options, 1)) {
+                tier.node(0).client().remove("default", "x");
+                List<Batch> after = awaitEvents(context, replayEndpoint, 1);
+                assertEquals(1, after.size(), "the batches before the snapshot are not in its log any more");
+                assertEquals(last + 1, after.get(0).sequence(), "numbered after the last batch the snapshot recorded");
+                assertEquals(List.of("BlockRemoved 11 12 removed"), after.get(0).events(), "the hashes came back from the snapshot");
+            }
+        }
+    }
+
+    @Test
     void an_endpoint_that_cannot_be_bound_refuses_the_start_in_one_line() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             MasterServer.Options options = TierCluster.options(TierCluster.smallLayout(root, 2),
