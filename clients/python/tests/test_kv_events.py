@@ -304,3 +304,26 @@ def test_events_tail_prints_one_line_per_event(tmp_path):
         assert second["type"] == "BlockRemoved" and second["reason"] == "removed"
     finally:
         master.close()
+
+
+def test_block_hashes_are_reduced_as_vllm_and_llm_d_reduce_them():
+    from mcctl.kv_events import block_hash
+    assert block_hash(bytes(range(32))) == int.from_bytes(bytes(range(24, 32)), "big"), "the last 8 bytes, big-endian"
+    assert block_hash(b"\x01\x02") == 0x0102
+    assert block_hash(-1) == (1 << 64) - 1, "a negative int as its two's complement"
+    assert block_hash((1 << 64) - 1) == (1 << 64) - 1
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        block_hash(1 << 64)
+    with pytest.raises(TypeError):
+        block_hash("abc")
+
+
+@pytest.mark.timeout(60)
+def test_kv_blocks_that_do_not_match_the_keys_are_refused_in_one_line_and_change_nothing(client):
+    with pytest.raises(mcctl.InvalidParams, match="2 keys but 1 kv_blocks entries"):
+        client.batch_put_from(["a", "b"], [b"1", b"2"], kv_blocks=[blocks(1)])
+    with pytest.raises(mcctl.InvalidParams, match="no block_hashes"):
+        client.put("a", b"1", kv_blocks=KvBlocks(block_hashes=[]))
+    codes = client.batch_put_from(["c"], [b"1"], kv_blocks=[KvBlocks(block_hashes=[1], block_size=4, token_ids=[1, 2])])
+    assert codes == [mcctl.errors.INVALID_PARAMS], "token ids that are neither none nor block_size per block: that key refused"
+    assert set(client.list_keys()) == set(), "nothing was written"
