@@ -49,71 +49,133 @@ public final class KvEventEncoder {
      * @param ownership the tier's name for {@code ownership} (vLLM: the secondary tier that generated the event)
      */
     public static byte[] batch(long sealedMs, List<KvEventHistory.Event> events, String ownership) {
-        try (MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
-            out.packArrayHeader(2);
-            out.packDouble(sealedMs / 1000.0);
-            out.packArrayHeader(eventCount(events));
-            for (KvEventHistory.Event event : events) {
-                if (event.change() instanceof Change.Committed c) {
-                    if (c.replacedBlockHashes() != null) {
-                        removed(out, c.replacedBlockHashes(), "overwritten", ownership);
-                    }
-                    if (c.blocks() != null) {
-                        stored(out, c.blocks(), ownership);
-                    }
-                } else {
-                    Change.Removed r = (Change.Removed) event.change();
-                    removed(out, r.blockHashes(), reason(r.reason()), ownership);
-                }
+        return new Fragments(ownership).batch(sealedMs, events);
+    }
+
+    /**
+     * The parts of every event that never change (field names, the medium, locality and ownership), packed once by
+     * msgpack-core and copied into each event: packing them anew for every event was most of the publisher's CPU.
+     */
+    static final class Fragments {
+        private final byte[] storedHead;     // map header, type, "block_hashes" key
+        private final byte[] parentKey;
+        private final byte[] tokensKey;
+        private final byte[] blockSizeKey;
+        private final byte[] storedMiddle;   // lora_id nil, medium, "lora_name" key
+        private final byte[] tail;           // locality, ownership
+        private final byte[] removedHead;    // map header, type, "block_hashes" key
+        private final byte[] removedMiddle;  // medium, then the tail, then "reason" key
+        private final java.util.Map<Change.RemoveReason, byte[]> reasons = new java.util.EnumMap<>(Change.RemoveReason.class);
+        private final byte[] overwritten;
+
+        Fragments(String ownership) {
+            storedHead = packed(out -> {
+                out.packMapHeader(10);
+                out.packString("type").packString("BlockStored");
+                out.packString("block_hashes");
+            });
+            parentKey = packed(out -> out.packString("parent_block_hash"));
+            tokensKey = packed(out -> out.packString("token_ids"));
+            blockSizeKey = packed(out -> out.packString("block_size"));
+            storedMiddle = packed(out -> {
+                out.packString("lora_id").packNil();
+                out.packString("medium").packString(MEDIUM);
+                out.packString("lora_name");
+            });
+            tail = packed(out -> {
+                out.packString("locality").packString(LOCALITY);
+                out.packString("ownership").packString(ownership);
+            });
+            removedHead = packed(out -> {
+                out.packMapHeader(6);
+                out.packString("type").packString("BlockRemoved");
+                out.packString("block_hashes");
+            });
+            removedMiddle = packed(out -> {
+                out.packString("medium").packString(MEDIUM);
+                out.packString("locality").packString(LOCALITY);
+                out.packString("ownership").packString(ownership);
+                out.packString("reason");
+            });
+            for (Change.RemoveReason reason : Change.RemoveReason.values()) {
+                reasons.put(reason, packed(out -> out.packString(reason(reason))));
             }
-            return out.toByteArray();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e); // a buffer packer does no IO
+            overwritten = packed(out -> out.packString("overwritten"));
+        }
+
+        byte[] batch(long sealedMs, List<KvEventHistory.Event> events) {
+            try (MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
+                out.packArrayHeader(2);
+                out.packDouble(sealedMs / 1000.0);
+                out.packArrayHeader(eventCount(events));
+                for (KvEventHistory.Event event : events) {
+                    if (event.change() instanceof Change.Committed c) {
+                        if (c.replacedBlockHashes() != null) {
+                            removed(out, c.replacedBlockHashes(), overwritten);
+                        }
+                        if (c.blocks() != null) {
+                            stored(out, c.blocks());
+                        }
+                    } else {
+                        Change.Removed r = (Change.Removed) event.change();
+                        removed(out, r.blockHashes(), reasons.get(r.reason()));
+                    }
+                }
+                return out.toByteArray();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e); // a buffer packer does no IO
+            }
+        }
+
+        private void stored(MessagePacker out, KvBlocks blocks) throws IOException {
+            out.writePayload(storedHead);
+            hashes(out, blocks.blockHashes());
+            out.writePayload(parentKey);
+            if (blocks.hasParent()) {
+                hash(out, blocks.parentBlockHash());
+            } else {
+                out.packNil();
+            }
+            out.writePayload(tokensKey);
+            out.packArrayHeader(blocks.tokenIds().length);
+            for (int token : blocks.tokenIds()) {
+                out.packLong(token & 0xFFFFFFFFL);
+            }
+            out.writePayload(blockSizeKey);
+            out.packInt(blocks.blockSize());
+            out.writePayload(storedMiddle);
+            if (blocks.loraName().isEmpty()) {
+                out.packNil();
+            } else {
+                out.packString(blocks.loraName());
+            }
+            out.writePayload(tail);
+        }
+
+        private void removed(MessagePacker out, long[] hashes, byte[] reason) throws IOException {
+            out.writePayload(removedHead);
+            hashes(out, hashes);
+            out.writePayload(removedMiddle);
+            out.writePayload(reason);
+        }
+
+        private interface Packing {
+            void pack(MessagePacker out) throws IOException;
+        }
+
+        private static byte[] packed(Packing packing) {
+            try (MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
+                packing.pack(out);
+                return out.toByteArray();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 
     /** {@code BlockRemoved.reason}: removed (by a client), overwritten, evicted_watermark, evicted_allocation, evicted_quota. */
     static String reason(Change.RemoveReason reason) {
         return reason.name().toLowerCase(Locale.ROOT);
-    }
-
-    private static void stored(MessagePacker out, KvBlocks blocks, String ownership) throws IOException {
-        out.packMapHeader(10);
-        out.packString("type").packString("BlockStored");
-        out.packString("block_hashes");
-        hashes(out, blocks.blockHashes());
-        out.packString("parent_block_hash");
-        if (blocks.hasParent()) {
-            hash(out, blocks.parentBlockHash());
-        } else {
-            out.packNil();
-        }
-        out.packString("token_ids").packArrayHeader(blocks.tokenIds().length);
-        for (int token : blocks.tokenIds()) {
-            out.packLong(token & 0xFFFFFFFFL);
-        }
-        out.packString("block_size").packInt(blocks.blockSize());
-        out.packString("lora_id").packNil();
-        out.packString("medium").packString(MEDIUM);
-        out.packString("lora_name");
-        if (blocks.loraName().isEmpty()) {
-            out.packNil();
-        } else {
-            out.packString(blocks.loraName());
-        }
-        out.packString("locality").packString(LOCALITY);
-        out.packString("ownership").packString(ownership);
-    }
-
-    private static void removed(MessagePacker out, long[] hashes, String reason, String ownership) throws IOException {
-        out.packMapHeader(6);
-        out.packString("type").packString("BlockRemoved");
-        out.packString("block_hashes");
-        hashes(out, hashes);
-        out.packString("medium").packString(MEDIUM);
-        out.packString("locality").packString(LOCALITY);
-        out.packString("ownership").packString(ownership);
-        out.packString("reason").packString(reason);
     }
 
     private static void hashes(MessagePacker out, long[] hashes) throws IOException {

@@ -58,6 +58,7 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
     private final KvEventSettings settings;
     private final KvEventHistory history;
     private final String ownership;
+    private final KvEventEncoder.Fragments encoder;
 
     // ---- numbering: guarded by the log's lock ----
     private final Map<String, Long> next = new HashMap<>();
@@ -116,6 +117,7 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
         this.settings = settings;
         this.history = history;
         this.ownership = "mcctl:" + clusterId;
+        this.encoder = new KvEventEncoder.Fragments(ownership);
         history.lastBatches().forEach((tenant, last) -> next.put(tenant, last + 1));
         String problem = settings.problem();
         if (problem != null) {
@@ -294,7 +296,7 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
     }
 
     private byte[] encode(List<KvEventHistory.Event> events, long sealedMs) {
-        return KvEventEncoder.batch(sealedMs, events, ownership);
+        return encoder.batch(sealedMs, events);
     }
 
     private static long sealedMsOf(KvEventHistory.Batch batch) {
