@@ -7,10 +7,10 @@ scatter read. The KV pool moves through the zero-copy v1 calls; every other pool
 DSA indexer, DeepSeek-V4's compressed pools, draft KV) through the v2 calls. With the ``page_head`` layout and
 ``tp_lcm_size`` set, KV pages are stored per virtual rank so that instances of different TP sizes share them.
 
-Follows sgl-project/sglang at commit 001067ff: ``python/sglang/srt/mem_cache/hicache_storage.py`` (HiCacheStorage,
+Follows sgl-project/sglang: ``python/sglang/srt/mem_cache/hicache_storage.py`` at commit 001067ff (HiCacheStorage,
 PoolTransfer, PoolTransferResult, STORAGE_BATCH_SIZE = 128), the hybrid controller
-``python/sglang/srt/mem_cache/hybrid_cache/hybrid_cache_controller.py`` and the host pools of
-``python/sglang/srt/mem_cache/pool_host/``; see docs/sglang.md.
+``python/sglang/srt/mem_cache/hybrid_cache/hybrid_cache_controller.py`` at 00343773 and the host pools of
+``python/sglang/srt/mem_cache/pool_host/``; docs/sglang.md lists every file and commit read.
 """
 
 from __future__ import annotations
@@ -216,7 +216,12 @@ class McctlStore(HiCacheStorage):
         for start in range(0, len(pages.names), step):
             names, regions = pages.names[start:start + step], pages.regions[start:start + step]
             wanted = [sum(size for _, size in r) for r in regions]
-            codes = self.client.batch_get_into(names, regions, mappings=self._lookups.covering(names))
+            try:
+                codes = self.client.batch_get_into(names, regions, mappings=self._lookups.covering(names))
+            except errors.McctlError as e:  # refused before any read (a region the client cannot use): not loaded
+                logger.error("mcctl HiCache backend: read of %d objects refused: %s", len(names), e)
+                loaded.extend([False] * len(names))
+                continue
             loaded.extend(note_reads(names, codes, wanted, self.unreadable))
         return _leading(pages.by_page(loaded))
 
@@ -224,8 +229,12 @@ class McctlStore(HiCacheStorage):
         stored: List[bool] = []
         step = STORAGE_BATCH_SIZE * pages.per_page
         for start in range(0, len(pages.names), step):
-            stored.extend(put_all(self.client, pages.names[start:start + step], pages.regions[start:start + step],
-                                  self.unreadable))
+            names = pages.names[start:start + step]
+            try:
+                stored.extend(put_all(self.client, names, pages.regions[start:start + step], self.unreadable))
+            except errors.McctlError as e:  # refused before any write (an object larger than a bucket): not stored
+                logger.error("mcctl HiCache backend: write of %d objects refused: %s", len(names), e)
+                stored.extend([False] * len(names))
         return pages.by_page(stored)
 
     def _present(self, names: List[str]) -> List[bool]:
@@ -382,7 +391,7 @@ class McctlStore(HiCacheStorage):
 
     def clear(self) -> None:
         """Removes this rank's pages from the tenant: its own, and with MLA on TP rank 0 the replicated ones."""
-        suffixes = tuple({self.rank_suffix, *self.virtual_suffixes} | ({self.suffix} if self.writes else set()))
+        suffixes = tuple({self.rank_suffix} | (set(self.virtual_suffixes) if self.writes else set()))
         mine = [k for k in self.client.list_keys() if k.endswith(suffixes)]
         if mine:
             self.client.batch_remove(mine)

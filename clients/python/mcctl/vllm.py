@@ -209,7 +209,6 @@ class McctlTier(SecondaryTierManager):
                 self._to_ask = []
                 if not keys:
                     self._asker_running = False
-                    self._idle.notify_all()
                     return
             try:
                 # Looked up with their mappings, kept for the loads that follow: a load of blocks asked about here
@@ -292,7 +291,11 @@ class McctlTier(SecondaryTierManager):
 
     def _load(self, keys: List[bytes], blocks: List[int]) -> List[bool]:
         names = [self.object_key(k) for k in keys]
-        codes = self.client.batch_get_into(names, [self._block(b) for b in blocks], mappings=self._lookups.covering(names))
+        try:
+            codes = self.client.batch_get_into(names, [self._block(b) for b in blocks], mappings=self._lookups.covering(names))
+        except Exception:  # every block failed: never a hit again until stored, like any other failed load
+            logger.exception("mcctl vLLM tier: load of %d blocks failed", len(keys))
+            codes = [errors.INTERNAL_ERROR] * len(keys)
         loaded = note_reads(names, codes, [self._block_bytes] * len(names), self.unreadable)
         now = time.monotonic()
         with self._lock:

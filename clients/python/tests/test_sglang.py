@@ -147,13 +147,19 @@ def mamba_pool(seed: int, size: int = 64):
     return MambaPoolHost(size=size, layer_num=3, temporal_shape=(4, 8), conv_shapes=[(2, 8), (5,)], seed=seed)
 
 
+def hybrid(sg, master, tenant, kv, pools):
+    """A hybrid model's backend over ``kv`` and ``pools``, with its controller's threads."""
+    hicache = sg[1]
+    config = storage_config(hicache, master, tenant)
+    store = make_store(config, kv, pools)
+    return config, store, CacheController(hicache, store, page_size=4)
+
+
 def test_a_hybrid_models_kv_and_mamba_states_round_trip_through_v1_and_v2(sg, master, tenant):
-    backend, hicache = sg
+    hicache = sg[1]
     PoolName, PoolHitPolicy, PoolTransfer = hicache.PoolName, hicache.PoolHitPolicy, hicache.PoolTransfer
     kv, mamba = kv_pool("mha", "page_first", seed=5), mamba_pool(6)
-    config = storage_config(hicache, master, tenant)
-    store = make_store(config, kv, {"mamba": mamba})
-    controller = CacheController(hicache, store, page_size=4)
+    config, store, controller = hybrid(sg, master, tenant, kv, {"mamba": mamba})
 
     def request(name: str, pages: int, first_page: int, slot: int):
         """A request's pages and the Mamba state after its last page, as the hybrid controller backs them up."""
@@ -177,7 +183,7 @@ def test_a_hybrid_models_kv_and_mamba_states_round_trip_through_v1_and_v2(sg, ma
     assert all(same(x, y) for x, y in zip(mamba.page(20), mamba.page(3)))
 
     # A state stored for a longer prefix restores nothing for a shorter one: the hit ends where a state is.
-    prefix = Operation(b.hashes[:30] , token_indices(range(360, 390), 4),
+    prefix = Operation(b.hashes[:30], token_indices(range(360, 390), 4),
                        [PoolTransfer(name=PoolName.MAMBA, host_indices=torch.tensor([21]), keys=["t"],
                                      hit_policy=PoolHitPolicy.TRAILING_PAGES)])
     assert controller.prefetch(prefix).wait().pages == 0
@@ -206,12 +212,10 @@ def swa_pool(seed: int):
 
 
 def test_a_hybrid_models_kv_and_sliding_window_pages_round_trip_through_v1_and_v2(sg, master, tenant):
-    backend, hicache = sg
+    hicache = sg[1]
     PoolName, PoolHitPolicy, PoolTransfer = hicache.PoolName, hicache.PoolHitPolicy, hicache.PoolTransfer
     kv, swa = kv_pool("mha", "page_first", seed=9), swa_pool(10)
-    config = storage_config(hicache, master, tenant)
-    store = make_store(config, kv, {"swa": swa})
-    controller = CacheController(hicache, store, page_size=4)
+    _, store, controller = hybrid(sg, master, tenant, kv, {"swa": swa})
     keys = hashes("s", 200)
     window = 3
     # Two prefixes of one chain backed up: 140 pages with the window of pages 137-139, then 200 with 197-199.
@@ -495,3 +499,18 @@ store.close()
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": ""})
     assert run.returncode == 0, run.stderr
+
+
+def test_a_transfer_the_client_refuses_answers_false_and_raises_nothing(sg, master, tenant):
+    backend, hicache = sg
+
+    class EmptyPages:  # a pool whose pages have no bytes: the client refuses to write or read such objects
+        page_size, kv_buffer = 1, bytearray(1)
+
+        def get_page_buffer_meta(self, indices):
+            return [id(self)] * len(indices), [0] * len(indices)
+
+    store = make_store(storage_config(hicache, master, tenant), EmptyPages())
+    assert store.batch_set_v1(["e0", "e1"], torch.tensor([0, 1])) == [False, False]
+    assert store.batch_get_v1(["e0", "e1"], torch.tensor([0, 1])) == [False, False]
+    store.close()
