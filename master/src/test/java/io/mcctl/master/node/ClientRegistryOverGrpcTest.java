@@ -64,7 +64,7 @@ class ClientRegistryOverGrpcTest {
     @Test
     void a_second_registration_of_a_live_id_is_refused_in_one_line_and_changes_nothing() {
         String id = newId();
-        assertEquals(1000, client.registerClient(id, "127.0.0.1:7001", "/data/a", false));
+        assertEquals(5000, client.registerClient(id, "127.0.0.1:7001", "/data/a", false)); // the TTL in milliseconds
         List<ClientInfo> before = client.listClients().getClientsList();
         MasterException e = assertThrows(MasterException.class, () -> client.registerClient(id, "127.0.0.1:7002", "/data/b", true));
         assertEquals(ErrorCode.OBJECT_ALREADY_EXISTS, e.code());
