@@ -327,3 +327,104 @@ def test_kv_blocks_that_do_not_match_the_keys_are_refused_in_one_line_and_change
     codes = client.batch_put_from(["c"], [b"1"], kv_blocks=[KvBlocks(block_hashes=[1], block_size=4, token_ids=[1, 2])])
     assert codes == [mcctl.errors.INVALID_PARAMS], "token ids that are neither none nor block_size per block: that key refused"
     assert set(client.list_keys()) == set(), "nothing was written"
+
+
+def sglang_page_hashes(n: int, tokens_per_page: int):
+    """A chain of page hashes as SGLang's HiCache names pages: each page's SHA-256 over the hash before it and its
+    tokens (4 bytes each, little-endian), in hex."""
+    import hashlib
+    out, prior = [], b""
+    for page in range(n):
+        digest = hashlib.sha256(prior + b"".join((page * tokens_per_page + t).to_bytes(4, "little") for t in range(tokens_per_page)))
+        out.append(digest.hexdigest())
+        prior = digest.digest()
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_pages_offloaded_through_the_sglang_and_vllm_connectors_are_announced_with_the_engines_block_hashes(tmp_path):
+    import hashlib
+
+    import numpy as np
+    import torch
+    from sglang_pools import MHATokenToKVPoolHost, same, token_indices
+    from test_sglang import interface as sglang_interface, make_store, storage_config
+    from test_vllm import interface as vllm_interface, job, make_tier, primary, wait_for
+
+    pub, replay = free_port(), free_port()
+    # 1 bucket of 1 MiB in 4 KiB pages; every object is 32 KiB (8 pages): the 17th makes the tier evict.
+    master = Master(str(tmp_path / "root"), "--bucket-count", "1", "--bucket-size", "1MiB", "--page-size", "4KiB",
+                    "--eviction-high-watermark", "0.5", "--eviction-low-watermark", "0.25", *events_flags(pub, replay))
+    subscriber = Subscriber(f"tcp://127.0.0.1:{pub}", f"tcp://127.0.0.1:{replay}")
+    expected = {}  # object key -> the block hash a router must see for it
+    sglang_order, parents = [], {}
+    try:
+        with sglang_interface() as (_, hicache), vllm_interface("vllm_cda0f324") as v:
+            # SGLang: an MHA host pool of 16-token pages (K and V: 32 KiB a page), pages written by batch_set_v1.
+            pool = MHATokenToKVPoolHost("page_first", page_num=64, page_size=16, layer_num=4, head_num=4, head_dim=32, seed=7)
+            store = make_store(storage_config(hicache, master, "default"), pool)
+            pages = sglang_page_hashes(30, 16)
+            for i, key in enumerate(pages):
+                expected[store.pool_key("kv", key)] = int(key[:16], 16)  # what SGLang's own events say for the page
+                parents[int(key[:16], 16)] = int(pages[i - 1][:16], 16) if i else None
+            # vLLM: a primary tier of 16 blocks of 32 KiB, keys of 32-byte block hashes and KV cache group 0.
+            source, view = primary(5)
+            tier = make_tier(v, master, "default", view)
+            block_hashes = [hashlib.sha256(b"block %d" % i).digest() for i in range(16)]
+            keys = [v.kv.make_offload_key(h, 0) for h in block_hashes]
+            for key, h in zip(keys, block_hashes):
+                expected[tier.object_key(key)] = int.from_bytes(h[-8:], "big")  # how llm-d reads a bytes hash
+
+            # Offload and read back: 6 SGLang pages, 6 vLLM blocks, well under the watermark.
+            assert store.batch_set_v1(pages[:6], token_indices(range(6), 16), hicache.HiCacheStorageExtraInfo()) == [True] * 6
+            sglang_order += pages[:6]
+            assert store.batch_get_v1(pages[:6], token_indices(range(32, 38), 16)) == [True] * 6
+            assert all(same(pool.page(32 + i), pool.page(i)) for i in range(6))
+            tier.submit_store(job(v, 1, keys[:6], range(6), promotion=False))
+            assert wait_for(v, tier, [1])[1].success
+            dest, dest_view = primary(6)
+            reader = make_tier(v, master, "default", dest_view)
+            reader.submit_load(job(v, 2, keys[:6], range(10, 16), promotion=True))
+            assert wait_for(v, reader, [2])[2].success
+            assert all(torch.equal(dest[10 + i], source[i]) for i in range(6))
+            # Remove two pages; then fill the tier until it evicts (the prefix keys continue the chain).
+            removed = [store.pool_key("kv", k) for k in pages[1:3]]
+            assert store.client.batch_remove(removed) == [0, 0]
+            more = hicache.HiCacheStorageExtraInfo(prefix_keys=pages[:6])
+            assert store.batch_set_v1(pages[6:30], token_indices(range(6, 30), 16), more) == [True] * 24
+            sglang_order += pages[6:30]
+            tier.submit_store(job(v, 3, keys[6:], np.arange(6, 16), promotion=False))
+            assert wait_for(v, tier, [3])[3].success
+            present = set(store.client.list_keys())
+            events = await_events(subscriber, len(expected) + 2 + (len(expected) - len(present)))
+            present = set(store.client.list_keys())
+            tier.drain_jobs()
+            for t in (tier, reader):
+                t.shutdown()
+            store.close()
+
+        stored = [e for e in events if e[0] == "BlockStored"]
+        assert sorted(h for _, hs, _, _ in stored for h in hs) == sorted(expected.values()), \
+            "every object offloaded through a connector stored once, with the engine's block hash"
+        assert all(len(hs) == 1 for _, hs, _, _ in stored)
+        sglang_hashes = {int(k[:16], 16) for k in pages}
+        assert [hs[0] for _, hs, _, _ in stored if hs[0] in sglang_hashes] == [int(k[:16], 16) for k in sglang_order], \
+            "in the order SGLang wrote them"
+        for _, hs, _, event in stored:
+            if hs[0] in sglang_hashes:
+                assert event["parent_block_hash"] == parents[hs[0]] and event["block_size"] == 16 and event["token_ids"] == []
+            else:
+                assert event["parent_block_hash"] is None and event["block_size"] == 0
+        gone = [(hs[0], reason) for kind, hs, reason, _ in events if kind == "BlockRemoved"]
+        assert len(gone) == len(dict(gone)), "each removal once"
+        gone = dict(gone)
+        assert all(gone[expected[k]] == "removed" for k in removed)
+        assert any(reason.startswith("evicted") for reason in gone.values()), "the tier evicted, and said so"
+        for h in gone:
+            assert next(i for i, e in enumerate(events) if e[0] == "BlockStored" and e[1] == [h]) < \
+                next(i for i, e in enumerate(events) if e[0] == "BlockRemoved" and e[1] == [h]), "stored before removed"
+        assert set(expected.values()) - set(gone) == {expected[k] for k in present}, \
+            "what the events leave is exactly what the tier holds"
+    finally:
+        subscriber.close()
+        master.close()
