@@ -103,34 +103,31 @@ public final class UsrbioBucketIo implements BucketIo {
 
     @Override
     public void write(Path file, long offset, ByteBuffer... srcs) throws IOException {
-        RingSet rings = borrow();
-        boolean healthy = false;
-        try {
-            IoBatch single = rings.single;
-            single.clear();
-            single.write(file, offset, srcs);
-            run(rings, single);
-            healthy = true;
-            single.bytesDone(0);
-        } finally {
-            rings.single.clear();
-            giveBack(rings, healthy);
-        }
+        runOne(false, file, offset, srcs);
     }
 
     @Override
     public long read(Path file, long offset, ByteBuffer... dsts) throws IOException {
+        return runOne(true, file, offset, dsts);
+    }
+
+    /** One operation as a batch of one, in the ring set's own reusable batch. */
+    private long runOne(boolean read, Path file, long offset, ByteBuffer[] buffers) throws IOException {
         RingSet rings = borrow();
         boolean healthy = false;
+        IoBatch single = rings.single;
         try {
-            IoBatch single = rings.single;
             single.clear();
-            single.read(file, offset, dsts);
+            if (read) {
+                single.read(file, offset, buffers);
+            } else {
+                single.write(file, offset, buffers);
+            }
             run(rings, single);
             healthy = true;
             return single.bytesDone(0);
         } finally {
-            rings.single.clear();
+            single.clear();
             giveBack(rings, healthy);
         }
     }
