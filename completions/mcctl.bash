@@ -1241,7 +1241,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1274,6 +1274,12 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')
@@ -1851,7 +1857,7 @@ function _picocli_mcctl_mount_validate() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate'"
+  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1896,6 +1902,12 @@ function _picocli_mcctl_mount_validate() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -2860,7 +2872,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2899,6 +2911,12 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')

@@ -70,6 +70,8 @@ complete -c mcctl -n '__mcctl_at master start' -l page-size -x -d 'bytes per pag
 complete -c mcctl -n '__mcctl_at master start' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at master start' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at master start' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at master start' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at master start' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 complete -c mcctl -n '__mcctl_at master start' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
 complete -c mcctl -n '__mcctl_at master start' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
 complete -c mcctl -n '__mcctl_at master start' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'
@@ -374,6 +376,8 @@ complete -c mcctl -n '__mcctl_at mount validate' -l page-size -x -d 'bytes per p
 complete -c mcctl -n '__mcctl_at mount validate' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at mount validate' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at mount validate' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at mount validate' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at mount validate' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl quota
 complete -c mcctl -n '__mcctl_at quota' -f
@@ -717,6 +721,8 @@ complete -c mcctl -n '__mcctl_at config show' -l page-size -x -d 'bytes per page
 complete -c mcctl -n '__mcctl_at config show' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at config show' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at config show' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at config show' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at config show' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 complete -c mcctl -n '__mcctl_at config show' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
 complete -c mcctl -n '__mcctl_at config show' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
 complete -c mcctl -n '__mcctl_at config show' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'

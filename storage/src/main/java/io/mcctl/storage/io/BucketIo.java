@@ -1,0 +1,51 @@
+package io.mcctl.storage.io;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * How bytes of bucket files move: vector writes and reads at an offset, a batch of them submitted together, and
+ * sync. {@link PosixBucketIo} moves them with positional reads and writes through the kernel, {@link
+ * UsrbioBucketIo} through 3FS's USRBIO rings; {@link BucketIoSelector} picks one from the {@code io} setting.
+ * Everything about objects (range checks against the bucket size, CRC32C, fencing, what a short read means)
+ * lives above this interface, once for both.
+ *
+ * <p>Files are never created: a missing bucket file is a {@link BucketFileMissingException}. Implementations are
+ * thread-safe; a batch belongs to one thread while it runs.
+ */
+public interface BucketIo extends AutoCloseable {
+
+    /** {@code posix} or {@code usrbio}. */
+    String name();
+
+    /**
+     * Writes the remaining bytes of {@code srcs}, one after another, at {@code offset}. The buffers' positions are
+     * left unchanged.
+     */
+    void write(Path file, long offset, ByteBuffer... srcs) throws IOException;
+
+    /**
+     * Fills the remaining space of {@code dsts}, one after another, from {@code offset}, and advances their
+     * positions past the bytes read.
+     *
+     * @return the bytes read: fewer than asked only where the file ends (0 at or past its end)
+     */
+    long read(Path file, long offset, ByteBuffer... dsts) throws IOException;
+
+    /**
+     * Runs every operation of {@code batch} and records each one's outcome in it: submitted together and waited for
+     * once where the implementation can (USRBIO: as many as its rings and shared memory hold at a time). One
+     * operation's failure does not stop the others.
+     *
+     * @throws IOException only when the batch as a whole could not run (then no outcome is recorded)
+     */
+    void execute(IoBatch batch) throws IOException;
+
+    /** Makes the bytes written to {@code file} and its length durable (fsync). */
+    void sync(Path file) throws IOException;
+
+    /** Releases files and rings; call it once no thread is in an operation. */
+    @Override
+    void close() throws IOException;
+}
