@@ -9,7 +9,11 @@ import java.nio.file.Path;
  * sync. {@link PosixBucketIo} moves them with positional reads and writes through the kernel, {@link
  * UsrbioBucketIo} through 3FS's USRBIO rings; {@link BucketIoSelector} picks one from the {@code io} setting.
  * Everything about objects (range checks against the bucket size, CRC32C, fencing, what a short read means)
- * lives above this interface, once for both.
+ * lives above this interface, once for both ({@link BucketFileIo}).
+ *
+ * <p>Each implementation keeps one open handle per bucket file in an {@link OpenFiles}, whose identity rules (a file
+ * replaced or deleted under an open handle) are the same for both: {@link #open}, {@link #verify} and {@link
+ * #replaceIfStale} are its.
  *
  * <p>Files are never created: a missing bucket file is a {@link BucketFileMissingException}. Implementations are
  * thread-safe; a batch belongs to one thread while it runs.
@@ -44,6 +48,18 @@ public interface BucketIo extends AutoCloseable {
 
     /** Makes the bytes written to {@code file} and its length durable (fsync). */
     void sync(Path file) throws IOException;
+
+    /** The open file writes to {@code file} go through now, opened if needed: a writer remembers it before it writes. */
+    OpenFiles.OpenFile<?> open(Path file) throws IOException;
+
+    /** {@link OpenFiles#verify}: whether bytes written through {@code written} are in the bucket file at the path. */
+    OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException;
+
+    /** {@link OpenFiles#replaceIfStale}: after a failed read, takes the file now at the path when it was replaced. */
+    boolean replaceIfStale(Path file) throws IOException;
+
+    /** Bucket files open now. */
+    int openFileCount();
 
     /** Releases files and rings; call it once no thread is in an operation. */
     @Override

@@ -1,5 +1,6 @@
 package io.mcctl.storage.io;
 
+import io.mcctl.storage.config.ConfigLoader;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.StorageSettings;
 import io.mcctl.storage.io.usrbio.Hf3fsLibrary;
@@ -7,6 +8,8 @@ import io.mcctl.storage.io.usrbio.UsrbioUnavailableException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Picks the bucket-file IO from the {@code io} setting: {@code posix}; {@code usrbio}, refused in one line naming what
@@ -38,13 +41,39 @@ public final class BucketIoSelector {
         }
     }
 
+    /**
+     * What a process asks for: the {@code io} and {@code usrbio_library} settings, before the root and its filesystem
+     * are known (a client learns them from the master's layout).
+     *
+     * @param source where the io value came from, e.g. {@code flag --io}
+     */
+    public record Wanted(IoMode mode, String source, String library) {
+
+        /** POSIX, whatever the environment says: for tests and tools that name their IO themselves. */
+        public static final Wanted POSIX = new Wanted(IoMode.POSIX, "default", Hf3fsLibrary.DEFAULT_NAME);
+
+        /** The settings in force. */
+        public static Wanted of(EffectiveConfig config) {
+            return new Wanted(config.get(StorageSettings.IO), config.sourceOf(StorageSettings.IO), config.get(StorageSettings.USRBIO_LIBRARY));
+        }
+
+        /** The settings from this process's environment ({@code MOONCAKE_DISTRIBUTED_IO}, ...) or their defaults. */
+        public static Wanted fromEnvironment() {
+            return of(ConfigLoader.load(List.of(StorageSettings.IO, StorageSettings.USRBIO_LIBRARY), Map.of(), System.getenv(), null));
+        }
+
+        /** The choice for a root on a filesystem of {@code fsType}. */
+        public Choice choose(String fsType, Path root) throws UsrbioUnavailableException {
+            return BucketIoSelector.choose(mode, source, fsType, root, library);
+        }
+    }
+
     private BucketIoSelector() {
     }
 
     /** The choice for the settings in force. */
     public static Choice choose(EffectiveConfig config) throws UsrbioUnavailableException {
-        return choose(config.get(StorageSettings.IO), config.sourceOf(StorageSettings.IO), config.get(StorageSettings.FS_TYPE),
-                config.get(StorageSettings.ROOT_DIR), config.get(StorageSettings.USRBIO_LIBRARY));
+        return Wanted.of(config).choose(config.get(StorageSettings.FS_TYPE), config.get(StorageSettings.ROOT_DIR));
     }
 
     /**
@@ -63,7 +92,7 @@ public final class BucketIoSelector {
                 } catch (UsrbioUnavailableException e) {
                     throw new UsrbioUnavailableException(e.missing(), "io is usrbio (" + modeSource + ") but " + e.getMessage());
                 }
-                Path mount = loaded.mountPointOf(root);
+                Path mount = mountOf(root, loaded);
                 if (mount == null) {
                     throw new UsrbioUnavailableException(UsrbioUnavailableException.Missing.MOUNT, "io is usrbio (" + modeSource
                             + ") but root " + root + " is not on a 3FS mount" + notOnMountDetail(root, loaded));
@@ -80,7 +109,7 @@ public final class BucketIoSelector {
                 } catch (UsrbioUnavailableException e) {
                     return posix("io is auto but " + e.getMessage());
                 }
-                Path mount = loaded.mountPointOf(root);
+                Path mount = mountOf(root, loaded);
                 if (mount == null) {
                     return posix("io is auto but root " + root + " is not on a 3FS mount" + notOnMountDetail(root, loaded));
                 }
@@ -98,8 +127,25 @@ public final class BucketIoSelector {
                 mount);
     }
 
+    /**
+     * The 3FS mount that holds {@code root}, or null. A root not made yet (a master's first start makes it) is where its
+     * nearest existing parent is.
+     */
+    private static Path mountOf(Path root, Hf3fsLibrary library) {
+        Path existing = nearestExisting(root);
+        return existing == null ? null : library.mountPointOf(existing);
+    }
+
+    private static Path nearestExisting(Path path) {
+        Path at = path.toAbsolutePath();
+        while (at != null && !Files.isDirectory(at)) {
+            at = at.getParent();
+        }
+        return at;
+    }
+
     private static String notOnMountDetail(Path root, Hf3fsLibrary library) {
         return Files.exists(root) ? " (per " + library.location() + ": no 3FS mount with a 3fs-virt directory holds it)"
-                : " (it does not exist)";
+                : " (it does not exist yet, and per " + library.location() + " no 3FS mount holds " + nearestExisting(root) + ")";
     }
 }

@@ -129,6 +129,12 @@ public final class IoBatch {
         }
     }
 
+    /** Takes operation {@code k}'s outcome in {@code other}, a second run of this batch's operation {@code op} on the same buffers. */
+    void rerun(int op, IoBatch other, int k) {
+        done[check(op)] = other.done[other.check(k)];
+        failures[op] = other.failures[k];
+    }
+
     void fail(int op, IOException failure) {
         done[op] = 0;
         failures[op] = failure;

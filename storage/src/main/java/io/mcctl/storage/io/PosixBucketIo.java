@@ -80,17 +80,30 @@ public final class PosixBucketIo implements BucketIo {
 
     @Override
     public void sync(Path file) throws IOException {
-        while (true) {
-            FileChannel channel = pool.channel(file);
-            try {
-                channel.force(false);
-                return;
-            } catch (ClosedChannelException e) {
-                if (Thread.currentThread().isInterrupted()) {
-                    throw e;
-                }
-            }
-        }
+        onOpenChannel(file, channel -> {
+            channel.force(false);
+            return 0;
+        });
+    }
+
+    @Override
+    public OpenFiles.OpenFile<?> open(Path file) throws IOException {
+        return pool.open(file);
+    }
+
+    @Override
+    public OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException {
+        return pool.verify(file, written);
+    }
+
+    @Override
+    public boolean replaceIfStale(Path file) throws IOException {
+        return pool.replaceIfStale(file);
+    }
+
+    @Override
+    public int openFileCount() {
+        return pool.openCount();
     }
 
     @Override
@@ -116,25 +129,26 @@ public final class PosixBucketIo implements BucketIo {
     }
 
     private int writeOnce(Path file, ByteBuffer src, long position) throws IOException {
-        while (true) {
-            FileChannel channel = pool.channel(file);
-            try {
-                return channel.write(src, position);
-            } catch (ClosedChannelException e) {
-                // Another thread's interrupt closed the shared channel; unless it was ours, open it again.
-                if (Thread.currentThread().isInterrupted()) {
-                    throw e;
-                }
-            }
-        }
+        return onOpenChannel(file, channel -> channel.write(src, position));
     }
 
     private int readOnce(Path file, ByteBuffer dst, long position) throws IOException {
+        return onOpenChannel(file, channel -> channel.read(dst, position));
+    }
+
+    /** One positional call on a channel. */
+    private interface ChannelCall {
+        int on(FileChannel channel) throws IOException;
+    }
+
+    /** Runs {@code call} on the pool's channel for {@code file}, again on a fresh one when another thread's interrupt closed it. */
+    private int onOpenChannel(Path file, ChannelCall call) throws IOException {
         while (true) {
             FileChannel channel = pool.channel(file);
             try {
-                return channel.read(dst, position);
+                return call.on(channel);
             } catch (ClosedChannelException e) {
+                // Another thread's interrupt closed the shared channel (or a replacement did); unless it was ours, take the open one.
                 if (Thread.currentThread().isInterrupted()) {
                     throw e;
                 }

@@ -77,6 +77,8 @@ public final class UsrbioBucketIo implements BucketIo {
     private final ConcurrentLinkedQueue<RingSet> idleRings = new ConcurrentLinkedQueue<>();
     private final Set<RingSet> allRings = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
+    /** Rounds submitted and waited for, for a check that a batch goes as one. */
+    private final java.util.concurrent.atomic.LongAdder rounds = new java.util.concurrent.atomic.LongAdder();
 
     /**
      * Creates the first ring set at once, so that a mount or a library that cannot give one fails here.
@@ -154,12 +156,33 @@ public final class UsrbioBucketIo implements BucketIo {
         }
     }
 
+    /** Rounds submitted so far: each submits both rings and waits once. */
+    public long rounds() {
+        return rounds.sum();
+    }
+
     /** Ring sets created so far (at most {@link Options#maxRings}). */
     public int ringCount() {
         return allRings.size();
     }
 
+    @Override
+    public OpenFiles.OpenFile<?> open(Path file) throws IOException {
+        return files.open(file);
+    }
+
+    @Override
+    public OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException {
+        return files.verify(file, written);
+    }
+
+    @Override
+    public boolean replaceIfStale(Path file) throws IOException {
+        return files.replaceIfStale(file);
+    }
+
     /** Bucket files open and registered. */
+    @Override
     public int openFileCount() {
         return files.openCount();
     }
@@ -275,6 +298,7 @@ public final class UsrbioBucketIo implements BucketIo {
         if (rings.pieces == 0) {
             return;
         }
+        rounds.increment();
         if (rings.readPieces > 0) {
             submit(rings.readIor);
         }

@@ -70,6 +70,15 @@ class BucketIoSelectorTest {
     }
 
     @Test
+    void a_root_not_made_yet_is_on_the_mount_of_its_nearest_existing_parent() throws IOException {
+        Path fresh = marked.resolve("not-yet").resolve("root");
+        BucketIoSelector.Choice choice = new BucketIoSelector.Wanted(IoMode.USRBIO, "flag --io", standin).choose("hf3fs", fresh);
+        assertEquals(IoMode.USRBIO, choice.mode());
+        assertEquals(marked.getParent(), choice.mountPoint());
+        assertFalse(Files.exists(fresh), "choosing makes nothing");
+    }
+
+    @Test
     void auto_falls_back_to_posix_off_3fs_or_without_the_library_and_says_why() throws IOException {
         BucketIoSelector.Choice offMount = BucketIoSelector.choose(IoMode.AUTO, "default", "hf3fs", plain, standin);
         assertEquals(IoMode.POSIX, offMount.mode());
@@ -126,7 +135,7 @@ class BucketIoSelectorTest {
                 + ": no 3FS mount with a 3fs-virt directory holds it)", e.getMessage());
         UsrbioUnavailableException missingRoot = assertThrows(UsrbioUnavailableException.class,
                 () -> BucketIoSelector.choose(IoMode.USRBIO, "flag --io", "hf3fs", dir.resolve("nowhere"), standin));
-        assertTrue(missingRoot.getMessage().endsWith("is not on a 3FS mount (it does not exist)"), missingRoot.getMessage());
+        assertTrue(missingRoot.getMessage().contains("is not on a 3FS mount (it does not exist yet, and per "), missingRoot.getMessage());
     }
 
     @Test
