@@ -368,7 +368,7 @@ function _picocli_mcctl_offload() {
 
   local commands=""
   local flag_opts="'--overwrite' '--pin' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size' '--config' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -424,6 +424,18 @@ function _picocli_mcctl_offload() {
     '--batch-size')
       return
       ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
   esac
 
   if [[ "${curr_word}" == -* ]]; then
@@ -443,7 +455,7 @@ function _picocli_mcctl_get() {
 
   local commands=""
   local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads' '--config' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -497,6 +509,18 @@ function _picocli_mcctl_get() {
       return
       ;;
     '--read-threads')
+      return
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -854,7 +878,7 @@ function _picocli_mcctl_fsck() {
 
   local commands=""
   local flag_opts="'--deep' '--repair' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
+  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--config' '--io' '--usrbio-library' '--fs-type'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -918,6 +942,21 @@ function _picocli_mcctl_fsck() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
+    '--fs-type')
+      return
       ;;
   esac
 
@@ -2052,7 +2091,7 @@ function _picocli_mcctl_node_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -2112,6 +2151,12 @@ function _picocli_mcctl_node_start() {
       return $?
       ;;
     '--page-mode')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -2449,7 +2494,7 @@ function _picocli_mcctl_bench_io() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root'"
+  local arg_opts="'-o' '--output' '--io' '--object-sizes' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root' '--config' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2459,6 +2504,12 @@ function _picocli_mcctl_bench_io() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
       return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--object-sizes')
+      return
       ;;
     '--total')
       return
@@ -2477,6 +2528,15 @@ function _picocli_mcctl_bench_io() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--usrbio-library')
+      return
       ;;
   esac
 

@@ -102,7 +102,9 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
             }
         }
         List<CheckResult> results = new ArrayList<>(MountValidator.validate(layout, fsType, expected, limit));
-        CheckResult ioCheck = MountValidator.ioCheck(BucketIoSelector.Wanted.of(config), fsType, layout.root());
+        CheckResult ioCheck = results.get(0).status() == CheckResult.Status.FAIL
+                ? CheckResult.skip(MountValidator.IO, "the root is not usable")
+                : MountValidator.ioCheck(BucketIoSelector.Wanted.of(config), fsType, layout.root());
         results.add(ioCheck);
         if (masterBuckets != null) {
             results.add(masterBuckets);
