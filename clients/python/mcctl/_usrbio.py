@@ -1,5 +1,5 @@
 """Bucket-file IO through 3FS's USRBIO (``libhf3fs_api_shared.so``), by ctypes: the Python side of the Java
-``UsrbioBucketIo``, with the same structs, rules and shape.
+``UsrbioBucketIo``, with the same structs, rules and shape, and of ``BucketIoSelector`` (``choose``).
 
 How an operation runs: its bytes are copied between the caller's buffers and a bounce region of an iov (shared
 memory the 3FS FUSE process maps), cut where an iov block ends (no IO may cross a block) and where the iov or a ring
@@ -22,7 +22,7 @@ import os
 import queue
 import threading
 import time
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 DEFAULT_NAME = "hf3fs_api_shared"
 
@@ -124,6 +124,87 @@ class Library:
     def is_hf3fs(self, fd: int) -> bool:
         return bool(self.lib.hf3fs_is_hf3fs(fd))
 
+    def register(self, fd: int, path: str) -> None:
+        """Registers an open fd for IOs (``hf3fs_reg_fd``); an OSError naming ``path`` when the library refuses it."""
+        registered = self.lib.hf3fs_reg_fd(fd, 0)
+        if registered > 0:
+            hint = " (the file is not on 3FS)" if registered == errno.EBADF else ""
+            raise OSError(registered, f"USRBIO cannot register {path}: {_describe(registered)}{hint}")
+
+    def deregister(self, fd: int) -> None:
+        """Before the fd is closed: a number closed while registered could never be registered again."""
+        self.lib.hf3fs_dereg_fd(fd)
+
+
+_LOADED: dict = {}  # name or path -> Library: ctypes loads a library once per process anyway
+_LOADED_LOCK = threading.Lock()
+
+
+def load(name_or_path: str) -> Library:
+    """The library ``name_or_path`` names, loaded and checked once per process."""
+    with _LOADED_LOCK:
+        library = _LOADED.get(name_or_path)
+        if library is None:
+            library = _LOADED[name_or_path] = Library(name_or_path)
+        return library
+
+
+MODES = ("auto", "posix", "usrbio")
+IO_ENV = "MOONCAKE_DISTRIBUTED_IO"
+LIBRARY_ENV = "MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY"
+
+
+class Choice:
+    """The IO chosen and why: ``mode`` "posix" or "usrbio", ``reason`` one line; for USRBIO its library and mount."""
+
+    __slots__ = ("mode", "reason", "library", "mount_point")
+
+    def __init__(self, mode: str, reason: str, library: Optional[Library] = None, mount_point: Optional[str] = None):
+        self.mode, self.reason, self.library, self.mount_point = mode, reason, library, mount_point
+
+
+def _nearest_existing(path: str) -> str:
+    at = os.path.abspath(path)
+    while not os.path.isdir(at) and os.path.dirname(at) != at:
+        at = os.path.dirname(at)
+    return at
+
+
+def choose(mode: str, source: str, fs_type: str, root: str, library: str) -> Choice:
+    """The IO for ``mode`` (auto, posix or usrbio, from ``source``), as the Java ``BucketIoSelector`` chooses it: auto takes
+    USRBIO when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else POSIX; usrbio that cannot be
+    used raises UsrbioUnavailable in one line naming what is missing (the library, a function of it, or the mount)."""
+    if mode == "posix":
+        return Choice("posix", f"posix: io is posix ({source})")
+
+    def mount_of(loaded: Library) -> Optional[str]:
+        return loaded.mount_point_of(_nearest_existing(root))
+
+    def not_on_mount(loaded: Library) -> str:
+        if os.path.exists(root):
+            return f" (per {loaded.location}: no 3FS mount with a 3fs-virt directory holds it)"
+        return f" (it does not exist yet, and per {loaded.location} no 3FS mount holds {_nearest_existing(root)})"
+
+    if mode == "usrbio":
+        try:
+            loaded = load(library)
+        except UsrbioUnavailable as e:
+            raise UsrbioUnavailable(e.missing, f"io is usrbio ({source}) but {e}") from None
+        mount = mount_of(loaded)
+        if mount is None:
+            raise UsrbioUnavailable("mount", f"io is usrbio ({source}) but root {root} is not on a 3FS mount{not_on_mount(loaded)}")
+        return Choice("usrbio", f"usrbio: root {root} is on 3FS mount {mount}, library {loaded.location}", loaded, mount)
+    if fs_type != "hf3fs":
+        return Choice("posix", f"posix: io is auto and fs_type is {fs_type}; USRBIO is tried only with fs_type hf3fs")
+    try:
+        loaded = load(library)
+    except UsrbioUnavailable as e:
+        return Choice("posix", f"posix: io is auto but {e}")
+    mount = mount_of(loaded)
+    if mount is None:
+        return Choice("posix", f"posix: io is auto but root {root} is not on a 3FS mount{not_on_mount(loaded)}")
+    return Choice("usrbio", f"usrbio: root {root} is on 3FS mount {mount}, library {loaded.location}", loaded, mount)
+
 
 class _RingSet:
     """One iov, a read ring and a write ring on it. One thread at a time (the pool hands it out)."""
@@ -166,113 +247,69 @@ class _RingSet:
 
 
 Buffer = Union[bytes, bytearray, memoryview]
-# An operation: ("r" or "w", path, offset, buffers).
+# An operation of UsrbioIo: ("r" or "w", path, offset, buffers).
 Op = Tuple[str, str, int, Sequence[Buffer]]
+# An operation of Rings: ("r" or "w", registered fd, offset, buffers, what it is for a message, e.g. the path).
+FdOp = Tuple[str, int, int, Sequence[Buffer], str]
 
 
-class UsrbioIo:
-    """Reads and writes of bucket files through USRBIO rings. Thread-safe; close it once no thread is in a call.
+class Fenced(OSError):
+    """A write not submitted: the writer's fence (its allocation's deadline, less its margin) had passed."""
 
-    ``_lock`` guards the fd pool, the list of ring sets and ``_closed``; it is taken alone, never around IO or a
-    wait. Idle ring sets pass between threads through a queue, bounded by a semaphore.
+    def __init__(self):
+        super().__init__(errno.ETIMEDOUT, "the allocation's deadline was within the write margin before the write could be submitted")
+
+
+class Rings:
+    """USRBIO ring sets for operations on registered fds: each call borrows one ring set (one iov, a read ring and a
+    write ring), so every thread reading or writing at the same time has its own, at most ``max_rings`` of them.
+    Thread-safe; close it once no thread is in a call.
+
+    ``_lock`` guards the list of ring sets and ``_closed``; it is taken alone, never around IO or a wait. Idle ring
+    sets pass between threads through a queue, bounded by a semaphore.
     """
 
-    def __init__(self, library: Library, mount_point: str, writable: bool, iov_bytes: int = 16 << 20,
-                 block_bytes: int = 1 << 20, entries: int = 256, max_rings: int = 4, timeout: float = 60.0):
+    def __init__(self, library: Library, mount_point: str, iov_bytes: int = 16 << 20, block_bytes: int = 1 << 20,
+                 entries: int = 256, max_rings: int = 4, timeout: float = 60.0):
         if iov_bytes <= 0 or block_bytes <= 0 or block_bytes > iov_bytes or entries <= 0 or max_rings <= 0 or timeout <= 0:
             raise ValueError(f"USRBIO sizes: iov {iov_bytes} bytes, block {block_bytes}, entries {entries}, rings {max_rings}, "
                              f"timeout {timeout}: all must be positive and the block at most the iov")
         self._library = library
         self._mount = os.fsencode(mount_point)
-        self._writable = writable
         self._sizes = (iov_bytes, block_bytes, entries)
         self._timeout = timeout
-        self._lock = threading.Lock()  # guards _fds, _all and _closed
-        self._fds = {}
+        self._lock = threading.Lock()  # guards _all and _closed
         self._closed = False
         self._permits = threading.BoundedSemaphore(max_rings)
         self._idle: "queue.SimpleQueue[_RingSet]" = queue.SimpleQueue()
         self._all: List[_RingSet] = []
+        self.rounds = 0  # rounds submitted, for a check that a batch goes as one (a lost count under a race only undercounts)
         first = _RingSet(library, self._mount, *self._sizes)  # a mount that cannot give a ring fails here
         self._all.append(first)
         self._idle.put(first)
 
-    # ---- files ----
-
-    def _fd(self, path: str) -> int:
-        fd = self._fds.get(path)
-        if fd is not None:
-            return fd
-        with self._lock:
-            if self._closed:
-                raise ValueError("USRBIO IO is closed")
-            fd = self._fds.get(path)
-            if fd is not None:
-                return fd
-            fd = os.open(path, (os.O_RDWR if self._writable else os.O_RDONLY) | os.O_CLOEXEC)
-            registered = self._library.lib.hf3fs_reg_fd(fd, 0)
-            if registered > 0:
-                os.close(fd)
-                hint = " (the file is not on 3FS)" if registered == errno.EBADF else ""
-                raise OSError(registered, f"USRBIO cannot register {path}: {_describe(registered)}{hint}")
-            self._fds[path] = fd
-            return fd
-
-    def open_file_count(self) -> int:
-        return len(self._fds)
-
     def ring_count(self) -> int:
         return len(self._all)
 
-    # ---- operations ----
-
-    def write(self, path: str, offset: int, *srcs: Buffer) -> None:
-        """Writes the bytes of ``srcs``, one after another, at ``offset``."""
-        result = self.execute([("w", path, offset, srcs)])[0]
-        if isinstance(result, BaseException):
-            raise result
-
-    def read(self, path: str, offset: int, *dsts: Buffer) -> int:
-        """Fills ``dsts``, one after another, from ``offset``; returns the bytes read (fewer only where the file ends)."""
-        result = self.execute([("r", path, offset, dsts)])[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def execute(self, ops: Sequence[Op]) -> List[Union[int, OSError]]:
-        """Runs every operation, submitted together and waited for once per round; returns each one's bytes done or
-        its own ``OSError``. Raises only when the batch as a whole could not run."""
+    def execute(self, ops: Sequence[FdOp], fence: Optional[float] = None) -> List[Union[int, OSError]]:
+        """Runs every operation, submitted together and waited for once per round; returns each one's bytes done (for a
+        read, fewer than asked only where the file ends) or its own ``OSError``. With ``fence`` (a time.monotonic()
+        value), no round is submitted once it has passed: the operations not done are ``Fenced``. Raises only when the
+        batch as a whole could not run."""
         rings = self._borrow()
         healthy = False
         try:
-            results = self._run(rings, ops)
-            healthy = True
+            results, healthy = self._run(rings, ops, fence)
             return results
         finally:
             self._give_back(rings, healthy)
 
-    def sync(self, path: str) -> None:
-        """fsync: settles the file's length in 3FS's metadata (writes are durable once complete)."""
-        os.fsync(self._fd(path))
-
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            fds, self._fds = list(self._fds.values()), {}
             all_rings, self._all = self._all, []
         for rings in all_rings:
             rings.destroy()
-        for fd in fds:
-            self._library.lib.hf3fs_dereg_fd(fd)  # before the close: a number closed while registered never registers again
-            os.close(fd)
-
-    def __enter__(self) -> "UsrbioIo":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # ---- rings ----
 
     def _borrow(self) -> _RingSet:
         if self._closed:
@@ -301,28 +338,27 @@ class UsrbioIo:
             rings.destroy()
         self._permits.release()
 
-    def _run(self, rings: _RingSet, ops: Sequence[Op]) -> List[Union[int, OSError]]:
+    def _run(self, rings: _RingSet, ops: Sequence[FdOp], fence: Optional[float]) -> Tuple[List[Union[int, OSError]], bool]:
+        """Each operation's outcome, and whether the ring set may be used again (not when a round was prepped but not
+        submitted: its IOs are still in the rings)."""
         count = len(ops)
         done = [0] * count
         failures: List[Optional[OSError]] = [None] * count
         at_end = [False] * count
-        fds = [-1] * count
         views: List[List[memoryview]] = []
         lengths = []
-        for i, (kind, path, offset, buffers) in enumerate(ops):
+        for i, (kind, fd, offset, buffers, what) in enumerate(ops):
             if kind not in ("r", "w"):
                 raise ValueError(f"operation {i}: kind {kind!r} is not 'r' or 'w'")
             if offset < 0:
-                raise ValueError(f"operation {i}: negative offset {offset} in {path}")
-            parts = [memoryview(b).cast("B") for b in buffers]
+                raise ValueError(f"operation {i}: negative offset {offset} in {what}")
+            parts = [b if type(b) is memoryview and b.format == "B" and b.ndim == 1 else memoryview(b).cast("B") for b in buffers]
             if kind == "r" and any(p.readonly for p in parts):
-                raise ValueError(f"operation {i}: a read into a read-only buffer: {path} offset {offset}")
+                raise ValueError(f"operation {i}: a read into a read-only buffer: {what} offset {offset}")
             views.append(parts)
             lengths.append(sum(p.nbytes for p in parts))
-            try:
-                fds[i] = self._fd(path)
-            except OSError as e:
-                failures[i] = e
+            if fd < 0:
+                failures[i] = OSError(errno.EBADF, f"{_op_text(ops[i], lengths[i])}: no open file")
         entries = self._sizes[2]
         pieces: List[Tuple[int, int, int, int, bool]] = []  # (op, op position, length, iov position, read)
         counts = {True: 0, False: 0}
@@ -333,6 +369,9 @@ class UsrbioIo:
             nonlocal used
             if not pieces:
                 return
+            if fence is not None and time.monotonic() >= fence:
+                raise _Unsubmitted()  # nothing of this round is submitted: its prepped IOs die with the ring set
+            self.rounds += 1
             results = self._submit_and_wait(rings, counts)
             for p, (op, position, length, iov_position, read) in enumerate(pieces):
                 if failures[op] is not None or at_end[op]:
@@ -353,29 +392,36 @@ class UsrbioIo:
             counts[True] = counts[False] = 0
             used = 0
 
-        for op, (kind, path, offset, _) in enumerate(ops):
-            read = kind == "r"
-            position = 0
-            while position < lengths[op] and failures[op] is None and not at_end[op]:
-                if used == rings.size or counts[read] == entries:
-                    finish_round()
-                    if failures[op] is not None or at_end[op]:
+        reusable = True
+        try:
+            for op, (kind, fd, offset, _, _) in enumerate(ops):
+                read = kind == "r"
+                position = 0
+                while position < lengths[op] and failures[op] is None and not at_end[op]:
+                    if used == rings.size or counts[read] == entries:
+                        finish_round()
+                        if failures[op] is not None or at_end[op]:
+                            break
+                    piece = min(lengths[op] - position, rings.size - used, rings.block - used % rings.block)
+                    if not read:
+                        _gather(views[op], position, rings.view, used, piece)
+                    ring = rings.reads if read else rings.writes
+                    prepped = lib.hf3fs_prep_io(ctypes.byref(ring), ctypes.byref(rings.iov), read, rings.base + used, fd,
+                                                offset + position, piece, len(pieces))
+                    if prepped < 0:
+                        failures[op] = OSError(-prepped, f"{_op_text(ops[op], lengths[op])}: USRBIO refused the IO: {_describe(-prepped)}")
                         break
-                piece = min(lengths[op] - position, rings.size - used, rings.block - used % rings.block)
-                if not read:
-                    _gather(views[op], position, rings.view, used, piece)
-                ring = rings.reads if read else rings.writes
-                prepped = lib.hf3fs_prep_io(ctypes.byref(ring), ctypes.byref(rings.iov), read, rings.base + used, fds[op],
-                                            offset + position, piece, len(pieces))
-                if prepped < 0:
-                    failures[op] = OSError(-prepped, f"{_op_text(ops[op], lengths[op])}: USRBIO refused the IO: {_describe(-prepped)}")
-                    break
-                pieces.append((op, position, piece, used, read))
-                counts[read] += 1
-                used += piece
-                position += piece
-        finish_round()
-        return [failures[i] if failures[i] is not None else done[i] for i in range(count)]
+                    pieces.append((op, position, piece, used, read))
+                    counts[read] += 1
+                    used += piece
+                    position += piece
+            finish_round()
+        except _Unsubmitted:
+            reusable = False
+            for op in range(count):
+                if failures[op] is None and not at_end[op] and done[op] < lengths[op]:
+                    failures[op] = Fenced()
+        return [failures[i] if failures[i] is not None else done[i] for i in range(count)], reusable
 
     def _submit_and_wait(self, rings: _RingSet, counts: dict) -> List[int]:
         lib = self._library.lib
@@ -406,9 +452,101 @@ class UsrbioIo:
         return results
 
 
-def _op_text(op: Op, length: int) -> str:
-    kind, path, offset, _ = op
-    return f"{'read' if kind == 'r' else 'write'} of {length} bytes at offset {offset} of {path}"
+class _Unsubmitted(Exception):
+    """Inside Rings._run: the fence passed before a round was submitted."""
+
+
+class UsrbioIo:
+    """Reads and writes of bucket files by path through USRBIO rings, with a registered fd per file. Thread-safe; close it
+    once no thread is in a call.
+
+    ``_lock`` guards the fd pool and ``_closed``; it is taken alone, never around IO or a wait.
+    """
+
+    def __init__(self, library: Library, mount_point: str, writable: bool, iov_bytes: int = 16 << 20,
+                 block_bytes: int = 1 << 20, entries: int = 256, max_rings: int = 4, timeout: float = 60.0):
+        self._library = library
+        self._writable = writable
+        self._rings = Rings(library, mount_point, iov_bytes, block_bytes, entries, max_rings, timeout)
+        self._lock = threading.Lock()  # guards _fds and _closed
+        self._fds = {}
+        self._closed = False
+
+    def _fd(self, path: str) -> int:
+        fd = self._fds.get(path)
+        if fd is not None:
+            return fd
+        with self._lock:
+            if self._closed:
+                raise ValueError("USRBIO IO is closed")
+            fd = self._fds.get(path)
+            if fd is not None:
+                return fd
+            fd = os.open(path, (os.O_RDWR if self._writable else os.O_RDONLY) | os.O_CLOEXEC)
+            try:
+                self._library.register(fd, path)
+            except OSError:
+                os.close(fd)
+                raise
+            self._fds[path] = fd
+            return fd
+
+    def open_file_count(self) -> int:
+        return len(self._fds)
+
+    def ring_count(self) -> int:
+        return self._rings.ring_count()
+
+    def write(self, path: str, offset: int, *srcs: Buffer) -> None:
+        """Writes the bytes of ``srcs``, one after another, at ``offset``."""
+        result = self.execute([("w", path, offset, srcs)])[0]
+        if isinstance(result, BaseException):
+            raise result
+
+    def read(self, path: str, offset: int, *dsts: Buffer) -> int:
+        """Fills ``dsts``, one after another, from ``offset``; returns the bytes read (fewer only where the file ends)."""
+        result = self.execute([("r", path, offset, dsts)])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def execute(self, ops: Sequence[Op]) -> List[Union[int, OSError]]:
+        """Runs every operation (Rings.execute); a file that does not open is that operation's OSError."""
+        fd_ops: List[FdOp] = []
+        failed: dict = {}
+        for i, (kind, path, offset, buffers) in enumerate(ops):
+            try:
+                fd = self._fd(path)
+            except OSError as e:
+                failed[i] = e
+                fd = -1
+            fd_ops.append((kind, fd, offset, buffers, path))
+        results = self._rings.execute(fd_ops)
+        return [failed.get(i, result) for i, result in enumerate(results)]
+
+    def sync(self, path: str) -> None:
+        """fsync: settles the file's length in 3FS's metadata (writes are durable once complete)."""
+        os.fsync(self._fd(path))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            fds, self._fds = list(self._fds.values()), {}
+        self._rings.close()
+        for fd in fds:
+            self._library.deregister(fd)  # before the close: a number closed while registered never registers again
+            os.close(fd)
+
+    def __enter__(self) -> "UsrbioIo":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _op_text(op, length: int) -> str:
+    kind, where, offset = op[0], op[-1] if len(op) == 5 else op[1], op[2]
+    return f"{'read' if kind == 'r' else 'write'} of {length} bytes at offset {offset} of {where}"
 
 
 def _gather(srcs: List[memoryview], start: int, iov: memoryview, at: int, length: int) -> None:

@@ -426,10 +426,10 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
                 if (both) {
                     PathFigures posix = c.path("posix");
                     PathFigures usrbio = c.path("usrbio");
-                    row.put("usrbio_over_posix_write", round(usrbio.writeGiBps() / posix.writeGiBps()));
-                    row.put("usrbio_over_posix_read", round(usrbio.readGiBps() / posix.readGiBps()));
-                    row.put("usrbio_over_posix_write_cpu", round(usrbio.writeCpuPerGiB() / posix.writeCpuPerGiB()));
-                    row.put("usrbio_over_posix_read_cpu", round(usrbio.readCpuPerGiB() / posix.readCpuPerGiB()));
+                    row.put("usrbio_over_posix_write", ratio(usrbio.writeGiBps(), posix.writeGiBps()));
+                    row.put("usrbio_over_posix_read", ratio(usrbio.readGiBps(), posix.readGiBps()));
+                    row.put("usrbio_over_posix_write_cpu", ratio(usrbio.writeCpuPerGiB(), posix.writeCpuPerGiB()));
+                    row.put("usrbio_over_posix_read_cpu", ratio(usrbio.readCpuPerGiB(), posix.readCpuPerGiB()));
                 }
                 row.put("fio_gib_per_s", c.fioGiBps() == null ? null : round(c.fioGiBps()));
                 rows.add(row);
@@ -449,9 +449,9 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
                 if (both) {
                     PathFigures posix = c.path("posix");
                     PathFigures usrbio = c.path("usrbio");
-                    table.row(SizeParser.format(c.objectSize()), "usrbio/posix", fmt(usrbio.writeGiBps() / posix.writeGiBps()),
-                            fmt(usrbio.readGiBps() / posix.readGiBps()), fmt(usrbio.writeCpuPerGiB() / posix.writeCpuPerGiB()),
-                            fmt(usrbio.readCpuPerGiB() / posix.readCpuPerGiB()), "-");
+                    table.row(SizeParser.format(c.objectSize()), "usrbio/posix", fmt(ratio(usrbio.writeGiBps(), posix.writeGiBps())),
+                            fmt(ratio(usrbio.readGiBps(), posix.readGiBps())), fmt(ratio(usrbio.writeCpuPerGiB(), posix.writeCpuPerGiB())),
+                            fmt(ratio(usrbio.readCpuPerGiB(), posix.readCpuPerGiB())), "-");
                 }
             }
             out.print(table.render());
@@ -467,7 +467,16 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
         return Math.round(v * 1000) / 1000.0;
     }
 
+    /** {@code a / b} rounded, or null when {@code b} is 0 (a CPU time below the clock's tick). */
+    private static Double ratio(double a, double b) {
+        return b == 0 ? null : round(a / b);
+    }
+
     private static String fmt(double v) {
         return String.format(Locale.ROOT, "%.3f", v);
+    }
+
+    private static String fmt(Double v) {
+        return v == null ? "-" : fmt(v.doubleValue());
     }
 }

@@ -191,6 +191,7 @@ public final class BucketFileIo {
          * @throws IOException only when the batch as a whole could not run (the IO closed, a ring that cannot be made)
          */
         public void run() throws IOException {
+            long replacementsBefore = io.replacements();
             io.execute(ops);
             boolean[] failedRead = null;
             for (int op = 0; op < ops.size(); op++) {
@@ -201,7 +202,7 @@ public final class BucketFileIo {
                 }
             }
             if (failedRead != null) {
-                readAgainFromReplacedFiles(failedRead);
+                readAgainFromReplacedFiles(failedRead, io.replacements() != replacementsBefore);
             }
         }
 
@@ -250,8 +251,11 @@ public final class BucketFileIo {
             }
         }
 
-        /** Reads {@code failedRead} again, in one more submission, where their bucket file was replaced (one stat per file). */
-        private void readAgainFromReplacedFiles(boolean[] failedRead) throws IOException {
+        /**
+         * Reads {@code failedRead} again, in one more submission, where their bucket file was replaced (one stat per file),
+         * here or, {@code replacedMeanwhile}, by another thread while this batch read through the handle it had taken.
+         */
+        private void readAgainFromReplacedFiles(boolean[] failedRead, boolean replacedMeanwhile) throws IOException {
             java.util.Map<Path, Boolean> replaced = new java.util.HashMap<>();
             IoBatch again = new IoBatch();
             int[] which = new int[ops.size()];
@@ -262,7 +266,7 @@ public final class BucketFileIo {
                 Path file = ops.file(op);
                 Boolean stale = replaced.get(file);
                 if (stale == null) {
-                    stale = io.replaceIfStale(file);
+                    stale = io.replaceIfStale(file) || replacedMeanwhile;
                     replaced.put(file, stale);
                 }
                 if (stale) {

@@ -58,6 +58,9 @@ public interface BucketIo extends AutoCloseable {
     /** {@link OpenFiles#replaceIfStale}: after a failed read, takes the file now at the path when it was replaced. */
     boolean replaceIfStale(Path file) throws IOException;
 
+    /** {@link OpenFiles#replacements}: open handles replaced by the file at their path so far. */
+    long replacements();
+
     /** Bucket files open now. */
     int openFileCount();
 

@@ -60,6 +60,8 @@ public class OpenFiles<H> implements AutoCloseable {
     private final Handles<H> handles;
     private final ConcurrentMap<Path, OpenFile<H>> files = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    /** Handles replaced so far: a read that failed through a handle taken before a replacement is worth reading again. */
+    private final java.util.concurrent.atomic.AtomicLong replacements = new java.util.concurrent.atomic.AtomicLong();
 
     protected OpenFiles(Handles<H> handles) {
         this.handles = handles;
@@ -144,6 +146,7 @@ public class OpenFiles<H> implements AutoCloseable {
             }
         });
         if (stale[0] != null) {
+            replacements.incrementAndGet();
             handles.retire(stale[0].handle());
         }
         if (failure[0] != null) {
@@ -201,6 +204,11 @@ public class OpenFiles<H> implements AutoCloseable {
         } catch (IOException ignored) {
             // a handle on a file that is gone, or never used: nothing of it is needed any more
         }
+    }
+
+    /** How many open handles have been replaced by the file at their path so far. */
+    public long replacements() {
+        return replacements.get();
     }
 
     /** Number of files currently open. */

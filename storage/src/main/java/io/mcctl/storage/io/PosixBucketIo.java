@@ -97,6 +97,11 @@ public final class PosixBucketIo implements BucketIo {
     }
 
     @Override
+    public long replacements() {
+        return pool.replacements();
+    }
+
+    @Override
     public boolean replaceIfStale(Path file) throws IOException {
         return pool.replaceIfStale(file);
     }

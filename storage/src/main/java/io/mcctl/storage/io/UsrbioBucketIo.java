@@ -177,6 +177,11 @@ public final class UsrbioBucketIo implements BucketIo {
     }
 
     @Override
+    public long replacements() {
+        return files.replacements();
+    }
+
+    @Override
     public boolean replaceIfStale(Path file) throws IOException {
         return files.replaceIfStale(file);
     }
