@@ -51,6 +51,11 @@ public final class ClientOptions {
     /** The settings a command that moves bucket-file bytes takes: how they move ({@code io}, {@code usrbio_library}). */
     public static final List<Setting<?>> IO_SETTINGS = List.of(StorageSettings.IO, StorageSettings.USRBIO_LIBRARY);
 
+    /** How the command of {@code spec} moves bucket-file bytes: its {@link #IO_SETTINGS} from flags, environment and file. */
+    public static BucketIoSelector.Wanted ioWanted(picocli.CommandLine.Model.CommandSpec spec) {
+        return BucketIoSelector.Wanted.of(SettingsOptions.resolve(spec, IO_SETTINGS));
+    }
+
     /**
      * This node's view of the master's root, checked against the master's layout, moving bytes through the IO {@code
      * wanted} (chosen for the master's root and fs_type; {@code io usrbio} that cannot be used here is a one-line

@@ -99,7 +99,7 @@ class UsrbioProcessTest {
             Path err = dir.resolve("writer.err");
             Process writer = McctlProcess.builder(dir, env, "offload", "--master", master.address(), "--batch", spool.toString(),
                     "--batch-size", "4").redirectOutput(dir.resolve("writer.out").toFile()).redirectError(err.toFile()).start();
-            assertTrue(await(Duration.ofSeconds(60), () -> count(err, "test hook: written") >= 2), "the writer reached its second batch");
+            assertTrue(FenceProcessTest.await(Duration.ofSeconds(60), () -> count(err, "test hook: written") >= 2), "the writer reached its second batch");
             writer.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
             assertTrue(client.stats().getInFlightAllocations() > 0, "the killed writer held allocations");
 
@@ -117,7 +117,7 @@ class UsrbioProcessTest {
             }
 
             // Past the deadline and the grace, the killed writer's pages are free again: no page is held by nothing.
-            assertTrue(await(Duration.ofSeconds(30), () -> client.stats().getInFlightAllocations() == 0), "its allocations expired");
+            assertTrue(FenceProcessTest.await(Duration.ofSeconds(30), () -> client.stats().getInFlightAllocations() == 0), "its allocations expired");
             CliRun fsck = CliRun.run("fsck", "--master", master.address(), "--deep", "--io", "usrbio", "--usrbio-library",
                     Standin.library("libhf3fs_api_shared.so").toString(), "-o", "json").expectOk();
             assertEquals(committed.size(), new com.fasterxml.jackson.databind.ObjectMapper().readTree(fsck.out()).findValue("objects_read").asInt(),
@@ -175,16 +175,5 @@ class UsrbioProcessTest {
         } catch (IOException e) {
             return 0;
         }
-    }
-
-    private static boolean await(Duration limit, java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + limit.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - end > 0) {
-                return false;
-            }
-            Thread.sleep(50);
-        }
-        return true;
     }
 }

@@ -57,11 +57,6 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
         return io.mcctl.cli.ClientOptions.IO_SETTINGS;
     }
 
-    /** How this process moves bucket-file bytes: the io settings from flags, environment and file. */
-    private io.mcctl.storage.io.BucketIoSelector.Wanted ioWanted() {
-        return io.mcctl.storage.io.BucketIoSelector.Wanted.of(io.mcctl.cli.SettingsOptions.resolve(spec, settings()));
-    }
-
     /** Bytes read and written at a time when one key is streamed. */
     static final int CHUNK_BYTES = 1 << 20;
 
@@ -177,7 +172,7 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
         }
         String tenant = client.tenant();
         try (MasterClient master = client.connect(spec);
-             TierNode node = ClientOptions.node(master, false, ioWanted())) {
+             TierNode node = ClientOptions.node(master, false, io.mcctl.cli.ClientOptions.ioWanted(spec))) {
             BatchGetDistributedPageMappingResponse response = master.batchGetMapping(List.of(key), List.of(tenant));
             MappingResult result = response.getResults(0);
             if (result.getStatus().getError() != ErrorCode.OK) {
@@ -266,7 +261,7 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
         int[] worst = {ExitCodes.OK};
         int[] read = {0};
         try (MasterClient master = client.connect(spec);
-             TierNode node = ClientOptions.node(master, false, ioWanted());
+             TierNode node = ClientOptions.node(master, false, io.mcctl.cli.ClientOptions.ioWanted(spec));
              Progress progress = new Progress("get", keys.size())) {
             new TierReader(node, readThreads).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
                 @Override

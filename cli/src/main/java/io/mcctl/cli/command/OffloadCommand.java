@@ -47,11 +47,6 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
         return io.mcctl.cli.ClientOptions.IO_SETTINGS;
     }
 
-    /** How this process moves bucket-file bytes: the io settings from flags, environment and file. */
-    private io.mcctl.storage.io.BucketIoSelector.Wanted ioWanted() {
-        return io.mcctl.storage.io.BucketIoSelector.Wanted.of(io.mcctl.cli.SettingsOptions.resolve(spec, settings()));
-    }
-
     @Spec
     CommandSpec spec;
 
@@ -135,7 +130,7 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
         Batch batch = new Batch(entries);
         if (entries.stream().anyMatch(Entry::ok)) {
             try (MasterClient master = client.connect(spec);
-                 TierNode node = io.mcctl.cli.ClientOptions.node(master, true, ioWanted())) {
+                 TierNode node = io.mcctl.cli.ClientOptions.node(master, true, io.mcctl.cli.ClientOptions.ioWanted(spec))) {
                 long bucketSize = node.layout().getBucketSize();
                 for (int i = 0; i < entries.size(); i++) {
                     Entry entry = entries.get(i);

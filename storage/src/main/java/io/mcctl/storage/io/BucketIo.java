@@ -49,20 +49,33 @@ public interface BucketIo extends AutoCloseable {
     /** Makes the bytes written to {@code file} and its length durable (fsync). */
     void sync(Path file) throws IOException;
 
+    /** The bucket files this IO has open, with their identity rules. */
+    OpenFiles<?> files();
+
     /** The open file writes to {@code file} go through now, opened if needed: a writer remembers it before it writes. */
-    OpenFiles.OpenFile<?> open(Path file) throws IOException;
+    default OpenFiles.OpenFile<?> open(Path file) throws IOException {
+        return files().open(file);
+    }
 
     /** {@link OpenFiles#verify}: whether bytes written through {@code written} are in the bucket file at the path. */
-    OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException;
+    default OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException {
+        return files().verify(file, written);
+    }
 
     /** {@link OpenFiles#replaceIfStale}: after a failed read, takes the file now at the path when it was replaced. */
-    boolean replaceIfStale(Path file) throws IOException;
+    default boolean replaceIfStale(Path file) throws IOException {
+        return files().replaceIfStale(file);
+    }
 
     /** {@link OpenFiles#replacements}: open handles replaced by the file at their path so far. */
-    long replacements();
+    default long replacements() {
+        return files().replacements();
+    }
 
     /** Bucket files open now. */
-    int openFileCount();
+    default int openFileCount() {
+        return files().openCount();
+    }
 
     /** Releases files and rings; call it once no thread is in an operation. */
     @Override

@@ -87,28 +87,8 @@ public final class PosixBucketIo implements BucketIo {
     }
 
     @Override
-    public OpenFiles.OpenFile<?> open(Path file) throws IOException {
-        return pool.open(file);
-    }
-
-    @Override
-    public OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException {
-        return pool.verify(file, written);
-    }
-
-    @Override
-    public long replacements() {
-        return pool.replacements();
-    }
-
-    @Override
-    public boolean replaceIfStale(Path file) throws IOException {
-        return pool.replaceIfStale(file);
-    }
-
-    @Override
-    public int openFileCount() {
-        return pool.openCount();
+    public OpenFiles<?> files() {
+        return pool;
     }
 
     @Override

@@ -167,29 +167,8 @@ public final class UsrbioBucketIo implements BucketIo {
     }
 
     @Override
-    public OpenFiles.OpenFile<?> open(Path file) throws IOException {
-        return files.open(file);
-    }
-
-    @Override
-    public OpenFiles.OpenFile<?> verify(Path file, OpenFiles.OpenFile<?> written) throws IOException {
-        return files.verify(file, written);
-    }
-
-    @Override
-    public long replacements() {
-        return files.replacements();
-    }
-
-    @Override
-    public boolean replaceIfStale(Path file) throws IOException {
-        return files.replaceIfStale(file);
-    }
-
-    /** Bucket files open and registered. */
-    @Override
-    public int openFileCount() {
-        return files.openCount();
+    public OpenFiles<?> files() {
+        return files;
     }
 
     @Override
