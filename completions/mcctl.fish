@@ -675,7 +675,7 @@ complete -c mcctl -n '__mcctl_at bench layout' -s x -l stacktrace -d 'On error, 
 complete -c mcctl -n '__mcctl_at bench failover' -f
 complete -c mcctl -n '__mcctl_at bench failover' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
 complete -c mcctl -n '__mcctl_at bench failover' -l mappings -x -d 'Mappings in the state before the first kill, rounded down to a multiple of 512 (default: 1000000).'
-complete -c mcctl -n '__mcctl_at bench failover' -l rounds -x -d 'Kills of the leader (default: 10).'
+complete -c mcctl -n '__mcctl_at bench failover' -l rounds -x -d 'Kills (-9) of the leader, and as many stops with SIGTERM (default: 10).'
 complete -c mcctl -n '__mcctl_at bench failover' -l lease-ttl -x -d 'The masters\' --ha-lease-ttl, whole seconds (default: 5s, the masters\' default).'
 complete -c mcctl -n '__mcctl_at bench failover' -l throughput-rounds -x -d 'Throughput rounds per mode (with --ha, without), interleaved; 0 skips the comparison (default: 5).'
 complete -c mcctl -n '__mcctl_at bench failover' -l throughput-transport -x -d 'How both clients of the throughput comparison send their batches: the Session stream or unary calls (default: stream).'

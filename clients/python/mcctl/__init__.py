@@ -8,9 +8,9 @@ Names follow Mooncake's MooncakeDistributedStore where they fit; see docs/python
 """
 
 from .client import Client, Mappings, PromotionTask, Promotions
-from .errors import (AccessDenied, InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
+from .errors import (AccessDenied, ChangesRefused, InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
                      ObjectAlreadyExists, ObjectNotFound, ReplicaIsNotReady)
 
-__all__ = ["Client", "Mappings", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "InvalidParams", "ObjectNotFound",
-           "NoAvailableHandle", "ReplicaIsNotReady", "ObjectAlreadyExists"]
+__all__ = ["Client", "Mappings", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "ChangesRefused",
+           "InvalidParams", "ObjectNotFound", "NoAvailableHandle", "ReplicaIsNotReady", "ObjectAlreadyExists"]
 __version__ = "0.1.0"

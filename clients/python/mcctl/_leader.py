@@ -24,12 +24,10 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import grpc
 
-from .errors import InvalidParams
+from .errors import CHANGES_REFUSED_TRAILER, NOT_SERVED_TRAILER, InvalidParams
 
 SCHEME = "etcd://"
 LEADER_TRAILER = "mcctl-leader"
-CHANGES_REFUSED_TRAILER = "mcctl-changes-refused"
-NOT_SERVED_TRAILER = "mcctl-not-served"
 _FIRST_BACKOFF = 0.02
 _MAX_BACKOFF = 0.2
 

@@ -109,7 +109,7 @@ class Placements:
         code = -self.buckets[i]
         message = self.messages.get(i)
         if message is None:
-            message = (f"key '{key}' not found in tenant '{tenant}'" if code == pb.OBJECT_NOT_FOUND
+            message = (f"key {errors.quoted(key)} not found in tenant {errors.quoted(tenant)}" if code == pb.OBJECT_NOT_FOUND
                        else f"the master answered error code {code}")
         return _outcome(code, message)
 

@@ -60,6 +60,11 @@ class MasterUnavailable(InternalError):
     result = RPC_FAIL
 
 
+class ChangesRefused(MasterUnavailable):
+    """The master answered but takes no changes (its write-ahead log failed, say): lookups still work there, and the
+    message says why. Nothing was changed."""
+
+
 class AccessDenied(InternalError):
     """The master refused the call: no or an unknown token (UNAUTHENTICATED), or a tenant or role the token
     or certificate does not allow (PERMISSION_DENIED). Nothing was changed."""
@@ -107,6 +112,19 @@ _BY_STATUS = {
 }
 
 
+def quoted(value: str) -> str:
+    """A caller's value quoted for a message as the master quotes it: whole when short, else its first 64 characters,
+    an ellipsis and its length in UTF-8 bytes (a key may be 4,096 bytes; a message is read by people)."""
+    if len(value) <= 80:
+        return f"'{value}'"
+    return f"'{value[:64]}…' ({len(value.encode('utf-8', 'surrogatepass'))} bytes)"
+
+
+# Trailers of a master's own refusals (WireErrors on the master): it answered, it did not fail to be reached.
+CHANGES_REFUSED_TRAILER = "mcctl-changes-refused"
+NOT_SERVED_TRAILER = "mcctl-not-served"
+
+
 def error_for(name: str, message: str) -> McctlError:
     """The exception for ErrorCode ``name`` (a newer master's unknown code is an InternalError)."""
     return BY_NAME.get(name, InternalError)(message)
@@ -117,6 +135,12 @@ def from_rpc_error(error: grpc.RpcError, target: str, timeout: float) -> McctlEr
     status = error.code()
     details = error.details() or status.name
     if status == grpc.StatusCode.UNAVAILABLE:
+        # The trailers tell a master that answered (and said why) from one that could not be reached.
+        trailers = dict(error.trailing_metadata() or ())
+        if CHANGES_REFUSED_TRAILER in trailers:
+            return ChangesRefused(f"the master at {target} refuses changes: {details}")
+        if NOT_SERVED_TRAILER in trailers:
+            return MasterUnavailable(f"the master at {target} did not serve the call: {details}")
         return MasterUnavailable(f"cannot reach the master at {target}: {details} "
                                  f"(is 'mcctl master start' running there? pass master='host:port')")
     if status in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):

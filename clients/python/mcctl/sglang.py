@@ -1,107 +1,64 @@
 """mcctl as a storage backend of SGLang HiCache (``--hicache-storage-backend dynamic``).
 
-Pages move straight between SGLang's host memory pool and the bucket files: ``batch_set_v1`` writes each
-page's regions (one for MLA, K then V otherwise) with one gather write, ``batch_get_v1`` reads them back
-with one scatter read. Follows ``python/sglang/srt/mem_cache/hicache_storage.py`` of sgl-project/sglang
-at commit 001067ff (HiCacheStorage, HiCacheStorageConfig, STORAGE_BATCH_SIZE = 128); see docs/sglang.md.
+Pages move straight between SGLang's host memory pools and the bucket files: a page is one object whose regions
+are the ones its pool's ``get_page_buffer_meta`` gives (one per page for MLA, K then V for MHA, K and V per layer for
+``layer_first``, a temporal and N conv states for Mamba), written with one gather write and read back with one
+scatter read. The KV pool moves through the zero-copy v1 calls; every other pool of a hybrid model (Mamba, SWA, the
+DSA indexer, DeepSeek-V4's compressed pools, draft KV) through the v2 calls. With the ``page_head`` layout and
+``tp_lcm_size`` set, KV pages are stored per virtual rank so that instances of different TP sizes share them.
+
+Follows sgl-project/sglang: ``python/sglang/srt/mem_cache/hicache_storage.py`` at commit 001067ff (HiCacheStorage,
+PoolTransfer, PoolTransferResult, STORAGE_BATCH_SIZE = 128), the hybrid controller
+``python/sglang/srt/mem_cache/hybrid_cache/hybrid_cache_controller.py`` at 00343773 and the host pools of
+``python/sglang/srt/mem_cache/pool_host/``; docs/sglang.md lists every file and commit read.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import errors
+from ._unreadable import UnreadableKeys, note_reads, put_all
 from .client import Client, RecentLookups
 
 logger = logging.getLogger(__name__)
 
+try:  # SGLang's own classes wherever SGLang is installed
+    from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, PoolTransferResult
+except ImportError:  # only what this module needs to load and answer without SGLang
+    from typing import NamedTuple
+
+    HiCacheStorage = object  # type: ignore[misc,assignment]
+
+    class PoolTransferResult(NamedTuple):  # type: ignore[no-redef]
+        kv_hit_pages: int
+        extra_pool_hit_pages: dict
+
 STORAGE_BATCH_SIZE = 128  # SGLang's most pages per storage call
-LOOKUPS_KEPT = 16  # batch_exists answers kept for the prefetches that follow them
+LOOKUPS_KEPT = 16  # lookups kept for the prefetches that follow them
 
-try:  # pragma: no cover - only where SGLang is installed
-    from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig
-except ImportError:
-    from abc import ABC, abstractmethod
-
-    @dataclass
-    class HiCacheStorageConfig:  # the fields of SGLang's config this backend reads
-        tp_rank: int = 0
-        tp_size: int = 1
-        pp_rank: int = 0
-        pp_size: int = 1
-        attn_cp_rank: int = 0
-        attn_cp_size: int = 1
-        is_mla_model: bool = False
-        enable_storage_metrics: bool = False
-        is_page_first_layout: bool = True
-        model_name: Optional[str] = None
-        dp_rank: int = 0
-        dp_size: int = 1
-        extra_config: Optional[dict] = None
-
-    class HiCacheStorage(ABC):
-        """Stand-in with the methods of SGLang's base class, for machines without SGLang."""
-
-        def register_mem_pool_host(self, mem_pool_host):
-            self.mem_pool_host = mem_pool_host
-
-        def batch_get_v1(self, keys, host_indices, extra_info=None):
-            raise NotImplementedError()
-
-        def batch_set_v1(self, keys, host_indices, extra_info=None):
-            raise NotImplementedError()
-
-        def batch_exists_v2(self, keys, pool_transfers=None, extra_info=None):
-            raise NotImplementedError()
-
-        def batch_get_v2(self, transfers, extra_info=None):
-            raise NotImplementedError()
-
-        def batch_set_v2(self, transfers, extra_info=None):
-            raise NotImplementedError()
-
-        @abstractmethod
-        def get(self, key, target_location=None, target_sizes=None):
-            pass
-
-        @abstractmethod
-        def batch_get(self, keys, target_locations=None, target_sizes=None):
-            pass
-
-        @abstractmethod
-        def set(self, key, value=None, target_location=None, target_sizes=None):
-            pass
-
-        @abstractmethod
-        def batch_set(self, keys, values=None, target_locations=None, target_sizes=None):
-            pass
-
-        @abstractmethod
-        def exists(self, key):
-            pass
-
-        def batch_exists(self, keys, extra_info=None):
-            for i, key in enumerate(keys):
-                if not self.exists(key):
-                    return i
-            return len(keys)
-
-        def clear(self):
-            pass
-
-        def get_stats(self):
-            return None
+KV = "kv"
+MAMBA = "mamba"
+ALL_PAGES = "all_pages"
+TRAILING_PAGES = "trailing_pages"
 
 
-def key_suffix(config: Any) -> str:
-    """What makes a page key this rank's: model, TP rank and size (not for MLA, whose ranks hold the
-    same bytes), PP and attention-CP position, so two ranks' pages never share a key."""
+def pool_name(name: Any) -> str:
+    """SGLang's PoolName and PoolHitPolicy are str enums; their value, or the string given."""
+    return str(getattr(name, "value", name))
+
+
+def key_suffix(config: Any, tp_rank: Optional[int] = None, tp_size: Optional[int] = None, per_rank: bool = False) -> str:
+    """What makes a page key this rank's: model, TP rank and size (not for MLA, whose ranks hold the same bytes,
+    unless ``per_rank``), PP and attention-CP position, so two ranks' pages never share a key. ``tp_rank`` and
+    ``tp_size`` replace the config's (a virtual rank of a split page)."""
     model = "-".join((config.model_name or "").split("/"))
     suffix = f"_{model}"
-    if not config.is_mla_model:
-        suffix += f"_{config.tp_rank}_{config.tp_size}"
+    if per_rank or not config.is_mla_model:
+        rank = config.tp_rank if tp_rank is None else tp_rank
+        size = config.tp_size if tp_size is None else tp_size
+        suffix += f"_{rank}_{size}"
     if getattr(config, "pp_size", 1) > 1:
         suffix += f"_pp{config.pp_rank}_{config.pp_size}"
     if getattr(config, "attn_cp_size", 1) > 1:
@@ -109,10 +66,60 @@ def key_suffix(config: Any) -> str:
     return suffix
 
 
+def _head_sharded(host_pool: Any) -> bool:
+    """Whether a pool holds this TP rank's share of the heads (SGLang's MHA host pools), so its pages differ per rank
+    even in an MLA model."""
+    return any("MHA" in cls.__name__ for cls in type(host_pool).__mro__)
+
+
+class _Pages:
+    """One call's pages as objects: ``names[j]`` is object j's key, ``regions[j]`` its (pointer, size) regions in the
+    host pool, and page p is the objects ``per_page * p`` up to ``per_page * (p + 1)``."""
+
+    __slots__ = ("names", "regions", "per_page")
+
+    def __init__(self, names: List[str], regions: List[List[Tuple[int, int]]], per_page: int):
+        self.names, self.regions, self.per_page = names, regions, per_page
+
+    def part(self, first: int, last: int) -> "_Pages":
+        """Pages [first, last)."""
+        a, b = first * self.per_page, last * self.per_page
+        return _Pages(self.names[a:b], self.regions[a:b], self.per_page)
+
+    def by_page(self, per_object: Sequence[bool]) -> List[bool]:
+        return [all(per_object[p * self.per_page:(p + 1) * self.per_page]) for p in range(len(per_object) // self.per_page)]
+
+
+def _regions(meta: Tuple[Any, Any], pages: int, what: str) -> List[List[Tuple[int, int]]]:
+    """A pool's (pointers, sizes) as each page's regions, in the order they form the page."""
+    pointers, sizes = meta
+    pointers = [int(p) for p in pointers]
+    sizes = [int(s) for s in sizes] if isinstance(sizes, (list, tuple)) else [int(sizes)] * len(pointers)
+    if not pages or len(pointers) % pages or len(sizes) != len(pointers):
+        raise ValueError(f"mcctl HiCache backend: {what} gave {len(pointers)} buffer regions and {len(sizes)} sizes "
+                         f"for {pages} pages; expected the same whole number of regions per page")
+    per_page = len(pointers) // pages
+    return [list(zip(pointers[p * per_page:(p + 1) * per_page], sizes[p * per_page:(p + 1) * per_page]))
+            for p in range(pages)]
+
+
+def _leading(loaded: List[bool]) -> List[bool]:
+    """Pages after the first one that failed are not reported as loaded: SGLang uses the leading run only."""
+    for i, ok in enumerate(loaded):
+        if not ok:
+            return loaded[:i] + [False] * (len(loaded) - i)
+    return loaded
+
+
 class McctlStore(HiCacheStorage):
     """HiCache's L3 on mcctl. Extra config keys: ``master`` (host:port), ``tenant``, ``root``, ``timeout``,
     ``read_memory_replicas`` (default true: read promoted pages from the nodes' DRAM; see mcctl.Client),
-    ``read_threads`` (threads reading one batch's pages side by side; default and meaning as mcctl.Client's)."""
+    ``read_threads`` (threads reading one batch's pages side by side; default and meaning as mcctl.Client's).
+    SGLang's own ``tp_lcm_size`` arrives in the storage config, not here.
+
+    Thread-safe: SGLang's prefetch and backup threads call it at once. It holds no lock of its own; the lookups kept
+    for prefetches and the unreadable keys each have one (innermost, held only to add or copy).
+    """
 
     def __init__(self, storage_config: Any, kwargs: Optional[dict] = None):
         extra = dict(getattr(storage_config, "extra_config", None) or {})
@@ -122,74 +129,217 @@ class McctlStore(HiCacheStorage):
                              '"interface_v1":1,"master":"host:50051"}')
         self.config = storage_config
         self.suffix = key_suffix(storage_config)
-        # With MLA every TP rank holds the same page: rank 0 writes it, every rank reads it.
+        self.rank_suffix = key_suffix(storage_config, per_rank=True)
+        # With MLA every TP rank holds the same KV page: rank 0 writes it, every rank reads it.
         self.writes = not storage_config.is_mla_model or storage_config.tp_rank == 0
+        self.split = 1
+        if getattr(storage_config, "should_split_heads", False):
+            lcm = getattr(storage_config, "tp_lcm_size", None)
+            if not lcm or lcm % storage_config.tp_size:
+                raise ValueError(f"mcctl HiCache backend: tp_lcm_size {lcm!r} is not a multiple of tp_size "
+                                 f"{storage_config.tp_size}; set tp_lcm_size to the LCM of every TP size that shares pages")
+            self.split = lcm // storage_config.tp_size
+        # A split page is stored as one object per virtual rank: as the pages of an instance whose TP size is tp_lcm_size.
+        self.virtual_suffixes = [self.suffix] if self.split == 1 else [
+            key_suffix(storage_config, tp_rank=storage_config.tp_rank * self.split + i, tp_size=storage_config.tp_lcm_size)
+            for i in range(self.split)]
         self.client = Client(master=extra["master"], tenant=extra.get("tenant", "default"),
                              timeout=float(extra.get("timeout", 10.0)), root=extra.get("root"),
                              read_memory_replicas=extra.get("read_memory_replicas", True),
                              read_threads=extra.get("read_threads"))
         self.mem_pool_host = None
-        # What batch_exists looked up, for the batch_get_v1 calls of the prefetch that follows (from another thread).
+        self.registered_pools: Dict[str, Any] = {}
+        # What the existence checks looked up, for the reads of the prefetch that follows (on another thread).
         self._lookups = RecentLookups(LOOKUPS_KEPT)
-
-    def _key(self, key: str) -> str:
-        return key + self.suffix
+        self.unreadable = UnreadableKeys()
 
     def register_mem_pool_host(self, mem_pool_host: Any) -> None:
         self.mem_pool_host = mem_pool_host
 
-    # ---- zero-copy (interface_v1) ----
+    def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: Any) -> None:
+        self.registered_pools[pool_name(host_pool_name)] = host_pool
 
-    def _page_regions(self, keys: List[str], host_indices: Any) -> List[List[tuple]]:
-        """Each page's (pointer, size) regions in the host pool, in the order they form the object."""
+    # ---- keys and objects ----
+
+    def _key(self, key: str) -> str:
+        """The object key of a KV page (unsplit)."""
+        return key + self.suffix
+
+    def _per_rank(self, name: str, host_pool: Any) -> bool:
+        """Whether a pool's pages are this TP rank's own: every pool but MLA's replicated ones. Mamba states are
+        sharded by TP rank even in an MLA model, and so are MHA pools (a draft model's, say)."""
+        return not self.config.is_mla_model or name == MAMBA or _head_sharded(host_pool)
+
+    def pool_key(self, name: str, key: str) -> str:
+        """The object key of page ``key`` of the registered pool ``name``: the page key, the pool's name, and the rank
+        suffix, as SGLang's other backends name a pool's pages."""
+        if name == KV:
+            return self._key(key)
+        host_pool = self.registered_pools.get(name)
+        return f"{key}.{name}{self.rank_suffix if self._per_rank(name, host_pool) else self.suffix}"
+
+    def _kv_pool(self) -> Any:
         if self.mem_pool_host is None:
-            raise RuntimeError("mcctl HiCache backend: register_mem_pool_host was not called before a v1 transfer")
-        pointers, sizes = self.mem_pool_host.get_page_buffer_meta(host_indices)
-        pointers = list(pointers)
-        sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [int(sizes)] * len(pointers)
-        if not keys or len(pointers) % len(keys) or len(sizes) != len(pointers):
-            raise ValueError(f"mcctl HiCache backend: {len(pointers)} buffer regions and {len(sizes)} sizes "
-                             f"for {len(keys)} pages; expected the same whole number of regions per page")
-        per_page = len(pointers) // len(keys)
-        return [[(int(pointers[p * per_page + r]), int(sizes[p * per_page + r])) for r in range(per_page)]
-                for p in range(len(keys))]
+            raise RuntimeError("mcctl HiCache backend: register_mem_pool_host was not called before a transfer")
+        return self.mem_pool_host
+
+    @staticmethod
+    def _logical(host_pool: Any) -> bool:
+        """A KV anchor that only allocates indices (DeepSeek-V4's): the side pools carry every byte."""
+        return hasattr(host_pool, "kv_buffer") and host_pool.kv_buffer is None
+
+    def _kv_pages(self, keys: List[str], host_indices: Any) -> _Pages:
+        host = self._kv_pool()
+        if self.split == 1:
+            regions = _regions(host.get_page_buffer_meta(host_indices), len(keys), "the KV pool")
+            return _Pages([self._key(k) for k in keys], regions, 1)
+        # K and V of each head group, head group after head group: one object (K, V) per virtual rank.
+        split = _regions(host.get_split_heads_page_buffer_meta(host_indices, self.split), len(keys), "the KV pool")
+        names, regions = [], []
+        for key, page in zip(keys, split):
+            if len(page) != 2 * self.split:
+                raise ValueError(f"mcctl HiCache backend: the KV pool split a page into {len(page)} regions, expected "
+                                 f"K and V for each of {self.split} head groups")
+            for i, suffix in enumerate(self.virtual_suffixes):
+                names.append(key + suffix)
+                regions.append(page[2 * i:2 * i + 2])
+        return _Pages(names, regions, self.split)
+
+    def _kv_names(self, key: str) -> List[str]:
+        return [key + suffix for suffix in self.virtual_suffixes]
+
+    # ---- moving pages ----
+
+    def _read(self, pages: _Pages) -> List[bool]:
+        loaded: List[bool] = []
+        step = STORAGE_BATCH_SIZE * pages.per_page
+        for start in range(0, len(pages.names), step):
+            names, regions = pages.names[start:start + step], pages.regions[start:start + step]
+            wanted = [sum(size for _, size in r) for r in regions]
+            try:
+                codes = self.client.batch_get_into(names, regions, mappings=self._lookups.covering(names))
+            except errors.McctlError as e:  # refused before any read (a region the client cannot use): not loaded
+                logger.error("mcctl HiCache backend: read of %d objects refused: %s", len(names), e)
+                loaded.extend([False] * len(names))
+                continue
+            loaded.extend(note_reads(names, codes, wanted, self.unreadable))
+        return _leading(pages.by_page(loaded))
+
+    def _write(self, pages: _Pages) -> List[bool]:
+        stored: List[bool] = []
+        step = STORAGE_BATCH_SIZE * pages.per_page
+        for start in range(0, len(pages.names), step):
+            names = pages.names[start:start + step]
+            try:
+                stored.extend(put_all(self.client, names, pages.regions[start:start + step], self.unreadable))
+            except errors.McctlError as e:  # refused before any write (an object larger than a bucket): not stored
+                logger.error("mcctl HiCache backend: write of %d objects refused: %s", len(names), e)
+                stored.extend([False] * len(names))
+        return pages.by_page(stored)
+
+    def _present(self, names: List[str]) -> List[bool]:
+        """Per object, whether it is there and readable; the answer is kept for the reads that follow."""
+        mappings = self.client.lookup(names)
+        self._lookups.add(mappings)
+        unreadable = self.unreadable.which(names)
+        return [found and not bad for found, bad in zip(mappings.found(), unreadable)]
+
+    # ---- zero-copy (interface_v1): the KV pool ----
 
     def batch_get_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
-        regions = self._page_regions(keys, host_indices)
-        done: List[bool] = []
-        for start in range(0, len(keys), STORAGE_BATCH_SIZE):
-            part = slice(start, start + STORAGE_BATCH_SIZE)
-            wanted = [sum(size for _, size in r) for r in regions[part]]
-            names = [self._key(k) for k in keys[part]]
-            got = self.client.batch_get_into(names, regions[part], mappings=self._lookups.covering(names))
-            done.extend(g == w for g, w in zip(got, wanted))
-        return done
+        if not keys:
+            return []
+        if self._logical(self._kv_pool()):
+            return [True] * len(keys)
+        return self._read(self._kv_pages(keys, host_indices))
 
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
-        if not self.writes:
+        if not keys:
+            return []
+        if not self.writes or self._logical(self._kv_pool()):
             return [True] * len(keys)
-        regions = self._page_regions(keys, host_indices)
-        done: List[bool] = []
-        for start in range(0, len(keys), STORAGE_BATCH_SIZE):
-            part = slice(start, start + STORAGE_BATCH_SIZE)
-            codes = self.client.batch_put_from([self._key(k) for k in keys[part]], regions[part])
-            # A page key names its content (chained hashes), so a committed one already holds these bytes.
-            done.extend(code in (0, errors.OBJECT_ALREADY_EXISTS) for code in codes)
-        return done
+        return self._write(self._kv_pages(keys, host_indices))
 
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
-        """The number of leading pages present. The pages are looked up with their mappings (one call per 128),
-        kept for the batch_get_v1 of the prefetch that follows, which then reads them without a call of its own
-        while their read lease lasts."""
+        """The number of leading pages present. Looked up with their mappings (one master call per 128 pages), kept
+        for the batch_get_v1 of the prefetch that follows, which then reads them without a call of its own while
+        their read lease lasts. A page whose read failed counts as missing until it is written again."""
         hits = 0
         for start in range(0, len(keys), STORAGE_BATCH_SIZE):
-            mappings = self.client.lookup([self._key(k) for k in keys[start:start + STORAGE_BATCH_SIZE]])
-            self._lookups.add(mappings)
-            leading = mappings.leading_hits()
-            hits += leading
-            if leading < len(mappings):
+            part = keys[start:start + STORAGE_BATCH_SIZE]
+            try:
+                present = self._present([name for key in part for name in self._kv_names(key)])
+            except errors.McctlError as e:
+                logger.warning("mcctl HiCache backend: existence check of %d pages failed, counted as misses: %s", len(part), e)
                 return hits
+            for p in range(len(part)):
+                if not all(present[p * self.split:(p + 1) * self.split]):
+                    return hits + p
+            hits += len(part)
         return hits
+
+    # ---- the v2 calls: every pool of a hybrid model ----
+
+    def batch_exists_v2(self, keys: List[str], pool_transfers: Optional[List[Any]] = None,
+                        extra_info: Any = None) -> Any:
+        """The usable KV prefix: the longest one whose every pool can be restored. An ALL_PAGES pool needs every page
+        of the prefix; a TRAILING_PAGES pool only the last ``len(transfer.keys)`` pages before where the prefix ends,
+        so each pool allows a set of end points, and the prefix ends at the last one every pool allows."""
+        kv_pages = len(keys) if self._logical(self._kv_pool()) else self.batch_exists(keys, extra_info)
+        hits: Dict[Any, int] = {KV: kv_pages} if kv_pages else {}
+        ends = set(range(1, kv_pages + 1))
+        transfers = [t for t in pool_transfers or [] if pool_name(t.name) != KV]
+        if transfers and kv_pages:
+            names = [self.pool_key(pool_name(t.name), key) for t in transfers for key in keys[:kv_pages]]
+            try:
+                present = self._present(names)
+            except errors.McctlError as e:
+                logger.warning("mcctl HiCache backend: existence check of %d pool pages failed, counted as misses: %s",
+                               len(names), e)
+                present = [False] * len(names)
+            for n, transfer in enumerate(transfers):
+                there = present[n * kv_pages:(n + 1) * kv_pages]
+                if pool_name(transfer.hit_policy) == TRAILING_PAGES:
+                    window = max(1, len(transfer.keys or ()))
+                    allowed = {end for end in range(1, kv_pages + 1) if all(there[max(0, end - window):end])}
+                else:
+                    first_missing = there.index(False) if False in there else kv_pages
+                    allowed = set(range(1, first_missing + 1))
+                if allowed:
+                    hits[transfer.name] = max(allowed)
+                ends &= allowed
+        return PoolTransferResult(max(ends, default=0), hits)
+
+    def batch_get_v2(self, transfers: List[Any], extra_info: Any = None) -> Dict[Any, List[bool]]:
+        return {t.name: self._transfer(t, write=False) for t in transfers}
+
+    def batch_set_v2(self, transfers: List[Any], extra_info: Any = None) -> Dict[Any, List[bool]]:
+        return {t.name: self._transfer(t, write=True) for t in transfers}
+
+    def _transfer(self, transfer: Any, write: bool) -> List[bool]:
+        name = pool_name(transfer.name)
+        keys = list(transfer.keys or [])
+        if not keys:
+            return []
+        if name == KV:
+            return (self.batch_set_v1 if write else self.batch_get_v1)(keys, transfer.host_indices)
+        host_pool = self.registered_pools.get(name)
+        if host_pool is None:
+            logger.error("mcctl HiCache backend: pool %r was never registered (register_mem_host_pool_v2); its %d pages "
+                         "are not moved", name, len(keys))
+            return [False] * len(keys)
+        page_size = getattr(host_pool, "page_size", 1) or 1
+        indices = transfer.host_indices
+        count = 0 if indices is None else int(indices.numel() if hasattr(indices, "numel") else len(indices))
+        if count != len(keys) * page_size:
+            logger.error("mcctl HiCache backend: pool %r got %d host indices for %d pages of %d slots; its pages are not "
+                         "moved", name, count, len(keys), page_size)
+            return [False] * len(keys)
+        if write and not self._per_rank(name, host_pool) and not self.writes:
+            return [True] * len(keys)  # a replicated page: TP rank 0 writes it
+        regions = _regions(host_pool.get_page_buffer_meta(indices), len(keys), f"pool {name!r}")
+        pages = _Pages([self.pool_key(name, key) for key in keys], regions, 1)
+        return self._write(pages) if write else self._read(pages)
 
     # ---- the older per-tensor interface ----
 
@@ -234,17 +384,18 @@ class McctlStore(HiCacheStorage):
             sources = [self._target(t, s) for t, s in zip(target_locations, sizes)]
         else:
             raise ValueError("mcctl HiCache backend: batch_set needs values or target_locations")
-        codes = self.client.batch_put_from([self._key(k) for k in keys], sources)
-        return all(code in (0, errors.OBJECT_ALREADY_EXISTS) for code in codes)
+        return all(put_all(self.client, [self._key(k) for k in keys], sources, self.unreadable))
 
     def exists(self, key: str) -> bool:
         return self.client.is_exist(self._key(key))
 
     def clear(self) -> None:
-        """Removes this rank's pages (keys with this rank's suffix) from the tenant."""
-        mine = [k for k in self.client.list_keys() if k.endswith(self.suffix)]
+        """Removes this rank's pages from the tenant: its own, and with MLA on TP rank 0 the replicated ones."""
+        suffixes = tuple({self.rank_suffix} | (set(self.virtual_suffixes) if self.writes else set()))
+        mine = [k for k in self.client.list_keys() if k.endswith(suffixes)]
         if mine:
             self.client.batch_remove(mine)
+            self.unreadable.discard(mine)
 
     def get_stats(self):
         return None

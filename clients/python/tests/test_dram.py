@@ -13,9 +13,9 @@ import mcctl
 from mcctl._proto import master_pb2 as pb
 
 from conftest import Master, Node, ProcessDidNotServe
-from mcctl import vllm
-from test_sglang import PageFirstHostPool, config, make_store
-from test_vllm import make_tier, primary, wait_for
+from sglang_pools import same, token_indices
+import test_sglang
+import test_vllm
 
 def pattern(seed: int, size: int) -> bytes:
     return torch.randint(0, 256, (size,), dtype=torch.uint8, generator=torch.Generator().manual_seed(seed)).numpy().tobytes()
@@ -160,38 +160,39 @@ def test_reads_are_served_by_the_nodes_memory_and_by_pread_once_the_node_is_kill
 @pytest.mark.timeout(180)
 def test_sglang_prefetch_and_a_vllm_load_read_promoted_objects_from_the_nodes_memory(tier):
     master, node = tier
-    writer_pool = PageFirstHostPool(pages=24, page_size=4, layers=3, heads=2, dim=16, mla=False, seed=5)
-    writer = make_store(config(master, "t"), writer_pool)
-    keys = [f"hash{i:04d}" for i in range(20)]
-    pages = list(range(2, 22))
-    assert writer.batch_set_v1(keys, writer_pool.token_indices(pages)) == [True] * 20
-    promote_and_wait(writer.client, [writer._key(k) for k in keys], node)
+    with test_sglang.interface() as (_, hicache):
+        writer_pool = test_sglang.kv_pool("mha", "page_first", seed=5, pages=24)
+        config = test_sglang.storage_config(hicache, master, "t")
+        writer = test_sglang.make_store(config, writer_pool)
+        keys = [f"hash{i:04d}" for i in range(20)]
+        pages = list(range(2, 22))
+        assert writer.batch_set_v1(keys, token_indices(pages, 4)) == [True] * 20
+        promote_and_wait(writer.client, [writer._key(k) for k in keys], node)
 
-    reader_pool = PageFirstHostPool(pages=24, page_size=4, layers=3, heads=2, dim=16, mla=False, seed=6)
-    reader = make_store(config(master, "t"), reader_pool)
-    targets = list(range(4, 24))
-    assert reader.batch_get_v1(keys, reader_pool.token_indices(targets)) == [True] * 20
-    for key_index, target in enumerate(targets):
-        assert reader_pool.page(target) == writer_pool.page(pages[key_index])
-    stats = reader.client.stats()
-    assert stats["memory_reads"] == 20 and stats.get("reads", 0) == 0, stats
-    writer.close()
-    reader.close()
+        reader_pool = test_sglang.kv_pool("mha", "page_first", seed=6, pages=24)
+        reader = test_sglang.make_store(config, reader_pool)
+        targets = list(range(4, 24))
+        assert reader.batch_get_v1(keys, token_indices(targets, 4)) == [True] * 20
+        for key_index, target in enumerate(targets):
+            assert same(reader_pool.page(target), writer_pool.page(pages[key_index]))
+        stats = reader.client.stats()
+        assert stats["memory_reads"] == 20 and stats.get("reads", 0) == 0, stats
+        writer.close()
+        reader.close()
 
-    source, view = primary(11)
-    storing = make_tier(master, "t", view)
-    blocks = [bytes([i]) * 32 for i in range(4)]
-    storing.submit_store(vllm.JobMetadata(job_id=1, keys=blocks, block_ids=[2, 4, 6, 8], is_promotion=False, req_context=None))
-    assert wait_for(storing, [1]) == {1: True}
-    promote_and_wait(storing.client, [storing.object_key(b) for b in blocks], node)
-    dest, dest_view = primary(12)
-    loading = make_tier(master, "t", dest_view)
-    loading.submit_load(vllm.JobMetadata(job_id=2, keys=blocks, block_ids=[0, 1, 14, 15], is_promotion=True, req_context=None))
-    assert wait_for(loading, [2]) == {2: True}
-    for src, dst in zip([2, 4, 6, 8], [0, 1, 14, 15]):
-        assert torch.equal(dest[dst], source[src])
-    stats = loading.client.stats()
-    assert stats["memory_reads"] == 4 and stats.get("reads", 0) == 0, stats
-    for t in (storing, loading):
-        t.drain_jobs()
-        t.shutdown()
+    with test_vllm.interface("vllm_cda0f324") as v:
+        source, view = test_vllm.primary(11)
+        storing = test_vllm.make_tier(v, master, "t", view)
+        blocks = test_vllm.keys_of(v, 4)
+        storing.submit_store(test_vllm.job(v, 1, blocks, [2, 4, 6, 8], promotion=False))
+        assert test_vllm.wait_for(v, storing, [1])[1].success
+        promote_and_wait(storing.client, [storing.object_key(b) for b in blocks], node)
+        dest, dest_view = test_vllm.primary(12)
+        loading = test_vllm.make_tier(v, master, "t", dest_view)
+        loading.submit_load(test_vllm.job(v, 2, blocks, [0, 1, 14, 15], promotion=True))
+        assert test_vllm.wait_for(v, loading, [2])[2].success
+        for src, dst in zip([2, 4, 6, 8], [0, 1, 14, 15]):
+            assert torch.equal(dest[dst], source[src])
+        stats = loading.client.stats()
+        assert stats["memory_reads"] == 4 and stats.get("reads", 0) == 0, stats
+        test_vllm.close(storing, loading)

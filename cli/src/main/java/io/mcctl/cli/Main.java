@@ -148,6 +148,9 @@ public final class Main {
                 message = missing.getReason() != null ? missing.getReason() : "no such file: " + missing.getFile();
             } else if (ex instanceof AccessDeniedException denied) {
                 message = "permission denied: " + denied.getFile();
+            } else if (ex instanceof java.nio.file.FileSystemException fs && fs.getReason() == null) {
+                // its message is the bare path: the reason goes with it
+                message = io.mcctl.storage.io.IoErrors.reason(fs).toLowerCase(java.util.Locale.ROOT) + ": " + fs.getFile();
             }
             err.println("mcctl: error: " + message.lines().findFirst().orElse(message));
             if (root.stacktrace) {

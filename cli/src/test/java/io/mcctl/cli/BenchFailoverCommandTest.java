@@ -10,12 +10,12 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** {@code mcctl bench failover} at a tiny size: real etcd, real --ha master processes, real kills. */
+/** {@code mcctl bench failover} at a tiny size: real etcd, real --ha master processes, real kills and SIGTERMs. */
 @Timeout(300)
 class BenchFailoverCommandTest {
 
     @Test
-    void every_round_kills_the_leader_and_ends_with_an_offload_through_the_new_one_and_the_ha_comparison_reports_both_modes() throws Exception {
+    void every_round_kills_or_stops_the_leader_and_ends_with_an_offload_through_the_new_one_and_the_ha_comparison_reports_both_modes() throws Exception {
         CliRun run = CliRun.run("bench", "failover", "--mappings", "600", "--rounds", "2", "--throughput-rounds", "1", "--throughput-keys", "512",
                 "-o", "json").expectOk();
         JsonNode report = new ObjectMapper().readTree(run.out());
@@ -43,6 +43,21 @@ class BenchFailoverCommandTest {
             JsonNode spread = report.get("summary").get(figure);
             assertTrue(spread.get("min").asDouble() <= spread.get("median").asDouble(), figure + ": " + spread);
             assertTrue(spread.get("median").asDouble() <= spread.get("max").asDouble(), figure + ": " + spread);
+        }
+        // Then as many stops with SIGTERM: the stopping leader exits having handed over, and a standby leads after it.
+        JsonNode stops = report.get("sigterm_rounds");
+        assertEquals(2, stops.size(), run.out());
+        for (JsonNode round : stops) {
+            assertTrue(round.get("stepped_down").asBoolean(), round::toString);
+            assertTrue(round.get("first_offload_ok").asBoolean(), round::toString);
+            assertNotEquals(round.get("stopped").asText(), round.get("new_leader").asText(), round::toString);
+            assertTrue(round.get("epoch").asLong() > lastEpoch, round::toString);
+            lastEpoch = round.get("epoch").asLong();
+            assertTrue(round.get("sigterm_to_first_offload_ms").asDouble() >= round.get("key_released_ms").asDouble(), round::toString);
+        }
+        for (String figure : List.of("sigterm_to_first_offload_ms", "key_released_ms", "election_ms", "takeover_ms", "client_ms")) {
+            JsonNode spread = report.get("sigterm_summary").get(figure);
+            assertTrue(spread.get("min").asDouble() <= spread.get("max").asDouble(), figure + ": " + spread);
         }
         JsonNode throughput = report.get("throughput");
         assertEquals(2, throughput.get("rounds").size(), throughput::toString);

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
+import io.mcctl.master.etcd.EtcdClient;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.GetMasterStatusResponse;
 import java.nio.file.Files;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -27,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Real etcd and real {@code mcctl master start --ha} processes over one root: the leader killed with -9 round after
- * round under load, a leader stopped with SIGSTOP past its lease and woken after a standby took over, an etcd member
- * lost, and etcd lost entirely.
+ * round under load, a leader stopped with SIGSTOP past its lease and woken after a standby took over, a leader stopped
+ * with SIGTERM handing over at once, an etcd member lost, and etcd lost entirely.
  */
 @Timeout(240)
 class HaFailoverProcessTest {
@@ -246,6 +248,62 @@ class HaFailoverProcessTest {
             assertNotEquals(GetMasterStatusResponse.Role.LEADER, status.getRole());
             assertTrue(status.getReason().contains("lease"), status.toString());
         }
+    }
+
+    /**
+     * SIGTERM of {@code leader}: once it has exited, its lease is gone from etcd and no longer holds the leader key, and
+     * its log says it stepped down and holds no exception. Returns the master that leads next.
+     */
+    McctlProcess.Master terminateAndAwaitNext(McctlProcess.Master leader, EtcdClient keys, String leaderKey) throws Exception {
+        EtcdClient.Entry held = keys.get(leaderKey).orElseThrow(() -> new AssertionError("no leader key at " + leaderKey));
+        assertEquals(leader.address(), held.value());
+        assertTrue(keys.timeToLive(held.lease()) > 0, "the leader's lease is alive before the stop");
+        long epoch = status(leader).getEpoch();
+        signal("TERM", leader.process().pid());
+        assertTrue(leader.process().waitFor(60, TimeUnit.SECONDS), "the leader did not exit after SIGTERM");
+        masters.remove(leader);
+        // Read at once after the exit: a lease left to expire would have most of its 60 s still to run.
+        assertEquals(-1, keys.timeToLive(held.lease()), "the stopped leader's lease is still alive in etcd: the standby must wait it out");
+        Optional<EtcdClient.Entry> now = keys.get(leaderKey);
+        assertTrue(now.isEmpty() || now.get().lease() != held.lease(), "the leader key is still held by the stopped leader: " + now);
+        String log = leader.log();
+        assertFalse(log.contains("Exception"), "the stopping leader logged an exception:\n" + log);
+        assertTrue(log.contains("stepped down as leader of epoch " + epoch + ": leader key deleted, lease revoked"), log);
+        String stopping = log.substring(log.indexOf("stopping"));
+        assertFalse(stopping.contains(" WARN ") || stopping.contains(" ERROR "), "the stop warned:\n" + stopping);
+        McctlProcess.Master next = awaitLeader(Duration.ofSeconds(60));
+        assertNotEquals(leader, next);
+        assertTrue(status(next).getEpoch() > epoch);
+        leader.close();
+        return next;
+    }
+
+    @Test
+    void sigterm_of_the_leader_deletes_its_key_and_revokes_its_lease_so_a_standby_leads_at_once_and_loses_nothing() throws Exception {
+        etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+        // A lease long enough that one left to expire would still be alive in etcd when the stopped leader has exited.
+        startMaster("60s");
+        startMaster("60s");
+        McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+        String leaderKey = etcd.target("/test").leaderKey(status(leader).getClusterId());
+        try (EtcdClient keys = new EtcdClient(etcd.target("/test"), Duration.ofSeconds(5))) {
+            // A leader that logged nothing yet: its log segment holds a header only, which the next leader replaces.
+            leader = terminateAndAwaitNext(leader, keys, leaderKey);
+            try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
+                DistributedDiskDescriptor d = client.allocate("t", "kept", 4096, false).getDistributedDisk();
+                client.notifySuccess(List.of("kept"), List.of("t"), List.of(d));
+            }
+            startMaster("60s");
+            // A leader with records: the next one reads them all at its take-over.
+            leader = terminateAndAwaitNext(leader, keys, leaderKey);
+            try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
+                assertTrue(client.exists("t", "kept"));
+            }
+        }
+        McctlProcess.Done status = McctlProcess.run(dir, Map.of(), "master", "status", "--ha", etcd.url("/test"));
+        assertEquals(0, status.exitCode(), status.out() + status.err());
+        String leaderAddress = leader.address();
+        assertTrue(status.out().lines().anyMatch(line -> line.contains(leaderAddress) && line.contains("leader")), status.out());
     }
 
     static void signal(String name, long pid) throws Exception {

@@ -41,8 +41,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code mcctl bench failover}: what high availability costs. The time from kill -9 of the leader to the first offload
- * through the new one, broken down, with many mappings in the state; and offload throughput and the master's CPU per
+ * {@code mcctl bench failover}: what high availability costs. The time from kill -9, and from SIGTERM, of the leader to
+ * the first offload through the new one, broken down, with many mappings in the state; and offload throughput and the master's CPU per
  * key with {@code --ha} against without, in interleaved rounds.
  */
 @Command(name = "failover", mixinStandardHelpOptions = true, sortOptions = false,
@@ -52,7 +52,8 @@ import picocli.CommandLine.Spec;
                 "while one caller offloads to the leader: kill -9 of the leader, and a client following the leader through etcd",
                 "offloads one key until it succeeds. Each round is broken down into the lease expiry wait (until etcd drops the",
                 "leader key), the election (until a standby holds it), the take-over (records read then, from the new leader's",
-                "log) and the rest on the client's side; the killed master then comes back as a standby and catches up.",
+                "log) and the rest on the client's side; the killed master then comes back as a standby and catches up. Then",
+                "--rounds times the same with SIGTERM, where the stopping leader hands over: it deletes the key itself.",
                 "Last, offload throughput (8 callers, batch 64, --throughput-keys keys a round) against a master with --ha and one",
                 "without, on fresh roots, in --throughput-rounds interleaved rounds, with each master's CPU per key from /proc."})
 public final class BenchFailoverCommand implements Callable<Integer> {
@@ -67,7 +68,8 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             description = "Mappings in the state before the first kill, rounded down to a multiple of 512 (default: ${DEFAULT-VALUE}).")
     int mappings;
 
-    @Option(names = "--rounds", paramLabel = "N", defaultValue = "10", description = "Kills of the leader (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "10",
+            description = "Kills (-9) of the leader, and as many stops with SIGTERM (default: ${DEFAULT-VALUE}).")
     int rounds;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", defaultValue = "5s",
@@ -191,23 +193,25 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             }
             report.put("mappings", filled);
             report.put("fill_seconds", round((System.nanoTime() - fillStarted) / 1e9));
-            List<Map<String, Object>> rows = new ArrayList<>();
-            for (int round = 1; round <= rounds; round++) {
-                leader = awaitLeader(keys, leaderKey, live);
-                rows.add(round(round, haUrl, keys, leaderKey, leader, args));
+            for (Stop stop : Stop.values()) {
+                List<Map<String, Object>> rows = new ArrayList<>();
+                for (int round = 1; round <= rounds; round++) {
+                    leader = awaitLeader(keys, leaderKey, live);
+                    rows.add(round(stop, round, haUrl, keys, leaderKey, leader, args));
+                }
+                report.put(stop.reportKey + "rounds", rows);
+                Map<String, Object> summary = new LinkedHashMap<>();
+                for (String figure : List.of(stop.total, stop.keyGone, "election_ms", "takeover_ms", "takeover_records_read", "client_ms",
+                        "standby_back_ms")) {
+                    List<Double> values = rows.stream().map(r -> ((Number) r.get(figure)).doubleValue()).sorted().toList();
+                    Map<String, Object> spread = new LinkedHashMap<>();
+                    spread.put("min", round(values.get(0)));
+                    spread.put("median", round(median(values)));
+                    spread.put("max", round(values.get(values.size() - 1)));
+                    summary.put(figure, spread);
+                }
+                report.put(stop.reportKey + "summary", summary);
             }
-            report.put("rounds", rows);
-            Map<String, Object> summary = new LinkedHashMap<>();
-            for (String figure : List.of("kill_to_first_offload_ms", "lease_expiry_ms", "election_ms", "takeover_ms", "takeover_records_read",
-                    "client_ms", "standby_back_ms")) {
-                List<Double> values = rows.stream().map(r -> ((Number) r.get(figure)).doubleValue()).sorted().toList();
-                Map<String, Object> spread = new LinkedHashMap<>();
-                spread.put("min", round(values.get(0)));
-                spread.put("median", round(median(values)));
-                spread.put("max", round(values.get(values.size() - 1)));
-                summary.put(figure, spread);
-            }
-            report.put("summary", summary);
         } finally {
             for (MasterProcess master : live.values()) {
                 master.process().destroyForcibly(); // at once, even when this run was interrupted; the root is thrown away
@@ -218,11 +222,37 @@ public final class BenchFailoverCommand implements Callable<Integer> {
     }
 
     /**
-     * One kill: load on the leader, kill -9, then a client following the leader through etcd offloads one key until it
-     * succeeds, while the leader key is read every {@link #KEY_POLL_MILLIS} ms; then the killed master comes back.
+     * How a round stops the leader, and the names of its figures: kill -9 leaves the leader key to expire with the lease;
+     * SIGTERM lets the leader hand over (it deletes the key and revokes the lease as it stops).
      */
-    private Map<String, Object> round(int round, String haUrl, EtcdClient keys, String leaderKey, MasterProcess leader, List<String> args)
-            throws Exception {
+    enum Stop {
+        KILL("kill -9", "", "killed", "kill_to_first_offload_ms", "lease_expiry_ms"),
+        SIGTERM("SIGTERM", "sigterm_", "stopped", "sigterm_to_first_offload_ms", "key_released_ms");
+
+        final String signal;
+        /** Before "rounds" and "summary" in the report. */
+        final String reportKey;
+        /** The row's field naming the stopped leader. */
+        final String stopped;
+        final String total;
+        /** Until etcd no longer named the old leader. */
+        final String keyGone;
+
+        Stop(String signal, String reportKey, String stopped, String total, String keyGone) {
+            this.signal = signal;
+            this.reportKey = reportKey;
+            this.stopped = stopped;
+            this.total = total;
+            this.keyGone = keyGone;
+        }
+    }
+
+    /**
+     * One stop: load on the leader, kill -9 or SIGTERM, then a client following the leader through etcd offloads one key
+     * until it succeeds, while the leader key is read every {@link #KEY_POLL_MILLIS} ms; then the stopped master comes back.
+     */
+    private Map<String, Object> round(Stop stop, int round, String haUrl, EtcdClient keys, String leaderKey, MasterProcess leader,
+                                      List<String> args) throws Exception {
         String oldAddress = leader.address();
         MasterProcess standby = live.values().stream().filter(m -> m != leader).findFirst()
                 .orElseThrow(() -> new IllegalStateException("no standby beside the leader " + oldAddress));
@@ -234,24 +264,36 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             load.setDaemon(true);
             load.start();
             Thread.sleep(500); // the kill lands in the middle of offloads
-            long[] keyChanges = {-1, -1}; // nanoTime when the old holder's key was gone, when a new holder had it
+            // nanoTime when the old holder's key was gone, when a new holder had it (written by the poller)
+            java.util.concurrent.atomic.AtomicLongArray keyChanges = new java.util.concurrent.atomic.AtomicLongArray(new long[] {-1, -1});
             String[] newHolder = {""};
             AtomicBoolean stopPolling = new AtomicBoolean();
             long killed = System.nanoTime();
             Thread poller = new Thread(() -> pollLeaderKey(keys, leaderKey, oldAddress, keyChanges, newHolder, stopPolling), "failover-etcd-poll");
             poller.setDaemon(true);
             poller.start();
-            leader.kill();
+            if (stop == Stop.KILL) {
+                leader.kill();
+            } else {
+                leader.terminate(); // returns at once: the leader hands over while the client is at work
+            }
             live.remove(oldAddress);
             stopLoad.set(true);
             int attempts = 0;
             long firstOffload = -1;
             Map<String, Integer> refusals = new LinkedHashMap<>();
+            int servedByTheOldLeader = 0;
             while (firstOffload < 0) {
                 attempts++;
+                // A stopping leader serves until it hands over: an offload counts once it was sent after etcd named the next.
+                boolean afterHandOver = stop == Stop.KILL || keyChanges.get(1) >= 0;
                 try {
                     if (offloadOne(client, "round" + round + "/after" + attempts)) {
-                        firstOffload = System.nanoTime();
+                        if (afterHandOver) {
+                            firstOffload = System.nanoTime();
+                        } else {
+                            servedByTheOldLeader++;
+                        }
                     }
                 } catch (MasterException e) {
                     // the leader is gone or not yet replaced: the application tries again after a pause
@@ -259,14 +301,14 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                     sleep(RETRY_PAUSE_MILLIS);
                 }
                 if (firstOffload < 0 && System.nanoTime() - killed > STEP_LIMIT.toNanos()) {
-                    throw new CliException(ExitCodes.FAILED, "round " + round + ": no offload succeeded within " + STEP_LIMIT.toMinutes()
-                            + " min of killing the leader " + oldAddress);
+                    throw new CliException(ExitCodes.FAILED, stop.signal + " round " + round + ": no offload succeeded within "
+                            + STEP_LIMIT.toMinutes() + " min of stopping the leader " + oldAddress);
                 }
             }
             poller.join(10_000); // an offload succeeded, so a new leader holds the key already
             stopPolling.set(true);
             load.join(STEP_LIMIT.toMillis());
-            if (keyChanges[0] < 0 || keyChanges[1] < 0) {
+            if (keyChanges.get(0) < 0 || keyChanges.get(1) < 0) {
                 throw new CliException(ExitCodes.FAILED, "round " + round + ": an offload succeeded but etcd's leader key was not seen to move from "
                         + oldAddress);
             }
@@ -276,16 +318,16 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             }
             MatchResult tookOver = takeOverLine(newLeader);
             long takeoverMs = Long.parseLong(tookOver.group(6));
-            double keyGoneMs = (keyChanges[0] - killed) / 1e6;
-            double keyTakenMs = (keyChanges[1] - killed) / 1e6;
+            double keyGoneMs = (keyChanges.get(0) - killed) / 1e6;
+            double keyTakenMs = (keyChanges.get(1) - killed) / 1e6;
             double totalMs = (firstOffload - killed) / 1e6;
             Map<String, Object> row = new LinkedHashMap<>();
             row.put("round", round);
-            row.put("killed", oldAddress);
+            row.put(stop.stopped, oldAddress);
             row.put("new_leader", newHolder[0]);
             row.put("epoch", Long.parseLong(tookOver.group(1)));
-            row.put("kill_to_first_offload_ms", round(totalMs));
-            row.put("lease_expiry_ms", round(keyGoneMs));
+            row.put(stop.total, round(totalMs));
+            row.put(stop.keyGone, round(keyGoneMs));
             row.put("election_ms", round(keyTakenMs - keyGoneMs));
             row.put("takeover_ms", takeoverMs);
             row.put("takeover_records_read", Long.parseLong(tookOver.group(5)));
@@ -295,6 +337,16 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             row.put("offload_attempts", attempts);
             row.put("first_offload_ok", true);
             row.put("failed_attempts", refusals);
+            if (stop == Stop.SIGTERM) {
+                row.put("offloads_before_hand_over", servedByTheOldLeader);
+                if (!leader.process().waitFor(STEP_LIMIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                    throw new CliException(ExitCodes.FAILED, "round " + round + ": the leader " + oldAddress + " did not exit within "
+                            + STEP_LIMIT.toMinutes() + " min of SIGTERM");
+                }
+                row.put("exit_code", leader.process().exitValue());
+                row.put("stepped_down", leader.log().contains("stepped down as leader of epoch"));
+            }
+            leader.close();
             long restarted = System.nanoTime();
             MasterProcess back = startMaster(args);
             awaitCaughtUp(back.address(), newHolder[0]);
@@ -333,7 +385,8 @@ public final class BenchFailoverCommand implements Callable<Integer> {
     }
 
     /** Reads the leader key until a master other than {@code oldHolder} holds it, noting when the old holder's key went. */
-    private static void pollLeaderKey(EtcdClient keys, String leaderKey, String oldHolder, long[] changes, String[] newHolder, AtomicBoolean stop) {
+    private static void pollLeaderKey(EtcdClient keys, String leaderKey, String oldHolder, java.util.concurrent.atomic.AtomicLongArray changes,
+                                      String[] newHolder, AtomicBoolean stop) {
         long end = System.nanoTime() + STEP_LIMIT.toNanos();
         while (!stop.get() && System.nanoTime() - end < 0) {
             Optional<EtcdClient.Entry> entry;
@@ -344,12 +397,12 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             }
             long now = System.nanoTime();
             String holder = entry.map(EtcdClient.Entry::value).orElse("");
-            if (!holder.equals(oldHolder) && changes[0] < 0) {
-                changes[0] = now;
+            if (!holder.equals(oldHolder) && changes.get(0) < 0) {
+                changes.set(0, now);
             }
             if (!holder.isEmpty() && !holder.equals(oldHolder)) {
-                changes[1] = now;
                 newHolder[0] = holder;
+                changes.set(1, now);
                 return;
             }
             sleep(KEY_POLL_MILLIS);
@@ -527,17 +580,21 @@ public final class BenchFailoverCommand implements Callable<Integer> {
         }
         out.println(String.format(Locale.ROOT, "fail-over with %d mappings, lease TTL %d s (state filled in %s s, %d keys/s)", report.get("mappings"),
                 report.get("lease_ttl_s"), report.get("fill_seconds"), report.get("fill_keys_per_s")));
-        Table rounds = new Table("ROUND", "KILLED", "NEW LEADER", "KILL TO OFFLOAD ms", "LEASE EXPIRY ms", "ELECTION ms", "TAKE-OVER ms",
-                "RECORDS READ", "CLIENT ms", "ATTEMPTS", "STANDBY BACK ms");
-        for (Map<String, Object> r : (List<Map<String, Object>>) report.get("rounds")) {
-            rounds.row(r.get("round"), r.get("killed"), r.get("new_leader"), r.get("kill_to_first_offload_ms"), r.get("lease_expiry_ms"),
-                    r.get("election_ms"), r.get("takeover_ms"), r.get("takeover_records_read"), r.get("client_ms"), r.get("offload_attempts"),
-                    r.get("standby_back_ms"));
+        for (Stop stop : Stop.values()) {
+            out.println(stop.signal + " of the leader:");
+            Table rounds = new Table("ROUND", stop.stopped.toUpperCase(Locale.ROOT), "NEW LEADER", "TO OFFLOAD ms",
+                    stop == Stop.KILL ? "LEASE EXPIRY ms" : "KEY RELEASED ms", "ELECTION ms", "TAKE-OVER ms", "RECORDS READ", "CLIENT ms",
+                    "ATTEMPTS", "STANDBY BACK ms");
+            for (Map<String, Object> r : (List<Map<String, Object>>) report.get(stop.reportKey + "rounds")) {
+                rounds.row(r.get("round"), r.get(stop.stopped), r.get("new_leader"), r.get(stop.total), r.get(stop.keyGone), r.get("election_ms"),
+                        r.get("takeover_ms"), r.get("takeover_records_read"), r.get("client_ms"), r.get("offload_attempts"), r.get("standby_back_ms"));
+            }
+            out.print(rounds.render());
+            Table summary = new Table("FIGURE", "MIN", "MEDIAN", "MAX");
+            ((Map<String, Map<String, Object>>) report.get(stop.reportKey + "summary")).forEach((figure, s) -> summary.row(figure, s.get("min"),
+                    s.get("median"), s.get("max")));
+            out.print(summary.render());
         }
-        out.print(rounds.render());
-        Table summary = new Table("FIGURE", "MIN", "MEDIAN", "MAX");
-        ((Map<String, Map<String, Object>>) report.get("summary")).forEach((figure, s) -> summary.row(figure, s.get("min"), s.get("median"), s.get("max")));
-        out.print(summary.render());
         Map<String, Object> comparison = (Map<String, Object>) report.get("throughput");
         if (comparison != null) {
             Table throughput = new Table("ROUND", "MODE", "KEYS", "KEYS/S", "MASTER CPU us/KEY", "MASTER CORES", "FAILURES");

@@ -12,6 +12,7 @@ import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MappingResult;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.FileDescriptor;
@@ -177,7 +178,7 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
             MappingResult result = response.getResults(0);
             if (result.getStatus().getError() != ErrorCode.OK) {
                 throw new CliException(exitCodeOf(result.getStatus().getError()),
-                        Table.escape(key + ": " + result.getStatus().getMessage())); // the master's message names the key too
+                        Table.escape(Quoted.shortened(key) + ": " + result.getStatus().getMessage())); // the master's message names the key too
             }
             DistributedDiskDescriptor place = result.getDistributedDisk();
             // A copy in a node's DRAM (a promotion's) is read from that node when it answers; else the bucket file.
@@ -227,10 +228,10 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
         try {
             copy.to(sink);
         } catch (ChecksumMismatchException e) {
-            throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": the " + place.getObjectSize()
+            throw new CliException(ExitCodes.CORRUPT, Table.escape(Quoted.shortened(key)) + ": the " + place.getObjectSize()
                     + " bytes written to " + name + " failed their checksum, discard them: " + e.getMessage(), e);
         } catch (BucketFileMissingException e) {
-            throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
+            throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(Quoted.shortened(key)) + ": " + e.getMessage(), e);
         }
     }
 
@@ -242,9 +243,9 @@ public final class GetCommand implements Callable<Integer>, io.mcctl.cli.Setting
             try (FileChannel file = FileChannel.open(partial, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 copy.to(file);
             } catch (ChecksumMismatchException e) {
-                throw new CliException(ExitCodes.CORRUPT, Table.escape(key) + ": " + e.getMessage() + "; " + out + " was not written", e);
+                throw new CliException(ExitCodes.CORRUPT, Table.escape(Quoted.shortened(key)) + ": " + e.getMessage() + "; " + out + " was not written", e);
             } catch (BucketFileMissingException e) {
-                throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(key) + ": " + e.getMessage(), e);
+                throw new CliException(ExitCodes.UNAVAILABLE, Table.escape(Quoted.shortened(key)) + ": " + e.getMessage(), e);
             }
             Files.move(partial, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             renamed = true;

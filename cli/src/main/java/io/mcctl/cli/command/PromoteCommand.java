@@ -5,6 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.proto.v1.PromotionTask;
+import io.mcctl.master.service.Quoted;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -48,7 +49,7 @@ public final class PromoteCommand implements Callable<Integer> {
                     if (e.unreachable()) {
                         throw e;
                     }
-                    err.println("mcctl: error: " + key + ": " + e.getMessage());
+                    err.println("mcctl: error: " + Quoted.shortened(key) + ": " + e.getMessage());
                     worst = Math.max(worst, ExitCodes.ofKeyError(e.code()));
                 }
             }

@@ -5,6 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.KeyError;
+import io.mcctl.master.service.Quoted;
 import java.io.PrintWriter;
 import java.util.Collections;
 import java.util.List;
@@ -53,13 +54,13 @@ public final class RmCommand implements Callable<Integer> {
                 if (result.getError() == ErrorCode.OK) {
                     out.println("removed " + keys.get(i));
                 } else if (writing.contains(keys.get(i))) {
-                    err.println("mcctl: error: " + keys.get(i) + ": it is being written (an allocation in flight, nothing committed yet), so "
+                    err.println("mcctl: error: " + Quoted.shortened(keys.get(i)) + ": it is being written (an allocation in flight, nothing committed yet), so "
                             + "there is nothing to remove: wait for its writer to finish, or drop the allocation with mcctl rm --in-flight "
-                            + keys.get(i));
+                            + Quoted.shortened(keys.get(i)));
                     // Not NOT_FOUND: the key is about to exist, and a script that takes 3 for 'already gone' would be wrong.
                     worst = Math.max(worst, ExitCodes.FAILED);
                 } else {
-                    err.println("mcctl: error: " + keys.get(i) + ": " + result.getMessage());
+                    err.println("mcctl: error: " + Quoted.shortened(keys.get(i)) + ": " + result.getMessage());
                     worst = Math.max(worst, ExitCodes.ofKeyError(result.getError()));
                 }
             }
@@ -110,7 +111,7 @@ public final class RmCommand implements Callable<Integer> {
                     if (e.unreachable()) {
                         throw e;
                     }
-                    err.println("mcctl: error: " + key + ": " + e.getMessage());
+                    err.println("mcctl: error: " + Quoted.shortened(key) + ": " + e.getMessage());
                     worst = Math.max(worst, ExitCodes.ofKeyError(e.code()));
                 }
             }

@@ -9,6 +9,7 @@ import io.mcctl.master.proto.v1.MemoryReplicas;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
@@ -220,7 +221,7 @@ public final class TierReader {
                 result.setDistributedDisk(node.descriptorOf(placements.placement(i)));
             } catch (IllegalArgumentException e) {
                 results.add(result.setStatus(KeyError.newBuilder().setError(ErrorCode.INTERNAL_ERROR)
-                        .setMessage("the master placed key '" + keys.get(i) + "' in " + e.getMessage())).build());
+                        .setMessage("the master placed key " + Quoted.of(keys.get(i)) + " in " + e.getMessage())).build());
                 continue;
             }
             MemoryReplicas memory = answer.getMemoryOrDefault(i, null);

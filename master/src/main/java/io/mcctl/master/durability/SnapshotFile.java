@@ -9,6 +9,7 @@ import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.storage.io.DurableFiles;
+import io.mcctl.storage.io.IoErrors;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
@@ -102,6 +103,8 @@ public final class SnapshotFile {
                     found.add(new Listed(file, Long.parseLong(m.group(1))));
                 }
             }
+        } catch (IOException e) {
+            throw IoErrors.named("list state directory", dir, e);
         }
         found.sort((a, b) -> Long.compare(b.walSequence(), a.walSequence()));
         return found;
@@ -125,10 +128,18 @@ public final class SnapshotFile {
         private boolean finished;
 
         public Writer(Path dir, long walSequence) throws IOException {
-            Files.createDirectories(dir);
+            try {
+                Files.createDirectories(dir);
+            } catch (IOException e) {
+                throw IoErrors.named("create state directory", dir, e);
+            }
             this.target = dir.resolve(fileName(walSequence));
             this.temp = dir.resolve(fileName(walSequence) + ".tmp");
-            this.channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+            try {
+                this.channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+            } catch (IOException e) {
+                throw IoErrors.named("create snapshot file", temp, e);
+            }
             ByteBuffer header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
             header.put(HEADER_MAGIC).putInt(FORMAT_VERSION).putInt(0).flip();
             try {
@@ -145,7 +156,7 @@ public final class SnapshotFile {
             openOffset = position;
             openRecords = 0;
             openCrc = new CRC32C();
-            counting = new CountingStream(new CheckedOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16), openCrc));
+            counting = new CountingStream(new CheckedOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16), openCrc), temp);
             coded = CodedOutputStream.newInstance(counting, 1 << 16);
         }
 
@@ -231,17 +242,33 @@ public final class SnapshotFile {
             }
             footer.putInt(index.size()).putLong(footerOffset).put(FOOTER_MAGIC).flip();
             writeAll(footer);
-            channel.force(true);
-            channel.close();
-            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            DurableFiles.fsyncDirectory(target.getParent());
+            try {
+                channel.force(true);
+                channel.close();
+            } catch (IOException e) {
+                throw IoErrors.named("fsync snapshot file", temp, e);
+            }
+            try {
+                Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (IOException e) {
+                throw IoErrors.named("rename to " + target.getFileName() + " of snapshot file", temp, e);
+            }
+            try {
+                DurableFiles.fsyncDirectory(target.getParent());
+            } catch (IOException e) {
+                throw IoErrors.named("fsync directory", target.getParent(), e);
+            }
             finished = true;
             return target;
         }
 
         private void writeAll(ByteBuffer buffer) throws IOException {
-            while (buffer.hasRemaining()) {
-                position += channel.write(buffer);
+            try {
+                while (buffer.hasRemaining()) {
+                    position += channel.write(buffer);
+                }
+            } catch (IOException e) {
+                throw IoErrors.named("write snapshot file", temp, e);
             }
         }
 
@@ -254,30 +281,47 @@ public final class SnapshotFile {
         }
     }
 
-    /** Counts bytes; writes go straight through (positions are tracked by the writer, the channel appends). */
+    /**
+     * Counts bytes; writes go straight through (positions are tracked by the writer, the channel appends). A failed
+     * write names the file and the system's reason: the records' encoder above passes it on as it is.
+     */
     private static final class CountingStream extends OutputStream {
         private final OutputStream out;
+        private final Path file;
         long count;
 
-        CountingStream(OutputStream out) {
+        CountingStream(OutputStream out, Path file) {
             this.out = out;
+            this.file = file;
         }
 
         @Override
         public void write(int b) throws IOException {
-            out.write(b);
+            try {
+                out.write(b);
+            } catch (IOException e) {
+                throw IoErrors.named("write snapshot file", file, e);
+            }
             count++;
         }
 
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
-            out.write(b, off, len);
+            try {
+                out.write(b, off, len);
+            } catch (IOException e) {
+                throw IoErrors.named("write snapshot file", file, e);
+            }
             count += len;
         }
 
         @Override
         public void flush() throws IOException {
-            out.flush();
+            try {
+                out.flush();
+            } catch (IOException e) {
+                throw IoErrors.named("write snapshot file", file, e);
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.service.PageService;
+import io.mcctl.storage.io.IoErrors;
 import io.mcctl.storage.layout.LayoutFile;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -275,7 +276,11 @@ public final class Snapshotter {
         requireOwner("snapshots or log segments pruned");
         List<SnapshotFile.Listed> snapshots = SnapshotFile.list(stateDir);
         for (int i = retention; i < snapshots.size(); i++) {
-            Files.deleteIfExists(snapshots.get(i).path());
+            try {
+                Files.deleteIfExists(snapshots.get(i).path());
+            } catch (IOException e) {
+                throw IoErrors.named("delete old snapshot", snapshots.get(i).path(), e);
+            }
         }
         if (wal != null && !snapshots.isEmpty()) {
             long oldestKept = snapshots.get(Math.min(retention, snapshots.size()) - 1).walSequence();

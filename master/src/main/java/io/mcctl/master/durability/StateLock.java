@@ -1,6 +1,7 @@
 package io.mcctl.master.durability;
 
 import io.mcctl.storage.io.DurableFiles;
+import io.mcctl.storage.io.IoErrors;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -98,8 +99,7 @@ public final class StateLock implements AutoCloseable {
     }
 
     private static StateLock acquireLocked(Path stateDir) throws IOException {
-        Files.createDirectories(stateDir);
-        Path realDir = stateDir.toRealPath();
+        Path realDir = createAndResolve(stateDir);
         StateLock mine = HELD.get(realDir);
         if (mine != null) {
             throw new StateInUseException(mine.holder());
@@ -121,8 +121,23 @@ public final class StateLock implements AutoCloseable {
         return taken;
     }
 
+    /** Creates the state directory when it is missing; its real path. */
+    private static Path createAndResolve(Path stateDir) throws IOException {
+        try {
+            Files.createDirectories(stateDir);
+            return stateDir.toRealPath();
+        } catch (IOException e) {
+            throw IoErrors.named("create state directory", stateDir, e);
+        }
+    }
+
     private static FileChannel openLockFile(Path realDir) throws IOException {
-        return FileChannel.open(realDir.resolve(FILE_NAME), StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        Path file = realDir.resolve(FILE_NAME);
+        try {
+            return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (IOException e) {
+            throw IoErrors.named("open lock file", file, e);
+        }
     }
 
     /** The kernel lock on the open lock file, exclusive or {@code shared}; when another process holds it, the channel is
@@ -157,8 +172,7 @@ public final class StateLock implements AutoCloseable {
      */
     public static StateLock acquireShared(Path stateDir) throws IOException {
         synchronized (REGISTRY) {
-            Files.createDirectories(stateDir);
-            Path realDir = stateDir.toRealPath();
+            Path realDir = createAndResolve(stateDir);
             StateLock mine = HELD.get(realDir);
             if (mine != null) {
                 throw new StateInUseException(mine.holder());
@@ -258,12 +272,16 @@ public final class StateLock implements AutoCloseable {
         StringBuilder text = new StringBuilder();
         fields.forEach((name, value) -> text.append(name).append('=').append(value).append('\n'));
         byte[] bytes = text.toString().getBytes(StandardCharsets.UTF_8);
-        channel.truncate(0);
-        ByteBuffer buffer = ByteBuffer.wrap(bytes);
-        for (long at = 0; buffer.hasRemaining(); ) {
-            at += channel.write(buffer, at);
+        try {
+            channel.truncate(0);
+            ByteBuffer buffer = ByteBuffer.wrap(bytes);
+            for (long at = 0; buffer.hasRemaining(); ) {
+                at += channel.write(buffer, at);
+            }
+            channel.force(true);
+        } catch (IOException e) {
+            throw IoErrors.named("write lock file", realDir.resolve(FILE_NAME), e);
         }
-        channel.force(true);
     }
 
     private static Holder readHolder(Path realDir, FileChannel channel) throws IOException {

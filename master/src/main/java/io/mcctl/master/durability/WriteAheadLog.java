@@ -5,6 +5,7 @@ import io.mcctl.master.service.Change;
 import io.mcctl.master.service.ChangeLog;
 import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.DurableFiles;
+import io.mcctl.storage.io.IoErrors;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -122,7 +123,11 @@ public final class WriteAheadLog implements AutoCloseable {
         this.wallClock = wallClock;
         this.lastAppended = lastSequence;
         this.lastDurable = lastSequence;
-        Files.createDirectories(dir);
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw IoErrors.named("create state directory", dir, e);
+        }
         openSegment(lastSequence + 1);
         this.writer = new Thread(this::writeLoop, "mcctl-wal-writer");
         writer.setDaemon(true);
@@ -338,7 +343,11 @@ public final class WriteAheadLog implements AutoCloseable {
         for (int i = 0; i + 1 < segments.size(); i++) {
             // A segment ends just before the next one starts.
             if (segments.get(i + 1).firstSequence() - 1 <= coveredSequence) {
-                Files.deleteIfExists(segments.get(i).path());
+                try {
+                    Files.deleteIfExists(segments.get(i).path());
+                } catch (IOException e) {
+                    throw IoErrors.named("delete covered log segment", segments.get(i).path(), e);
+                }
             }
         }
     }
@@ -351,32 +360,50 @@ public final class WriteAheadLog implements AutoCloseable {
         }
         if (Files.exists(path)) {
             java.util.Optional<WalSegmentHeader> there = WalSegmentHeader.read(path);
-            if (there.isPresent() && there.get().leaderEpoch() != epoch) {
+            if (there.isPresent() && there.get().leaderEpoch() > epoch) {
                 throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " was created by the leader of epoch "
-                        + there.get().leaderEpoch() + ", not by this one of epoch " + epoch + ": another master owns the log");
+                        + there.get().leaderEpoch() + ", newer than this one of epoch " + epoch + ": another master owns the log");
             }
             // A segment of this name can exist only without records: opened by a master that stopped before its first
-            // record reached the disk (recovery read every record of every segment, and cut its zeros). It goes, so that
-            // the new one is created afresh, never opened over what is there.
+            // record reached the disk (recovery read every record of every segment, and cut its zeros), this one or a
+            // leader of an older epoch that handed over, or died, before it wrote one. It goes, so that the new one is
+            // created afresh, never opened over what is there; an older leader that still writes to it writes to a
+            // file no longer in the directory, and was never answered OK for it (its lease is gone: this one leads).
             if (!holdsNoRecords(path)) {
                 throw new CorruptStateException(path, 0, "log segment for record " + firstSequence + " already holds data that recovery did not read");
             }
-            Files.delete(path);
+            try {
+                Files.delete(path);
+            } catch (IOException e) {
+                throw IoErrors.named("delete empty log segment", path, e);
+            }
         }
         byte[] header = WalSegmentHeader.leader(firstSequence, clusterId, epoch, fence).encode();
-        segment = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        ByteBuffer headerBytes = ByteBuffer.wrap(header);
-        while (headerBytes.hasRemaining()) {
-            segment.write(headerBytes, headerBytes.position());
+        try {
+            segment = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (IOException e) {
+            throw IoErrors.named("create log segment", path, e);
         }
-        segment.position(header.length);
-        segmentSize = header.length;
-        zeroedEnd = header.length;
-        writeZerosAhead();
-        if (zeroedEnd == header.length) {
-            segment.force(true); // no zeros went ahead (a full disk): the header is made durable on its own
+        try {
+            ByteBuffer headerBytes = ByteBuffer.wrap(header);
+            while (headerBytes.hasRemaining()) {
+                segment.write(headerBytes, headerBytes.position());
+            }
+            segment.position(header.length);
+            segmentSize = header.length;
+            zeroedEnd = header.length;
+            writeZerosAhead();
+            if (zeroedEnd == header.length) {
+                segment.force(true); // no zeros went ahead (a full disk): the header is made durable on its own
+            }
+        } catch (IOException e) {
+            throw IoErrors.named("write the header of log segment", path, e);
         }
-        DurableFiles.fsyncDirectory(dir);
+        try {
+            DurableFiles.fsyncDirectory(dir);
+        } catch (IOException e) {
+            throw IoErrors.named("fsync directory", dir, e);
+        }
     }
 
     /** Whether a segment file holds a header (or part of one) and zeros at most: no record. */
@@ -477,23 +504,29 @@ public final class WriteAheadLog implements AutoCloseable {
         }
         batch.flip();
         long durableEnd = segmentSize;
+        long began = System.nanoTime();
+        int bytes = batch.remaining();
         try {
-            long began = System.nanoTime();
-            int bytes = batch.remaining();
             while (batch.hasRemaining()) {
                 segmentSize += segment.write(batch);
             }
-            segment.force(false);
-            syncNanos.add(System.nanoTime() - began);
-            syncs.increment();
-            bytesWritten.add(bytes);
-            recordsWritten.add(records);
-            lastDurable = upTo;
         } catch (IOException e) {
             cutBack(durableEnd);
-            fail("the write-ahead log failed writing", e);
+            fail(IoErrors.describe("the write-ahead log failed: write to", segmentPath, e), e);
             return false;
         }
+        try {
+            segment.force(false);
+        } catch (IOException e) {
+            cutBack(durableEnd);
+            fail(IoErrors.describe("the write-ahead log failed: fsync of", segmentPath, e), e);
+            return false;
+        }
+        syncNanos.add(System.nanoTime() - began);
+        syncs.increment();
+        bytesWritten.add(bytes);
+        recordsWritten.add(records);
+        lastDurable = upTo;
         List<Waiter> done = new ArrayList<>();
         lock.lock();
         try {
@@ -507,16 +540,23 @@ public final class WriteAheadLog implements AutoCloseable {
             waiter.future().complete(null);
         }
         // Housekeeping after the waiters are answered: no commit waits for it, only the next batch does.
+        if (segmentSize < segmentBytes) {
+            writeZerosAhead();
+            return true;
+        }
+        Path full = segmentPath;
         try {
-            if (segmentSize >= segmentBytes) {
-                trimZeros();
-                segment.close();
-                openSegment(upTo + 1);
-            } else {
-                writeZerosAhead();
-            }
+            trimZeros();
+            segment.close();
         } catch (IOException e) {
-            fail("the write-ahead log failed starting a new segment after", e);
+            fail(IoErrors.describe("the write-ahead log failed: truncate and fsync of full segment", full, e), e);
+            return false;
+        }
+        try {
+            openSegment(upTo + 1);
+        } catch (IOException e) {
+            // openSegment names the operation, the file and the reason itself
+            fail("the write-ahead log failed starting the segment after " + full.getFileName() + ": " + IoErrors.reason(e), e);
             return false;
         }
         return true;
@@ -537,18 +577,17 @@ public final class WriteAheadLog implements AutoCloseable {
             zeroedEnd = durableEnd;
         } catch (IOException e) {
             LOG.warn("could not cut the failed write off {} back to byte {} ({}): a restart may replay changes whose callers were "
-                    + "told the outcome is unknown, none that a reader was shown", segmentPath, durableEnd, e.toString());
+                    + "told the outcome is unknown, none that a reader was shown", segmentPath, durableEnd, IoErrors.describe("truncate", segmentPath, e));
         }
     }
 
     /**
      * The log is broken: every waiter and every later append or wait gets {@code error}, and the failure listener is
-     * told once, in one line naming the file and the system's error. A failed write or fsync is never retried: after
+     * told once, with {@code reason}: one line naming the operation, the file and the system's error. A failed write or fsync is never retried: after
      * a failed fsync the kernel may have dropped the dirty pages, so a retry that succeeds proves nothing. Writer
      * thread only.
      */
-    private void fail(String what, IOException error) {
-        String reason = what + " " + segmentPath + ": " + (error.getMessage() == null ? error.getClass().getSimpleName() : error.getMessage());
+    private void fail(String reason, IOException error) {
         List<Waiter> failed;
         lock.lock();
         try {

@@ -16,6 +16,7 @@ import io.mcctl.master.etcd.proto.LeaseGrpc;
 import io.mcctl.master.etcd.proto.LeaseKeepAliveRequest;
 import io.mcctl.master.etcd.proto.LeaseKeepAliveResponse;
 import io.mcctl.master.etcd.proto.LeaseRevokeRequest;
+import io.mcctl.master.etcd.proto.LeaseTimeToLiveRequest;
 import io.mcctl.master.etcd.proto.PutRequest;
 import io.mcctl.master.etcd.proto.RangeRequest;
 import io.mcctl.master.etcd.proto.RangeResponse;
@@ -45,8 +46,19 @@ public final class EtcdClient implements AutoCloseable {
 
     /** etcd did not answer on any endpoint: the message names them and the last error. */
     public static final class EtcdUnavailableException extends IOException {
-        EtcdUnavailableException(String message, Throwable cause) {
+        private final String condition;
+
+        EtcdUnavailableException(String message, String condition, Throwable cause) {
             super(message, cause);
+            this.condition = condition;
+        }
+
+        /**
+         * The message without what differs from one failure to the next of the same kind (the time a deadline took, the
+         * transport's detail): which endpoints did not answer which call with which status. Repeats log as one condition.
+         */
+        public String condition() {
+            return condition;
         }
     }
 
@@ -85,6 +97,10 @@ public final class EtcdClient implements AutoCloseable {
                 T result = call.apply(channels[index]);
                 current = index;
                 return result;
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // gRPC's threads are shut down (the process is exiting): no endpoint can be asked any more
+                String condition = "etcd at " + String.join(",", target.endpoints()) + " was not asked " + what + ": the client's transport has stopped";
+                throw new EtcdUnavailableException(condition + " (" + e.getMessage() + ")", condition, e);
             } catch (StatusRuntimeException e) {
                 last = e;
                 Status.Code code = e.getStatus().getCode();
@@ -93,8 +109,9 @@ public final class EtcdClient implements AutoCloseable {
                 }
             }
         }
-        throw new EtcdUnavailableException("etcd at " + String.join(",", target.endpoints()) + " did not answer " + what + ": "
-                + (last == null ? "no endpoint" : last.getStatus().getCode() + " " + last.getStatus().getDescription()), last);
+        String condition = "etcd at " + String.join(",", target.endpoints()) + " did not answer " + what + ": "
+                + (last == null ? "no endpoint" : last.getStatus().getCode());
+        throw new EtcdUnavailableException(last == null ? condition : condition + " " + last.getStatus().getDescription(), condition, last);
     }
 
     private KVGrpc.KVBlockingStub kv(ManagedChannel channel) {
@@ -111,7 +128,8 @@ public final class EtcdClient implements AutoCloseable {
                 .withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS)
                 .leaseGrant(LeaseGrantRequest.newBuilder().setTTL(ttlSeconds).build()));
         if (!grant.getError().isEmpty()) {
-            throw new EtcdUnavailableException("etcd refused a lease of " + ttlSeconds + " s: " + grant.getError(), null);
+            String refused = "etcd refused a lease of " + ttlSeconds + " s: " + grant.getError();
+            throw new EtcdUnavailableException(refused, refused, null);
         }
         return grant;
     }
@@ -154,6 +172,12 @@ public final class EtcdClient implements AutoCloseable {
                 requests.onCompleted();
             }
         });
+    }
+
+    /** Seconds lease {@code id} has left in etcd: -1 once it has expired or was revoked. */
+    public long timeToLive(long id) throws EtcdUnavailableException {
+        return call("a lease time-to-live", channel -> LeaseGrpc.newBlockingStub(channel).withDeadlineAfter(callTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .leaseTimeToLive(LeaseTimeToLiveRequest.newBuilder().setID(id).build())).getTTL();
     }
 
     public void revokeLease(long id) throws EtcdUnavailableException {

@@ -76,6 +76,8 @@ public final class HaMaster implements AutoCloseable {
     private static final long FOLLOW_INTERVAL_MILLIS = 20;
     private static final long CAMPAIGN_INTERVAL_MILLIS = 100;
     private static final long PUBLISH_INTERVAL_MILLIS = 500;
+    /** At most one line in this time for a problem that repeats as one condition. */
+    static final Duration PROBLEM_LINE_INTERVAL = Duration.ofMinutes(1);
 
     /** What an HA master needs: the master's own options, where etcd is, the lease TTL, and the start-empty choice. */
     public record Options(MasterServer.Options master, EtcdTarget etcd, Duration leaseTtl, boolean startEmptyOnUnreadableState) {
@@ -103,6 +105,9 @@ public final class HaMaster implements AutoCloseable {
     private final Object wake = new Object();
 
     private volatile boolean closed;
+    private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Counted down when {@link #close} has done every step. */
+    private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
     private volatile Role role = Role.STANDBY;
     private volatile Term term;
     private volatile LogFollower follower;
@@ -114,6 +119,8 @@ public final class HaMaster implements AutoCloseable {
     private volatile long lagRecords;
     private volatile long lagMillis;
     private LeaderLease lease;
+    /** What the role thread could not do, told once per condition and minute (role thread only). */
+    private final RepeatingProblem problems = new RepeatingProblem(PROBLEM_LINE_INTERVAL, System::nanoTime);
 
     private HaMaster(Options options, MasterSecurity security, StateLock lock, LayoutFile.Record layoutRecord, Server server,
                      io.mcctl.master.server.TransportLoops loops, HTTPServer metricsServer, PrometheusRegistry registry, EtcdClient etcd) {
@@ -217,18 +224,17 @@ public final class HaMaster implements AutoCloseable {
     // ---- the role thread ----
 
     private void run() {
-        String lastProblem = null;
         while (!closed) {
             try {
                 if (followAndCampaign()) {
                     awaitLoss();
                 }
-                lastProblem = null;
             } catch (IOException | RuntimeException e) {
                 String problem = e.getMessage() == null ? e.toString() : e.getMessage();
-                if (!problem.equals(lastProblem)) {
-                    LOG.error("high availability: {}; trying again", problem);
-                    lastProblem = problem;
+                String line = problems.occurred(e instanceof EtcdClient.EtcdUnavailableException u ? u.condition() : problem,
+                        "high availability: " + problem + "; trying again");
+                if (line != null) {
+                    LOG.error("{}", line);
                 }
                 if (role != Role.LEADER) {
                     refusal = "this master cannot follow or lead: " + problem;
@@ -270,6 +276,7 @@ public final class HaMaster implements AutoCloseable {
                     }
                     leaderAddress = address; // while taking over, a refusal names no other master as the leader
                     takeOver(following, campaign.createRevision());
+                    problemOver();
                     return true;
                 }
                 leaderAddress = campaign.holder();
@@ -279,6 +286,7 @@ public final class HaMaster implements AutoCloseable {
                 publish(following.applied());
                 nextPublish = now + PUBLISH_INTERVAL_MILLIS;
             }
+            problemOver();
             pause(FOLLOW_INTERVAL_MILLIS);
         }
         return false;
@@ -431,6 +439,14 @@ public final class HaMaster implements AutoCloseable {
         leading.lease().close();
         lease = null;
         LOG.error("{}", refusal);
+    }
+
+    /** The role thread's last step worked: a problem it was reporting is over. */
+    private void problemOver() {
+        String line = problems.cleared("high availability: working again");
+        if (line != null) {
+            LOG.info("{}", line);
+        }
     }
 
     private void wake() {
@@ -599,48 +615,98 @@ public final class HaMaster implements AutoCloseable {
         }
     }
 
-    /** Blocks until the server has stopped. */
+    /** Blocks until the master has stopped: the server, and everything {@link #close} closes after it. */
     public void awaitTermination() throws InterruptedException {
         server.awaitTermination();
+        stopped.await();
     }
 
+    /**
+     * Stops the master, handing over first: a leader takes no more changes, writes what its log holds, deletes the
+     * leader key and revokes its lease, so that a standby wins at its next campaign rather than after the lease's TTL;
+     * only then does it stop serving, and last it closes the metrics server, the etcd client and the lock. Each step
+     * runs whatever the one before it did, so a failure costs that step only. The hand-over needs the etcd client's
+     * transport, which is why it comes first: once the server stops, the process may start shutting gRPC's shared
+     * threads down.
+     */
     @Override
     public void close() {
-        closed = true;
-        wake();
-        roleThread.interrupt();
-        try {
-            roleThread.join(10_000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        MasterServer.stop(server);
-        loops.close();
-        Term leading = term;
-        if (leading != null) {
-            leading.housekeeping().shutdownNow();
-            leading.clients().close();
-            leading.pages().closeAllReservations(); // refused by the log past the lease: the next leader holds their pages
+        if (closing.getAndSet(true)) {
             try {
-                leading.wal().close();
-            } catch (IOException e) {
-                LOG.warn("closing the write-ahead log failed", e);
+                stopped.await(); // closed by another thread (the shutdown hook and a caller): return once it is done
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-            try {
-                etcd.deleteIfHeldBy(options.etcd().leaderKey(layoutRecord.clusterId()), leading.lease().id());
-            } catch (EtcdClient.EtcdUnavailableException e) {
-                LOG.warn("could not step down in etcd ({}); the lease expires in {} s", e.getMessage(), leading.lease().ttlSeconds());
-            }
+            return;
         }
-        if (lease != null) {
-            lease.close();
-        }
-        metricsServer.stop();
-        etcd.close();
         try {
-            lock.close();
-        } catch (IOException e) {
-            LOG.warn("releasing the state directory lock failed", e);
+            closed = true;
+            wake();
+            roleThread.interrupt();
+            try {
+                roleThread.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            Term leading = term;
+            if (leading != null) {
+                stepDown(leading);
+            } else if (lease != null) {
+                LeaderLease standing = lease;
+                lease = null;
+                step("revoking the etcd lease", standing::close);
+            }
+            step("stopping the gRPC server", () -> MasterServer.stop(server));
+            step("stopping the transport threads", loops::close);
+            step("stopping the metrics server", metricsServer::stop);
+            step("closing the etcd client", etcd::close);
+            step("releasing the state directory lock", lock::close);
+        } finally {
+            stopped.countDown();
         }
+    }
+
+    /**
+     * A leader's hand-over as it stops: refuses calls at once (naming no leader: the caller finds the next one), takes no
+     * more changes, closes the log with what it holds while the lease still holds (so every answer already promised is
+     * durable and sent), then deletes the leader key and revokes the lease.
+     */
+    private void stepDown(Term leading) {
+        refusal = "this master is stopping: it handed leadership of epoch " + leading.epoch() + " over";
+        role = Role.STANDBY;
+        leaderAddress = "";
+        term = null;
+        step("refusing changes", () -> leading.pages().refuseChanges("this master is stopping"));
+        step("stopping the housekeeping", () -> leading.housekeeping().shutdownNow());
+        step("closing the node registry", () -> leading.clients().close());
+        // Refused by the log past the lease: the next leader holds their pages.
+        step("closing the reservations", () -> leading.pages().closeAllReservations());
+        step("closing the write-ahead log", () -> leading.wal().close());
+        boolean keyDeleted = step("deleting the leader key", () -> etcd.deleteIfHeldBy(options.etcd().leaderKey(layoutRecord.clusterId()),
+                leading.lease().id()));
+        lease = null;
+        boolean revoked = leading.lease().revoke();
+        if (keyDeleted || revoked) {
+            LOG.info("stepped down as leader of epoch {}: {}; a standby takes over at once", leading.epoch(),
+                    keyDeleted && revoked ? "leader key deleted, lease revoked" : keyDeleted ? "leader key deleted" : "lease revoked");
+        } else {
+            LOG.warn("could not step down in etcd: a standby takes over when the lease expires, within {} s", leading.lease().ttlSeconds());
+        }
+    }
+
+    /** One step of {@link #close}: its failure is logged in one line, and the next step runs all the same. */
+    private static boolean step(String what, Step step) {
+        try {
+            step.run();
+            return true;
+        } catch (Exception e) {
+            LOG.warn("{} failed: {}", what, e.getMessage() == null ? e.toString() : e.getMessage());
+            return false;
+        }
+    }
+
+    @FunctionalInterface
+    private interface Step {
+        void run() throws Exception;
     }
 }

@@ -66,13 +66,16 @@ public final class LeaderLease implements AutoCloseable {
         return ttlNanos / 1_000_000_000L;
     }
 
-    /** Whether the lease is certainly alive in etcd now: before the local deadline and not known lost. */
+    /** Whether the lease is certainly alive in etcd now: not given up, before the local deadline and not known lost. */
     public boolean valid() {
-        return lost == null && System.nanoTime() - deadlineNanos < 0;
+        return !closed && lost == null && System.nanoTime() - deadlineNanos < 0;
     }
 
     /** Why the lease is lost, or null. */
     public String lostReason() {
+        if (lost == null && closed) {
+            return "the etcd lease was given up: this master is stopping";
+        }
         if (lost == null && !valid()) {
             return "the etcd lease could not be renewed since " + renewedAt + " (its local deadline passed)";
         }
@@ -81,7 +84,7 @@ public final class LeaderLease implements AutoCloseable {
 
     private void keepAlive() {
         long interval = Math.max(ttlNanos / 6, 100_000_000L);
-        String lastError = null;
+        RepeatingProblem failures = new RepeatingProblem(HaMaster.PROBLEM_LINE_INTERVAL, System::nanoTime);
         while (!closed && lost == null) {
             try {
                 Thread.sleep(interval / 1_000_000L);
@@ -106,11 +109,14 @@ public final class LeaderLease implements AutoCloseable {
                 }
                 deadlineNanos = sent + ttl * 1_000_000_000L - marginNanos;
                 renewedAt = Instant.now();
-                lastError = null;
+                String over = failures.cleared("lease keep-alive works again");
+                if (over != null) {
+                    LOG.info("{}", over);
+                }
             } catch (EtcdClient.EtcdUnavailableException e) {
-                if (!e.getMessage().equals(lastError)) {
-                    LOG.warn("lease keep-alive failed: {}", e.getMessage());
-                    lastError = e.getMessage();
+                String line = failures.occurred(e.condition(), "lease keep-alive failed: " + e.getMessage());
+                if (line != null) {
+                    LOG.warn("{}", line);
                 }
                 if (!valid()) {
                     lose("the etcd lease could not be renewed since " + renewedAt + ": " + e.getMessage());
@@ -128,14 +134,25 @@ public final class LeaderLease implements AutoCloseable {
     /** Stops renewing and revokes the lease (its keys go at once); a lease already gone is left. */
     @Override
     public void close() {
+        revoke();
+    }
+
+    /**
+     * {@link #close}, telling whether etcd revoked the lease: false when it was lost already or etcd did not answer (then
+     * it expires after its TTL). From the first moment of the call the lease is no longer {@link #valid}.
+     */
+    public boolean revoke() {
         closed = true;
         keeper.interrupt();
-        if (lost == null) {
-            try {
-                etcd.revokeLease(id);
-            } catch (EtcdClient.EtcdUnavailableException e) {
-                LOG.warn("could not revoke the etcd lease ({}); it expires in {} s", e.getMessage(), ttlSeconds());
-            }
+        if (lost != null) {
+            return false;
+        }
+        try {
+            etcd.revokeLease(id);
+            return true;
+        } catch (EtcdClient.EtcdUnavailableException e) {
+            LOG.warn("could not revoke the etcd lease ({}); it expires in {} s", e.getMessage(), ttlSeconds());
+            return false;
         }
     }
 }

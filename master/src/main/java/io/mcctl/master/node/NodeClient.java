@@ -16,6 +16,7 @@ import io.mcctl.master.proto.v1.ReplicaType;
 import io.mcctl.master.proto.v1.WriteObjectChunk;
 import io.mcctl.master.proto.v1.WriteObjectHeader;
 import io.mcctl.master.proto.v1.WriteObjectResponse;
+import io.mcctl.master.service.Quoted;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,13 +66,13 @@ public final class NodeClient implements AutoCloseable {
     /** The holder's side of a read of its LOCAL_DISK file or, with {@code type} MEMORY, of its DRAM segment. */
     public Read readLocal(String tenant, String key, ReplicaType type) {
         return collect(() -> stub.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS).readLocalObject(ReadLocalObjectRequest
-                .newBuilder().setTenantId(tenant).setKey(key).setReplicaType(type).build()), "read of '" + key + "'");
+                .newBuilder().setTenantId(tenant).setKey(key).setReplicaType(type).build()), "read of " + Quoted.of(key));
     }
 
     /** Reads through this node: it takes the best replica it can reach. */
     public Read get(String tenant, String key) {
         return collect(() -> stub.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-                .getObject(GetObjectRequest.newBuilder().setTenantId(tenant).setKey(key).build()), "read of '" + key + "'");
+                .getObject(GetObjectRequest.newBuilder().setTenantId(tenant).setKey(key).build()), "read of " + Quoted.of(key));
     }
 
     private Read collect(java.util.function.Supplier<Iterator<ObjectChunk>> call, String what) {

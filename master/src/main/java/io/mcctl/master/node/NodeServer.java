@@ -29,6 +29,7 @@ import io.mcctl.master.proto.v1.WriteObjectChunk;
 import io.mcctl.master.proto.v1.WriteObjectHeader;
 import io.mcctl.master.proto.v1.WriteObjectResponse;
 import io.mcctl.master.server.WireErrors;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.io.BucketIoSelector;
 import io.mcctl.storage.io.usrbio.UsrbioUnavailableException;
@@ -413,15 +414,15 @@ public final class NodeServer implements AutoCloseable {
                 : segment.checkRange(where.getBufferAddress(), size);
         if (problem != null) {
             revokeQuietly(tenant, key, ReplicaType.MEMORY);
-            throw WireErrors.exception(ErrorCode.INTERNAL_ERROR, "offload of '" + key + "' to MEMORY: " + problem);
+            throw WireErrors.exception(ErrorCode.INTERNAL_ERROR, "offload of " + Quoted.of(key) + " to MEMORY: " + problem);
         }
         segment.claim(tenant, key, where.getBufferAddress(), size);
         segment.copyIn(where.getBufferAddress(), data);
         int crc = BucketFileIo.crc32c(data.duplicate());
         if (!segment.index(epoch, tenant, key, where.getBufferAddress(), size, crc)) {
             revokeQuietly(tenant, key, ReplicaType.MEMORY);
-            throw new NodeException(Status.Code.UNAVAILABLE, "node " + clientId + " registered with the master again while it wrote '"
-                    + key + "': offload it again");
+            throw new NodeException(Status.Code.UNAVAILABLE, "node " + clientId + " registered with the master again while it wrote "
+                    + Quoted.of(key) + ": offload it again");
         }
         try {
             master.putEnd(clientId, tenant, key, ReplicaType.MEMORY, crc);
@@ -531,8 +532,8 @@ public final class NodeServer implements AutoCloseable {
             try {
                 PerKeyStore.Entry entry = localDisk == null ? null : localDisk.find(request.getTenantId(), request.getKey());
                 if (entry == null) {
-                    throw WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no LOCAL_DISK object for key '"
-                            + request.getKey() + "' of tenant " + request.getTenantId());
+                    throw WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no LOCAL_DISK object for key "
+                            + Quoted.of(request.getKey()) + " of tenant " + request.getTenantId());
                 }
                 FileChannel in = FileChannel.open(entry.file(), StandardOpenOption.READ);
                 stream(call, ObjectChunk.newBuilder().setObjectSize(entry.size()).setCrc32C(entry.crc32c())
@@ -560,8 +561,8 @@ public final class NodeServer implements AutoCloseable {
         private void readMemory(ReadLocalObjectRequest request, ServerCallStreamObserver<ObjectChunk> call) {
             DramSegment.Read read = segment == null ? null : segment.read(request.getTenantId(), request.getKey());
             if (read == null || read.miss() != null) {
-                call.onError(WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no MEMORY object for key '"
-                        + request.getKey() + "' of tenant " + request.getTenantId() + (read == null ? ": it has no DRAM segment"
+                call.onError(WireErrors.exception(ErrorCode.OBJECT_NOT_FOUND, "node " + clientId + " holds no MEMORY object for key "
+                        + Quoted.of(request.getKey()) + " of tenant " + request.getTenantId() + (read == null ? ": it has no DRAM segment"
                         : ": " + read.miss())));
                 return;
             }
@@ -602,7 +603,7 @@ public final class NodeServer implements AutoCloseable {
                         }
                         header = chunk.getHeader();
                         if (header.getSize() < 1 || header.getSize() > MAX_OBJECT_BYTES) {
-                            fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, "size " + header.getSize() + " is outside 1.."
+                            fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, "size " + Long.toUnsignedString(header.getSize()) + " is outside 1.."
                                     + MAX_OBJECT_BYTES + " bytes for an offload through a node"));
                             return;
                         }
@@ -611,7 +612,7 @@ public final class NodeServer implements AutoCloseable {
                     }
                     if (!chunk.hasData() || chunk.getData().size() > data.remaining()) {
                         fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, chunk.hasData() ? "more bytes than the header's size "
-                                + header.getSize() : "a second header in one offload"));
+                                + Long.toUnsignedString(header.getSize()) : "a second header in one offload"));
                         return;
                     }
                     chunk.getData().copyTo(data);
@@ -635,7 +636,7 @@ public final class NodeServer implements AutoCloseable {
                     }
                     if (header == null || data.hasRemaining()) {
                         fail(WireErrors.exception(ErrorCode.INVALID_PARAMS, header == null ? "an offload with no header"
-                                : "offload of '" + header.getKey() + "' ended after " + data.position() + " of " + header.getSize() + " bytes"));
+                                : "offload of " + Quoted.of(header.getKey()) + " ended after " + data.position() + " of " + Long.toUnsignedString(header.getSize()) + " bytes"));
                         return;
                     }
                     try {

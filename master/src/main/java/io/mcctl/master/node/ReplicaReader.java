@@ -10,6 +10,7 @@ import io.mcctl.master.proto.v1.MemoryDescriptor;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.perkey.PerKeyStore;
 import java.io.IOException;
@@ -121,7 +122,7 @@ public final class ReplicaReader implements AutoCloseable {
                 skipped.add(replica.getType() + ": " + e.getMessage());
             }
         }
-        throw new NodeException(Status.Code.UNAVAILABLE, "no replica of key '" + key + "' (tenant " + tenant + ") could be read here"
+        throw new NodeException(Status.Code.UNAVAILABLE, "no replica of key " + Quoted.of(key) + " (tenant " + tenant + ") could be read here"
                 + NodeClient.describe(skipped));
     }
 

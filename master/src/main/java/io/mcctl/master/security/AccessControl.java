@@ -9,6 +9,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import io.mcctl.master.service.Quoted;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.net.SocketAddress;
@@ -201,7 +202,7 @@ public final class AccessControl implements ServerInterceptor {
             }
             if (!grant.allowsTenant(tenant)) {
                 return record(Status.PERMISSION_DENIED, Refusal.tenant_not_allowed, method, tenant, grant.who() + from(call),
-                        "'" + grant.name() + "' may not use tenant '" + tenant + "' (it may use " + grant.describeTenants() + ")"
+                        "'" + grant.name() + "' may not use tenant " + Quoted.of(tenant) + " (it may use " + grant.describeTenants() + ")"
                                 + (tenants.size() > 1 ? "; nothing in the batch was done" : ""));
             }
             checked = tenant;
@@ -260,7 +261,7 @@ public final class AccessControl implements ServerInterceptor {
     /** Counts and audits a refusal; the status to answer it with. */
     private Status record(Status status, Refusal reason, String method, String tenant, String who, String message) {
         refusals.labelValues(reason.name()).inc();
-        audit.write("audit: refused " + method + (tenant.isEmpty() ? "" : " for tenant '" + tenant + "'") + " by " + who + ": "
+        audit.write("audit: refused " + method + (tenant.isEmpty() ? "" : " for tenant " + Quoted.of(tenant)) + " by " + who + ": "
                 + status.getCode() + " " + reason + ": " + message);
         return status.withDescription(message);
     }

@@ -7,6 +7,7 @@ import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
 import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.master.service.Result;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -308,7 +309,7 @@ public final class ClientRegistry implements AutoCloseable {
     public Result<Replica> putStart(String clientId, String tenant, String key, long size, ReplicaType type) {
         String bad = checkReplica(tenant, key, type);
         if (bad == null && (size < 1 || size > MAX_OBJECT_BYTES)) {
-            bad = "size " + size + " is outside 1.." + MAX_OBJECT_BYTES + " bytes";
+            bad = "size " + Long.toUnsignedString(size) + " is outside 1.." + MAX_OBJECT_BYTES + " bytes";
         }
         if (bad != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, bad);
@@ -345,7 +346,7 @@ public final class ClientRegistry implements AutoCloseable {
         }
         if (existing[0] != null) {
             OwnedReplica other = existing[0];
-            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' of tenant " + tenant + " already has a "
+            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key " + Quoted.of(key) + " of tenant " + tenant + " already has a "
                     + other.status() + " " + other.type() + " replica owned by client " + other.owner().id);
         }
         return Result.ok(replicas.get(scoped).toWire());
@@ -384,7 +385,7 @@ public final class ClientRegistry implements AutoCloseable {
             return change.apply(current);
         });
         if (!done[0]) {
-            return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key '" + key + "' (tenant " + tenant + ") by client " + clientId
+            return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key " + Quoted.of(key) + " (tenant " + tenant + ") by client " + clientId
                     + ": that client has no " + type + " PutStart of it in progress");
         }
         return Result.ok();
@@ -400,7 +401,7 @@ public final class ClientRegistry implements AutoCloseable {
         MemoryTier.MemoryReplica replica = memory.get(KeyRules.scopedKey(tenant, key));
         if (replica == null || !replica.segment.owner.id.equals(clientId) || !replica.segment.owner.alive
                 || replica.status != ReplicaStatus.PROCESSING || replica.source != null || !change.test(replica)) {
-            return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key '" + key + "' (tenant " + tenant + ") by client " + clientId
+            return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key " + Quoted.of(key) + " (tenant " + tenant + ") by client " + clientId
                     + ": that client has no MEMORY PutStart of it in progress");
         }
         return Result.ok();
@@ -437,7 +438,7 @@ public final class ClientRegistry implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             // fall through
         }
-        return "client_id '" + clientId + "' is not a UUID in its canonical lower-case form (e.g. " + new UUID(0, 0) + ")";
+        return "client_id " + Quoted.of(clientId) + " is not a UUID in its canonical lower-case form (e.g. " + new UUID(0, 0) + ")";
     }
 
     static String checkEndpoint(String endpoint) {
@@ -452,7 +453,7 @@ public final class ClientRegistry implements AutoCloseable {
                 // fall through
             }
         }
-        return "transport_endpoint '" + endpoint + "' is not host:port with a port from 1 to 65535";
+        return "transport_endpoint " + Quoted.of(endpoint) + " is not host:port with a port from 1 to 65535";
     }
 
     /** Closed with this registry: what serves on it (the promoter). */

@@ -59,6 +59,7 @@ import io.mcctl.master.service.AnswerBarrier;
 import io.mcctl.master.service.PageCheck;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.master.service.Result;
 import io.mcctl.master.service.KeyRules;
 import io.mcctl.master.service.Tenant;
@@ -204,7 +205,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     /**
      * The placement a descriptor names. With the bucket index no path is decoded or parsed; a path sent beside it must
-     * be that bucket's, byte for byte. A bucket that names no bucket file is -1, which matches no allocation.
+     * be that bucket's, byte for byte. A bucket index outside the layout stays as it was sent (an error message echoes
+     * it) and matches no allocation; a path that names no bucket file, or another bucket than the index, is -1, which
+     * matches none either.
      */
     Placement fromWire(DistributedDiskDescriptor descriptor) {
         return new Placement(bucketOf(descriptor), descriptor.getOffset(), descriptor.getObjectSize(), descriptor.getCrc32C());
@@ -216,7 +219,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         }
         int bucket = descriptor.getBucket();
         if (bucket < 0 || bucket >= bucketPathBytes.length) {
-            return -1;
+            return bucket;
         }
         ByteString path = descriptor.getFilePathBytes();
         if (path.isEmpty() || path.equals(bucketPathBytes[bucket])) {
@@ -561,7 +564,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             List<Replica> owned = registry.replicasOf(tenant, key);
             if (!owned.isEmpty()) {
                 // Not built: the owner's file would have to go too, or its next ScanMeta would report the object again.
-                return Result.error(ErrorCode.INVALID_PARAMS, "key '" + key + "' of tenant " + tenant + " is a LOCAL_DISK object of client "
+                return Result.error(ErrorCode.INVALID_PARAMS, "key " + Quoted.of(key) + " of tenant " + tenant + " is a LOCAL_DISK object of client "
                         + owned.get(0).getLocalDisk().getClientId() + " (page_mode=false): removing owner-coupled objects is not built; "
                         + "remove removes DISTRIBUTED_DISK and MEMORY objects");
             }
@@ -932,7 +935,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void putStart(io.mcctl.master.proto.v1.PutStartRequest request, StreamObserver<io.mcctl.master.proto.v1.PutStartResponse> observer) {
         if (request.getReplicaType() == ReplicaType.MEMORY && pages.peek(request.getTenantId(), request.getKey()).isOk()) {
-            throw WireErrors.exception(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + request.getKey() + "' of tenant " + request.getTenantId()
+            throw WireErrors.exception(ErrorCode.OBJECT_ALREADY_EXISTS, "key " + Quoted.of(request.getKey()) + " of tenant " + request.getTenantId()
                     + " has a DISTRIBUTED_DISK object: a MEMORY copy of it comes by promotion (mcctl promote), not by PutStart");
         }
         Replica started = orThrow(clients().putStart(request.getClientId(), request.getTenantId(), request.getKey(), request.getSize(),

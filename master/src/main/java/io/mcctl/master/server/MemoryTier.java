@@ -6,6 +6,7 @@ import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
 import io.mcctl.master.service.Placement;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.master.service.Result;
 import io.mcctl.storage.alloc.BitmapPageAllocator;
 import java.util.ArrayList;
@@ -289,6 +290,6 @@ final class MemoryTier {
     }
 
     static String describe(String scopedKey) {
-        return "'" + io.mcctl.master.service.KeyRules.keyOf(scopedKey) + "' (tenant " + io.mcctl.master.service.KeyRules.tenantOf(scopedKey) + ")";
+        return Quoted.of(io.mcctl.master.service.KeyRules.keyOf(scopedKey)) + " (tenant " + io.mcctl.master.service.KeyRules.tenantOf(scopedKey) + ")";
     }
 }

@@ -12,6 +12,7 @@ import io.mcctl.master.service.PageService;
 import io.mcctl.master.service.Placement;
 import io.mcctl.master.service.PromotionAdmission;
 import io.mcctl.master.service.Promotions;
+import io.mcctl.master.service.Quoted;
 import io.mcctl.master.service.Result;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -149,7 +150,7 @@ public final class Promoter implements AutoCloseable {
     /** Queues the object now, whatever its reads (Promote). */
     public Result<PromotionTask> promote(String tenant, String key) {
         if (inDram(tenant, key)) {
-            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' of tenant " + tenant + " is in DRAM already");
+            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key " + Quoted.of(key) + " of tenant " + tenant + " is in DRAM already");
         }
         Result<Promotions.Task> queued = tasks.queue(tenant, key);
         return queued.isOk() ? Result.ok(toWire(queued.value(), null)) : Result.error(queued.error(), queued.message());
@@ -217,7 +218,7 @@ public final class Promoter implements AutoCloseable {
         MemoryTier.MemoryReplica staged = held.value();
         if (crc32c != staged.source.crc32c()) {
             failed(clientId, tenant, key, "CRC32C " + Integer.toHexString(crc32c) + " of the copy");
-            return Result.error(ErrorCode.INVALID_PARAMS, "the copy of key '" + key + "' (tenant " + tenant + ") has CRC32C "
+            return Result.error(ErrorCode.INVALID_PARAMS, "the copy of key " + Quoted.of(key) + " (tenant " + tenant + ") has CRC32C "
                     + Integer.toHexString(crc32c) + ", not the source's " + Integer.toHexString(staged.source.crc32c())
                     + ": the staged replica is dropped and the task ended as failed");
         }
@@ -227,7 +228,7 @@ public final class Promoter implements AutoCloseable {
             return Result.error(ended.error(), ended.message());
         }
         if (!memory.complete(staged, crc32c)) {
-            return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the staged replica of key '" + key + "' (tenant " + tenant
+            return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the staged replica of key " + Quoted.of(key) + " (tenant " + tenant
                     + ") went while it was copied (its node was declared dead)");
         }
         if (admission != null) {
@@ -264,7 +265,7 @@ public final class Promoter implements AutoCloseable {
         }
         MemoryTier.MemoryReplica staged = memory.get(KeyRules.scopedKey(tenant, key));
         if (staged == null || staged.status != ReplicaStatus.PROCESSING || staged.source == null || !staged.segment.owner.id.equals(clientId)) {
-            return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId + " holds no promotion task of key '" + key + "' (tenant "
+            return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId + " holds no promotion task of key " + Quoted.of(key) + " (tenant "
                     + tenant + ")" + (staged != null && staged.status == ReplicaStatus.PROCESSING && staged.source != null
                     ? ": client " + staged.segment.owner.id + " does" : ""));
         }

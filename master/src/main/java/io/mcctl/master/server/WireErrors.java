@@ -28,7 +28,7 @@ public final class WireErrors {
     public static StatusRuntimeException changesRefused(String message) {
         Metadata trailers = new Metadata();
         trailers.put(CHANGES_REFUSED_KEY, "true");
-        return io.grpc.Status.UNAVAILABLE.withDescription(message).asRuntimeException(trailers);
+        return io.grpc.Status.UNAVAILABLE.withDescription(bounded(message)).asRuntimeException(trailers);
     }
 
     /** Whether a failure is the master's own refusal of changes, rather than a connection that could not be made. */
@@ -54,7 +54,31 @@ public final class WireErrors {
     public static StatusRuntimeException exception(ErrorCode code, String message) {
         Metadata trailers = new Metadata();
         trailers.put(ERROR_CODE_KEY, code.name());
-        return Status.fromCode(statusOf(code)).withDescription(code.name() + ": " + message).asRuntimeException(trailers);
+        return Status.fromCode(statusOf(code)).withDescription(bounded(code.name() + ": " + message)).asRuntimeException(trailers);
+    }
+
+    /**
+     * Bytes a status description may take in its trailer, percent-encoded as gRPC sends it: far below the 8 KiB of
+     * headers a grpc-java client accepts (and the HTTP/2 header list it lives in), so that no message, however much of
+     * a caller's input it quotes, turns an answer into a protocol error. Messages quote values through
+     * {@link io.mcctl.master.service.Quoted}; this is the bound for what they do not foresee.
+     */
+    static final int MAX_DESCRIPTION_BYTES = 2048;
+
+    /** {@code description} cut to {@link #MAX_DESCRIPTION_BYTES} as sent, saying how long it was; unchanged when it fits. */
+    static String bounded(String description) {
+        int budget = MAX_DESCRIPTION_BYTES - 64; // room for the note on the cut
+        int sent = 0;
+        for (int i = 0; i < description.length(); ) {
+            int c = description.codePointAt(i);
+            // gRPC sends printable ASCII but '%' as it is, every other byte of the UTF-8 encoding as %XX
+            sent += c >= 0x20 && c < 0x7f && c != '%' ? 1 : 3 * (c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4);
+            if (sent > budget) {
+                return description.substring(0, i) + "… (message of " + description.length() + " characters shortened)";
+            }
+            i += Character.charCount(c);
+        }
+        return description;
     }
 
     /** The Mooncake code a failed call carried, or the nearest one for a status that came without it. */

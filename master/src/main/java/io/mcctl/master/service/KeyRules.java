@@ -12,7 +12,7 @@ public final class KeyRules {
 
     /** What a miss of {@code key} in {@code tenant} says: the master's answer, and a client's that rebuilds it from a code. */
     public static String notFound(String tenant, String key) {
-        return "key '" + key + "' not found in tenant '" + tenant + "'";
+        return "key " + Quoted.of(key) + " not found in tenant " + Quoted.of(tenant);
     }
 
     /** Why {@code tenant} is not a tenant id, or null when it is one. */
@@ -27,7 +27,7 @@ public final class KeyRules {
             char c = tenant.charAt(i);
             boolean allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
             if (!allowed) {
-                return "tenant id '" + tenant + "' has character " + describe(c) + "; allowed are " + TENANT_CHARACTERS;
+                return "tenant id " + Quoted.of(tenant) + " has character " + describe(c) + "; allowed are " + TENANT_CHARACTERS;
             }
         }
         return null;

@@ -39,8 +39,8 @@ public record PageCheck(long mappings, long inFlight, long quarantinedRanges,
         public String describe() {
             return switch (kind) {
                 case QUARANTINE -> "a quarantined range";
-                case IN_FLIGHT -> "the in-flight allocation of key '" + key + "' of tenant '" + tenant + "'";
-                default -> "the mapping of key '" + key + "' of tenant '" + tenant + "'";
+                case IN_FLIGHT -> "the in-flight allocation of key " + Quoted.of(key) + " of tenant " + Quoted.of(tenant);
+                default -> "the mapping of key " + Quoted.of(key) + " of tenant " + Quoted.of(tenant);
             };
         }
     }

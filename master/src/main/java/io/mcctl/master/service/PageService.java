@@ -297,20 +297,20 @@ public final class PageService {
         KeyTable.InFlight inFlight = shard.inFlight.get(scoped);
         if (inFlight != null) {
             if (inFlight.deadlineNanos - now > 0) {
-                return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' has an allocation in flight; notify or free it first");
+                return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key " + Quoted.of(key) + " has an allocation in flight; notify or free it first");
             }
             expire(inFlight);
         }
         if (!overwrite && shard.mappings.find(scoped) >= 0) {
-            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists in tenant '" + tenant
-                    + "'; remove it or allocate with overwrite (mcctl offload --overwrite)");
+            return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key " + Quoted.of(key) + " already exists in tenant " + Quoted.of(tenant)
+                    + "; remove it or allocate with overwrite (mcctl offload --overwrite)");
         }
         PageState.TenantUsage usage = resolvedTenant.usage();
         long quota = usage.quotaBytes;
         if (quota > 0 && usage.bytes.sum() + usage.inFlightBytes.sum() + size > quota) {
             if (size > quota) {
-                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "object of " + size + " bytes is larger than tenant '" + tenant
-                        + "''s quota of " + quota + " bytes");
+                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "object of " + size + " bytes is larger than tenant " + Quoted.of(tenant)
+                        + "'s quota of " + quota + " bytes");
             }
             if (mayEvict) {
                 // As for room below: made with this shard lock let go, then the allocation is tried once more.
@@ -322,7 +322,7 @@ public final class PageService {
                 }
                 return allocateLocked(resolvedTenant, key, scoped, shard, size, overwrite, pin, false, null, answer);
             }
-            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant '" + tenant + "' is at its quota: " + (usage.bytes.sum()
+            return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "tenant " + Quoted.of(tenant) + " is at its quota: " + (usage.bytes.sum()
                     + usage.inFlightBytes.sum()) + " of " + quota + " bytes used or being written, " + size + " more asked for");
         }
         int home = layout().homeBucket(key);
@@ -517,7 +517,7 @@ public final class PageService {
         Result<Void> freed = underKeyLock(tenant, key, null, (scoped, shard, now) -> {
             KeyTable.InFlight pending = shard.inFlight.get(scoped);
             if (pending == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (freed, expired, or committed)");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " has no allocation in flight (freed, expired, or committed)");
             }
             if (expected != null && !pending.placement.sameRange(expected)) {
                 return mismatch(key, expected, pending);
@@ -581,7 +581,7 @@ public final class PageService {
 
     private Result<Void> notifyOne(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
         String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key),
-                written == null ? "no descriptor for key '" + key + "'" : null);
+                written == null ? "no descriptor for key " + Quoted.of(key) : null);
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
@@ -599,14 +599,14 @@ public final class PageService {
                     answer.needs(notDurable(table, m)); // its commit, if the log does not hold it yet
                     return Result.ok(); // this very notify, retried after its answer was lost: already committed
                 }
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight (expired after its deadline, or freed)");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " has no allocation in flight (expired after its deadline, or freed)");
             }
             if (!pending.placement.sameRange(written)) {
                 return mismatch(key, written, pending);
             }
             if (pending.deadlineNanos - now <= 0) {
                 expire(pending);
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the notify; its pages were reclaimed");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key " + Quoted.of(key) + " expired before the notify; its pages were reclaimed");
             }
             Placement committed = pending.placement.withCrc(written.crc32c());
             int replaced = table.find(scoped);
@@ -628,17 +628,17 @@ public final class PageService {
     }
 
     public Result<Long> renew(Tenant tenant, String key, Placement held) {
-        return underKeyLock(tenant, key, held == null ? "no descriptor for key '" + key + "'" : null, (scoped, shard, now) -> {
+        return underKeyLock(tenant, key, held == null ? "no descriptor for key " + Quoted.of(key) : null, (scoped, shard, now) -> {
             // In the order notify checks: no allocation, another allocation, then one past its deadline.
             KeyTable.InFlight pending = shard.inFlight.get(scoped);
             if (pending == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight to renew (expired, freed, or committed)");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " has no allocation in flight to renew (expired, freed, or committed)");
             }
             if (!pending.placement.sameRange(held)) {
                 return mismatch(key, held, pending);
             }
             if (pending.deadlineNanos - now <= 0) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key '" + key + "' expired before the renewal; its pages are being reclaimed");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "the allocation of key " + Quoted.of(key) + " expired before the renewal; its pages are being reclaimed");
             }
             logAndApply(new Change.Renewed(tenant.id, key, pending.placement, state.wallMillis(now + allocationDeadlineNanos)), scoped);
             return Result.ok(allocationDeadlineMillis());
@@ -655,7 +655,7 @@ public final class PageService {
         return underKeyLock(tenant, key, null, (scoped, shard, now) -> {
             KeyTable.InFlight pending = shard.inFlight.get(scoped);
             if (pending == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' has no allocation in flight in tenant '" + tenantId + "'");
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " has no allocation in flight in tenant " + Quoted.of(tenantId));
             }
             // As at expiry: held until the deadline plus the grace, or freed at once when that has passed too.
             long holdUntil = pending.deadlineNanos + allocationGraceNanos;
@@ -936,7 +936,7 @@ public final class PageService {
                     tally.count(tenant, false);
                 }
                 if (shard.inFlight.get(scoped) != null) {
-                    return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
+                    return Result.error(ErrorCode.REPLICA_IS_NOT_READY, "key " + Quoted.of(key) + " is still being written");
                 }
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, KeyRules.notFound(tenant.id, key));
             }
@@ -1050,7 +1050,7 @@ public final class PageService {
         if (invalid == null) {
             token = ListingCursors.Token.parse(pageToken);
             if (token == null) {
-                invalid = "page token '" + pageToken + "' is not one this master gave out; start the listing again without one";
+                invalid = "page token " + Quoted.of(pageToken) + " is not one this master gave out; start the listing again without one";
             }
         }
         if (invalid != null) {
@@ -1285,8 +1285,8 @@ public final class PageService {
 
     /** A descriptor that names other pages than the key's allocation: refused, nothing changed. */
     private <T> Result<T> mismatch(String key, Placement given, KeyTable.InFlight allocation) {
-        return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(given) + " does not match the allocation of key '"
-                + key + "' at " + describe(allocation.placement));
+        return Result.error(ErrorCode.INVALID_PARAMS, "descriptor " + describe(given) + " does not match the allocation of key "
+                + Quoted.of(key) + " at " + describe(allocation.placement));
     }
 
     private void logAndApply(Change change) {
@@ -2485,13 +2485,14 @@ public final class PageService {
     // ---- helpers ----
 
     String describe(Placement p) {
+        // The size is a uint64 on the wire: a client's 2^64-1 is printed as it sent it, not as the long it became.
         return p.bucket() >= 0 && p.bucket() < layout().bucketCount()
-                ? space.path(p.bucket()) + "@" + p.offset() + "+" + p.size()
-                : "bucket " + p.bucket() + "@" + p.offset() + "+" + p.size();
+                ? space.path(p.bucket()) + "@" + p.offset() + "+" + Long.toUnsignedString(p.size())
+                : "bucket " + p.bucket() + "@" + p.offset() + "+" + Long.toUnsignedString(p.size());
     }
 
     static String describeKey(String scoped) {
-        return "key '" + KeyRules.keyOf(scoped) + "' of tenant '" + KeyRules.tenantOf(scoped) + "'";
+        return "key " + Quoted.of(KeyRules.keyOf(scoped)) + " of tenant " + Quoted.of(KeyRules.tenantOf(scoped));
     }
 
     /** The first of the problems found, or null; spelled out rather than varargs, so no array is made per key. */

@@ -58,7 +58,7 @@ public final class Promotions {
             int m = shard.mappings.find(scoped);
             if (m < 0) {
                 return Result.error(shard.inFlight.get(scoped) != null ? ErrorCode.REPLICA_IS_NOT_READY : ErrorCode.OBJECT_NOT_FOUND,
-                        "key '" + key + "' of tenant '" + tenant + "' has no committed object to promote");
+                        "key " + Quoted.of(key) + " of tenant " + Quoted.of(tenant) + " has no committed object to promote");
             }
             PageState.PromotionTask current = state.promotions.get(scoped);
             if (current != null) {
@@ -66,7 +66,7 @@ public final class Promotions {
             }
             if (state.promotions.size() >= maxTasks) {
                 return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "the promotion queue holds " + maxTasks
-                        + " tasks already (--promotion-max-tasks): key '" + key + "' is not queued");
+                        + " tasks already (--promotion-max-tasks): key " + Quoted.of(key) + " is not queued");
             }
             pages.logAndApply(new Change.PromotionQueued(tenant, key, shard.mappings.placement(m), state.wallMillis(now)), scoped);
             queuedTotal.increment();
@@ -150,11 +150,11 @@ public final class Promotions {
         return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
             PageState.PromotionTask task = state.promotions.get(scoped);
             if (task == null) {
-                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key '" + key + "' of tenant '" + tenant + "' has no promotion task"
+                return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " of tenant " + Quoted.of(tenant) + " has no promotion task"
                         + " (it was never queued, it ended, or the object was removed or overwritten while it was copied)");
             }
             if (holder == null ? task.holder != null : !holder.equals(task.holder)) {
-                return Result.error(ErrorCode.INVALID_PARAMS, "the promotion task of key '" + key + "' (tenant " + tenant + ") is "
+                return Result.error(ErrorCode.INVALID_PARAMS, "the promotion task of key " + Quoted.of(key) + " (tenant " + tenant + ") is "
                         + (task.holder == null ? "queued, not taken by client " + holder : "held by client " + task.holder
                         + (holder == null ? "" : ", not by client " + holder)));
             }

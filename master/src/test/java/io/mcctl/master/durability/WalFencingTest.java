@@ -136,4 +136,25 @@ class WalFencingTest {
         assertFalse(Files.exists(before));
         assertTrue(WalSegmentHeader.read(dir.resolve(WalSegments.fileName(1))).orElseThrow().leaderEpoch() == 5);
     }
+
+    @Test
+    void the_empty_segment_of_a_leader_that_stopped_before_its_first_record_is_replaced_by_the_next_leader() throws Exception {
+        WriteAheadLog old = new WriteAheadLog(dir, "c", 0, 1 << 20, System::currentTimeMillis, 5, WalSegmentHeader.Fence.NONE, () -> true);
+        old.close(); // handed over (or died) before it logged anything: its segment holds a header and no record
+        WriteAheadLog next = new WriteAheadLog(dir, "c", 0, 1 << 20, System::currentTimeMillis, 9, WalSegmentHeader.Fence.NONE, () -> true);
+        quota(next, 4);
+        next.close();
+        assertEquals(9, WalSegmentHeader.read(dir.resolve(WalSegments.fileName(1))).orElseThrow().leaderEpoch());
+        assertEquals(List.of("1@9=4"), replay(dir));
+    }
+
+    @Test
+    void a_leader_of_an_older_epoch_never_replaces_a_newer_leaders_segment_even_an_empty_one() throws Exception {
+        WriteAheadLog newer = new WriteAheadLog(dir, "c", 0, 1 << 20, System::currentTimeMillis, 9, WalSegmentHeader.Fence.NONE, () -> true);
+        newer.close();
+        CorruptStateException refused = assertThrows(CorruptStateException.class, () -> new WriteAheadLog(dir, "c", 0, 1 << 20,
+                System::currentTimeMillis, 5, WalSegmentHeader.Fence.NONE, () -> true));
+        assertTrue(refused.getMessage().contains("epoch 9, newer than this one of epoch 5"), refused.getMessage());
+        assertEquals(9, WalSegmentHeader.read(dir.resolve(WalSegments.fileName(1))).orElseThrow().leaderEpoch());
+    }
 }
