@@ -374,7 +374,7 @@ function _picocli_mcctl_offload() {
 
   local commands=""
   local flag_opts="'--overwrite' '--pin' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size' '--config' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -430,6 +430,18 @@ function _picocli_mcctl_offload() {
     '--batch-size')
       return
       ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
   esac
 
   if [[ "${curr_word}" == -* ]]; then
@@ -449,7 +461,7 @@ function _picocli_mcctl_get() {
 
   local commands=""
   local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads' '--config' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -503,6 +515,18 @@ function _picocli_mcctl_get() {
       return
       ;;
     '--read-threads')
+      return
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -860,7 +884,7 @@ function _picocli_mcctl_fsck() {
 
   local commands=""
   local flag_opts="'--deep' '--repair' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
+  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--config' '--io' '--usrbio-library' '--fs-type'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -924,6 +948,21 @@ function _picocli_mcctl_fsck() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
+    '--fs-type')
+      return
       ;;
   esac
 
@@ -1265,7 +1304,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1298,6 +1337,12 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')
@@ -1893,7 +1938,7 @@ function _picocli_mcctl_mount_validate() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate'"
+  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1938,6 +1983,12 @@ function _picocli_mcctl_mount_validate() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -2130,7 +2181,7 @@ function _picocli_mcctl_node_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -2190,6 +2241,12 @@ function _picocli_mcctl_node_start() {
       return $?
       ;;
     '--page-mode')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -2445,7 +2502,7 @@ function _picocli_mcctl_bench_master() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--compare-durability' '--compare-kv-events' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings' '--phases' '--transport' '--rounds' '--baseline-jar' '--baseline-jvm-option'"
   local FORMAT_option_args=("text" "json") # --output values
 
@@ -2527,7 +2584,7 @@ function _picocli_mcctl_bench_io() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root'"
+  local arg_opts="'-o' '--output' '--io' '--object-sizes' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root' '--config' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2537,6 +2594,12 @@ function _picocli_mcctl_bench_io() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
       return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--object-sizes')
+      return
       ;;
     '--total')
       return
@@ -2555,6 +2618,15 @@ function _picocli_mcctl_bench_io() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--usrbio-library')
+      return
       ;;
   esac
 
@@ -2950,7 +3022,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2989,6 +3061,12 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')

@@ -180,7 +180,8 @@ class McctlStore(HiCacheStorage):
         self.client = Client(master=extra["master"], tenant=extra.get("tenant", "default"),
                              timeout=float(extra.get("timeout", 10.0)), root=extra.get("root"),
                              read_memory_replicas=extra.get("read_memory_replicas", True),
-                             read_threads=extra.get("read_threads"))
+                             read_threads=extra.get("read_threads"), io=extra.get("io"),
+                             usrbio_library=extra.get("usrbio_library"))
         self.mem_pool_host = None
         self.registered_pools: Dict[str, Any] = {}
         # What the existence checks looked up, for the reads of the prefetch that follows (on another thread).

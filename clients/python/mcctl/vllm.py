@@ -75,7 +75,7 @@ VERDICTS_KEPT = 1 << 16  # lookup verdicts kept at most; the oldest are forgotte
 MODULE_PATH = "mcctl.vllm"
 CLASS_NAME = "McctlTier"
 CONFIG_KEYS = ("master", "tenant", "root", "timeout", "key_prefix", "io_threads", "lookup_ttl", "read_memory_replicas",
-               "read_threads")
+               "read_threads", "io", "usrbio_library")
 
 
 def register() -> None:
@@ -137,7 +137,7 @@ class McctlTier(SecondaryTierManager):
     parallel layout: vLLM's block hashes do not name the model), ``io_threads`` (default 2), ``lookup_ttl`` (seconds a
     lookup verdict is reused, default 2), ``read_memory_replicas`` (default true: read promoted blocks from the nodes'
     DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks side by side; default and meaning as
-    mcctl.Client's).
+    mcctl.Client's), ``io`` and ``usrbio_library`` (how block bytes move: POSIX or 3FS's USRBIO; see mcctl.Client).
 
     Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and ``_pending``
     (and ``_idle`` waits on it); the unreadable keys' own lock nests inside it, the kept lookups' lock nests in no other;
@@ -151,7 +151,8 @@ class McctlTier(SecondaryTierManager):
     def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str = TIER_TYPE,
                  master: Optional[str] = None, tenant: str = "default", root: Optional[str] = None,
                  timeout: float = 10.0, key_prefix: str = "", io_threads: int = 2, lookup_ttl: float = 2.0,
-                 read_memory_replicas: bool = True, read_threads: Optional[int] = None, **rest: Any):
+                 read_memory_replicas: bool = True, read_threads: Optional[int] = None, io: Optional[str] = None,
+                 usrbio_library: Optional[str] = None, **rest: Any):
         base = {name: rest.pop(name) for name in ("backpressure", "backpressure_detector") if name in rest}
         if not master:
             raise ValueError("mcctl vLLM tier: tier config has no 'master' (host:port of mcctl's master), e.g. "
@@ -174,7 +175,8 @@ class McctlTier(SecondaryTierManager):
         self._prefix = key_prefix
         self._lookup_ttl = lookup_ttl
         self.client = Client(master=master, tenant=tenant, timeout=timeout, root=root,
-                             read_memory_replicas=read_memory_replicas, read_threads=read_threads)
+                             read_memory_replicas=read_memory_replicas, read_threads=read_threads, io=io,
+                             usrbio_library=usrbio_library)
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="mcctl-vllm")
         self._lock = threading.Lock()
         self._verdicts: "OrderedDict[bytes, tuple]" = OrderedDict()  # key -> (present, monotonic time answered)
