@@ -365,6 +365,7 @@ public final class HaMaster implements AutoCloseable {
                 options.master().settings(), following.applied());
         snapshotter.fence(epoch, held::valid);
         MasterMetrics metrics = new MasterMetrics(pages, wal);
+        metrics.watchSnapshots(snapshotter);
         // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
         MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);

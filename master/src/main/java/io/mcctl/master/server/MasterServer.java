@@ -285,6 +285,7 @@ public final class MasterServer implements AutoCloseable {
             Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                     recovered.lastSequence);
             MasterMetrics metrics = new MasterMetrics(pages, wal);
+            metrics.watchSnapshots(snapshotter);
             loops.registerMetrics(metrics.registry());
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
