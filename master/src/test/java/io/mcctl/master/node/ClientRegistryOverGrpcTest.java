@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The master's node registry and owner-coupled replicas, over real gRPC on loopback, with a short client_ttl. */
+/** The master's node registry and owner-coupled replicas, over real gRPC on loopback, with a short client_ttl (long enough that a test's calls on a busy machine fit in it; the TTL test waits it out). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ClientRegistryOverGrpcTest {
 
@@ -41,7 +41,7 @@ class ClientRegistryOverGrpcTest {
     void start() throws Exception {
         MasterServer.Options options = new MasterServer.Options(TierCluster.smallLayout(dir.resolve("root"), 4), "test", "127.0.0.1", 0, 0,
                 Duration.ofSeconds(60), Duration.ofSeconds(5), MasterSettings.Durability.wal, null, null, 2, 64L << 20,
-                Map.of(MasterSettings.CLIENT_TTL.key(), "1s"));
+                Map.of(MasterSettings.CLIENT_TTL.key(), "5s"));
         cluster = TierCluster.start(options, 0);
         client = cluster.newClient();
     }
@@ -64,7 +64,7 @@ class ClientRegistryOverGrpcTest {
     @Test
     void a_second_registration_of_a_live_id_is_refused_in_one_line_and_changes_nothing() {
         String id = newId();
-        assertEquals(1000, client.registerClient(id, "127.0.0.1:7001", "/data/a", false));
+        assertEquals(5000, client.registerClient(id, "127.0.0.1:7001", "/data/a", false)); // the TTL in milliseconds
         List<ClientInfo> before = client.listClients().getClientsList();
         MasterException e = assertThrows(MasterException.class, () -> client.registerClient(id, "127.0.0.1:7002", "/data/b", true));
         assertEquals(ErrorCode.OBJECT_ALREADY_EXISTS, e.code());
