@@ -32,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The dashboard's queries and the rules' expressions against a real Prometheus (Debian's) that scrapes a real master
  * of the release under a little load. The master runs as operators run it in production: high availability on etcd,
- * TLS (so Prometheus scrapes HTTPS) and tokens; the load offloads past the eviction watermark in two tenants, reads
+ * TLS (so Prometheus scrapes HTTPS), tokens and KV events; the load offloads past the eviction watermark in two tenants, reads
  * hits and misses, runs a live fsck and makes one call with a wrong token, so that every series the queries name exists.
  *
  * <p>Every metric an expression names must have series in Prometheus (the master exports it, or a recording rule of
@@ -73,6 +73,7 @@ class DashboardAndRulesLiveTest {
         int port = Release.freePort();
         int metricsPort = Release.freePort();
         int prometheusPort = Release.freePort();
+        int kvEventsPort = Release.freePort();
         Map<String, String> env = release.environment(work);
         try (Release.Daemon etcd = Release.Daemon.start(work, Map.of("PATH", "/usr/bin:/bin"), work.resolve("etcd.log"), List.of(
                 etcdBinary.toString(), "--name", "m0", "--data-dir", work.resolve("etcd").toString(),
@@ -84,7 +85,7 @@ class DashboardAndRulesLiveTest {
                 "--bucket-count", "4", "--bucket-size", "1MiB", "--page-size", "4KiB", "--bind", "127.0.0.1",
                 "--port", Integer.toString(port), "--metrics-port", Integer.toString(metricsPort), "--snapshot-interval", "2s",
                 "--tls-cert", tls.resolve("master.pem").toString(), "--tls-key", tls.resolve("master.key").toString(),
-                "--tokens-file", work.resolve("tokens.yaml").toString()))) {
+                "--tokens-file", work.resolve("tokens.yaml").toString(), "--kv-events-endpoint", "tcp://127.0.0.1:" + kvEventsPort))) {
             etcd.awaitLog("ready to serve client requests", Duration.ofSeconds(60));
             master.awaitLog("mcctl master serving", Duration.ofSeconds(120));
             Map<String, String> client = Map.of("MCCTL_MASTER", "127.0.0.1:" + port, "MCCTL_TLS_CA", tls.resolve("ca.pem").toString(),
