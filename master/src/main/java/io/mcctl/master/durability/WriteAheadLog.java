@@ -647,6 +647,7 @@ public final class WriteAheadLog implements AutoCloseable {
      */
     private void fail(String reason, IOException error) {
         List<Waiter> failed;
+        failedAtMillis = System.currentTimeMillis();
         lock.lock();
         try {
             failure = new IOException(reason, error);
@@ -664,6 +665,14 @@ public final class WriteAheadLog implements AutoCloseable {
         for (Waiter waiter : failed) {
             waiter.future().completeExceptionally(failure);
         }
+    }
+
+    /** When the log failed (a write or an fsync), in milliseconds since the epoch; 0 while it has not. Read without the lock. */
+    private volatile long failedAtMillis;
+
+    /** When a write or fsync of the log failed, in milliseconds since the epoch; 0 while none has. */
+    public long failedAtMillis() {
+        return failedAtMillis;
     }
 
     /** Told once, with a one-line reason, when the log fails. */

@@ -375,6 +375,7 @@ public final class HaMaster implements AutoCloseable {
                 options.master().settings(), following.applied());
         snapshotter.fence(epoch, held::valid);
         MasterMetrics metrics = new MasterMetrics(pages, wal);
+        metrics.watchSnapshots(snapshotter);
         io.mcctl.master.events.KvEventPublisher kvEvents = null;
         try {
             kvEvents = MasterServer.publishKvEvents(MasterServer.kvEventSettings(options.master()), pages, wal, layoutRecord.clusterId(), metrics);

@@ -831,6 +831,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         adminExecutor.execute(() -> {
             try {
                 PageCheck check = pages.checkPages(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(minAgeMs), request.getRepair(), maxRanges);
+                MasterMetrics watching = metrics;
+                if (watching != null) {
+                    watching.pagesChecked(check, request.getRepair());
+                }
                 CheckPagesResponse.Builder response = CheckPagesResponse.newBuilder()
                         .setMappings(check.mappings()).setInFlight(check.inFlight()).setQuarantinedRanges(check.quarantinedRanges())
                         .setLeakedPages(check.leakedPages()).setYoungPages(check.youngPages()).setFalseFreePages(check.falseFreePages())

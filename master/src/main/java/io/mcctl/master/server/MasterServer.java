@@ -289,6 +289,7 @@ public final class MasterServer implements AutoCloseable {
             Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                     recovered.lastSequence);
             MasterMetrics metrics = new MasterMetrics(pages, wal);
+            metrics.watchSnapshots(snapshotter);
             loops.registerMetrics(metrics.registry());
             kvEvents = publishKvEvents(kvEventSettings, pages, wal, init.layout().clusterId(), metrics);
             WriteAheadLog log = wal;
