@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'events' 'events tail' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -35,6 +35,7 @@ complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live m
 complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
 complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
 complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
+complete -c mcctl -n '__mcctl_at' -a 'events' -d 'The KV events the master publishes for routers.'
 complete -c mcctl -n '__mcctl_at' -a 'layout' -d 'The root\'s bucket layout (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'node' -d 'Nodes: the per-host process that registers with the master, and offloads and reads through one.'
 complete -c mcctl -n '__mcctl_at' -a 'promote' -d 'Queue objects for promotion into the DRAM tier now, whatever their reads (the master also queues an object read promotion_reads times within its admission window).'
@@ -100,6 +101,12 @@ complete -c mcctl -n '__mcctl_at master start' -l ha-start-empty -x -d 'with --h
 complete -c mcctl -n '__mcctl_at master start' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 complete -c mcctl -n '__mcctl_at master start' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
 complete -c mcctl -n '__mcctl_at master start' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-endpoint -x -d 'where the master publishes KV events (vLLM\'s schema, ZeroMQ PUB) for what the shared tier holds; the i-th tenant of kv_events_tenants publishes on the port plus i [env MCCTL_KV_EVENTS_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-replay-endpoint -x -d 'where a subscriber asks for the batches it missed (ZeroMQ ROUTER: it sends the 8-byte sequence to start from); the i-th tenant answers on the port plus i [env MCCTL_KV_EVENTS_REPLAY_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-topic -x -d 'the topic of each tenant\'s KV events (llm-d reads kv@<pod>@<model>: pool:<name> marks a tier shared by every pod) [env MCCTL_KV_EVENTS_TOPIC; default kv@pool:mcctl@{tenant}]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-tenants -x -d 'the tenants whose KV events are published, each on its own endpoints (no subscriber of one learns another\'s keys) [env MCCTL_KV_EVENTS_TENANTS; default default]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-buffer -x -d 'KV event batches kept per tenant for the replay endpoint (and rebuilt from the log after a restart or a fail-over) [env MCCTL_KV_EVENTS_BUFFER; default 1000]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-queue -x -d 'KV events waiting to be published at most; past it an event is dropped (counted, and its batch is not sent: subscribers see a gap in the sequence) rather than slowing the master [env MCCTL_KV_EVENTS_QUEUE; default 65536]'
 
 # mcctl master status
 complete -c mcctl -n '__mcctl_at master status' -f
@@ -394,6 +401,26 @@ complete -c mcctl -n '__mcctl_at quota set' -s o -l output -x -a 'text json' -d 
 complete -c mcctl -n '__mcctl_at quota set' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at quota set' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at quota set' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl events
+complete -c mcctl -n '__mcctl_at events' -f
+complete -c mcctl -n '__mcctl_at events' -a 'tail' -d 'Print the KV events a master publishes (kv_events_endpoint), one line per event: the batch\'s sequence, the event\'s type, its block hashes and fields.'
+complete -c mcctl -n '__mcctl_at events' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at events' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at events' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl events tail
+complete -c mcctl -n '__mcctl_at events tail' -f
+complete -c mcctl -n '__mcctl_at events tail' -l endpoint -x -d 'The publisher to subscribe to, e.g.'
+complete -c mcctl -n '__mcctl_at events tail' -l topic -x -d 'Only batches whose topic starts with TOPIC (default: every topic).'
+complete -c mcctl -n '__mcctl_at events tail' -l replay-endpoint -x -d 'The publisher\'s replay endpoint: with --from, the kept batches from that sequence are printed first.'
+complete -c mcctl -n '__mcctl_at events tail' -l from -x -d 'Sequence to replay from (needs --replay-endpoint).'
+complete -c mcctl -n '__mcctl_at events tail' -l count -x -d 'Stop after N events (default: run until interrupted).'
+complete -c mcctl -n '__mcctl_at events tail' -l idle-timeout -x -d 'Stop when nothing arrives for this many seconds (default: wait for ever).'
+complete -c mcctl -n '__mcctl_at events tail' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at events tail' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at events tail' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at events tail' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl layout
 complete -c mcctl -n '__mcctl_at layout' -f
@@ -747,6 +774,12 @@ complete -c mcctl -n '__mcctl_at config show' -l ha-start-empty -x -d 'with --ha
 complete -c mcctl -n '__mcctl_at config show' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 complete -c mcctl -n '__mcctl_at config show' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
 complete -c mcctl -n '__mcctl_at config show' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-endpoint -x -d 'where the master publishes KV events (vLLM\'s schema, ZeroMQ PUB) for what the shared tier holds; the i-th tenant of kv_events_tenants publishes on the port plus i [env MCCTL_KV_EVENTS_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-replay-endpoint -x -d 'where a subscriber asks for the batches it missed (ZeroMQ ROUTER: it sends the 8-byte sequence to start from); the i-th tenant answers on the port plus i [env MCCTL_KV_EVENTS_REPLAY_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-topic -x -d 'the topic of each tenant\'s KV events (llm-d reads kv@<pod>@<model>: pool:<name> marks a tier shared by every pod) [env MCCTL_KV_EVENTS_TOPIC; default kv@pool:mcctl@{tenant}]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-tenants -x -d 'the tenants whose KV events are published, each on its own endpoints (no subscriber of one learns another\'s keys) [env MCCTL_KV_EVENTS_TENANTS; default default]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-buffer -x -d 'KV event batches kept per tenant for the replay endpoint (and rebuilt from the log after a restart or a fail-over) [env MCCTL_KV_EVENTS_BUFFER; default 1000]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-queue -x -d 'KV events waiting to be published at most; past it an event is dropped (counted, and its batch is not sent: subscribers see a gap in the sequence) rather than slowing the master [env MCCTL_KV_EVENTS_QUEUE; default 65536]'
 
 # mcctl completion
 complete -c mcctl -n '__mcctl_at completion' -f

@@ -22,6 +22,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import grpc
 
 from . import _io, _leader, _nodes, errors
+from . import kv_events as _kv_events
 from ._placements import DONE, Allocation, Placements, Remembered
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
@@ -457,7 +458,8 @@ class Client:
         # runs past the deadline.
         return min(2.0, max(0.05, deadline_s / 10))
 
-    def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool) -> List[Tuple[int, str]]:
+    def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool,
+             kv_blocks: Optional[List[Any]] = None) -> List[Tuple[int, str]]:
         """Offloads one batch of at most MAX_BATCH keys; a (code, message) per key. The allocation is answered packed
         and the notify sends the placements back packed (docs/wire-protocol.md, "Packed offloads")."""
         n = len(keys)
@@ -509,7 +511,8 @@ class Client:
                 # them), until the allocations' deadline on this client's clock.
                 notified = self._call("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
                     keys=[keys[i] for i, _, _ in written], tenant_ids=[self.tenant] * len(written),
-                    placements=allocation.records([(i, crc) for i, _, crc in written])), False, resend_until=started + deadline_s)
+                    placements=allocation.records([(i, crc) for i, _, crc in written]),
+                    kv_blocks=[kv_blocks[i] for i, _, _ in written] if kv_blocks else None), False, resend_until=started + deadline_s)
                 for (i, _, _), outcome in zip(written, Allocation.notified(notified, len(written))):
                     outcomes[i] = outcome
             except McctlError as e:
@@ -613,10 +616,15 @@ class Client:
                 code, message = outcomes[i]
                 outcomes[i] = (code, f"{message}; freeing its pages failed too ({e}), the master reclaims them at the deadline")
 
-    def _put_all(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool) -> List[Tuple[int, str]]:
+    def _put_all(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool,
+                 kv_blocks: Optional[Sequence[Any]] = None) -> List[Tuple[int, str]]:
         keys = _check_keys(keys)
         if len(buffers) != len(keys):
             raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
+        try:
+            blocks = _kv_events.to_protos(kv_blocks, len(keys))
+        except (TypeError, ValueError) as e:
+            raise InvalidParams(str(e)) from None
         views = []
         for i, buffer in enumerate(buffers):
             v = _io.views_of(buffer, _BufferOf(keys, i), writable=False)
@@ -631,20 +639,23 @@ class Client:
             self._remembered.forget(keys)  # moved by the overwrite: not worth reading during a lookup
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
-            outcomes.extend(self._put(keys[start:end], views[start:end], overwrite))
+            outcomes.extend(self._put(keys[start:end], views[start:end], overwrite, blocks[start:end] if blocks else None))
         return outcomes
 
-    def batch_put_from(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool = False) -> List[int]:
+    def batch_put_from(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool = False,
+                       kv_blocks: Optional[Sequence[Any]] = None) -> List[int]:
         """Writes key i from buffers[i] in place; 0 or a negative code (mcctl.errors) per key.
 
         A buffer is anything with the buffer protocol (bytes, bytearray, memoryview, numpy array), a CPU
         torch tensor, a (pointer, size) pair, or a list of those written one after another as one object.
+        ``kv_blocks``: None, or per key the engine KV blocks the object holds (an mcctl.kv_events.KvBlocks, a dict of
+        its fields, or None), kept with the mapping and announced to KV-aware routers (docs/wire-protocol.md, "KV events").
         """
-        return [code for code, _ in self._put_all(keys, buffers, overwrite)]
+        return [code for code, _ in self._put_all(keys, buffers, overwrite, kv_blocks)]
 
-    def put(self, key: str, data: Any, overwrite: bool = False) -> None:
-        """Writes one object; raises the McctlError subclass of what went wrong."""
-        code, message = self._put_all([check_key(key)], [data], overwrite)[0]
+    def put(self, key: str, data: Any, overwrite: bool = False, kv_blocks: Any = None) -> None:
+        """Writes one object; raises the McctlError subclass of what went wrong. ``kv_blocks``: as batch_put_from's, for this key."""
+        code, message = self._put_all([check_key(key)], [data], overwrite, None if kv_blocks is None else [kv_blocks])[0]
         if code:
             raise _error_of(code, message)
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from . import errors
 from ._unreadable import UnreadableKeys, note_reads, put_all
 from .client import Client, RecentLookups
+from .kv_events import KvBlocks
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ try:
     from vllm.v1.kv_offload.base import RequestOffloadingContext
 except ImportError:
     RequestOffloadingContext = None  # type: ignore[assignment,misc]
+try:
+    from vllm.v1.kv_offload.base import get_offload_block_hash
+except ImportError:
+    get_offload_block_hash = None  # type: ignore[assignment]
 
 # The current interface answers a lookup with LookupResult and reports jobs through get_finished_jobs; the one of
 # 041410b9 with True, False or None and get_finished.
@@ -92,6 +97,28 @@ def _ids(job: Any) -> List[int]:
     if ids is None:
         ids = job.block_ids
     return [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
+
+
+def block_hash_of(key: Any) -> Optional[bytes]:
+    """The engine block hash inside an offload key: vLLM's ``get_offload_block_hash`` where it has one, else the key
+    less its last 4 bytes (the KV cache group index vLLM's ``make_offload_key`` appends). None for a key too short to
+    hold one: its block is stored without blocks and announced not at all."""
+    if get_offload_block_hash is not None:
+        return bytes(get_offload_block_hash(key))
+    if isinstance(key, (bytes, bytearray)) and len(key) > 4:
+        return bytes(key[:-4])
+    return None
+
+
+def key_blocks(keys: Sequence[Any]) -> Optional[List[Optional[KvBlocks]]]:
+    """Per key, the block it holds for KV-aware routers, named as vLLM's own OffloadingConnector names the blocks of
+    its tiers in KV events: the block hash only (its last 8 bytes as routers read a bytes hash), no parent, no tokens,
+    block size 0. Every KV cache group's object of a block names the block's hash, as vLLM's own events do."""
+    blocks: List[Optional[KvBlocks]] = []
+    for key in keys:
+        own = block_hash_of(key)
+        blocks.append(None if own is None else KvBlocks(block_hashes=[own]))
+    return blocks if any(b is not None for b in blocks) else None
 
 
 def _result(job_id: int, success: bool, successful_keys: Optional[List[bytes]], seconds: float, size: int) -> Any:
@@ -279,7 +306,8 @@ class McctlTier(SecondaryTierManager):
     def _store(self, keys: List[bytes], blocks: List[int]) -> List[bool]:
         stored: Optional[List[bool]] = None
         try:
-            stored = put_all(self.client, [self.object_key(k) for k in keys], [self._block(b) for b in blocks], self.unreadable)
+            stored = put_all(self.client, [self.object_key(k) for k in keys], [self._block(b) for b in blocks], self.unreadable,
+                             key_blocks(keys))
         except errors.McctlError:
             stored = [False] * len(keys)
         finally:

@@ -46,10 +46,23 @@ public final class TierWriter {
     /** Most bytes one pwrite carries, so the deadline is checked often and memory stays flat whatever the object's size. */
     public static final int CHUNK_BYTES = 4 << 20;
 
-    /** An object to offload: its key and its bytes, either in memory (possibly in several parts) or in a file read chunk by chunk. */
-    public record ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes) {
+    /**
+     * An object to offload: its key and its bytes, either in memory (possibly in several parts) or in a file read chunk by
+     * chunk; and the engine KV blocks it holds ({@code kvBlocks}, null for none), announced to KV-aware routers
+     * (docs/wire-protocol.md, "KV events").
+     */
+    public record ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes, io.mcctl.master.proto.v1.KvBlocks kvBlocks) {
+        public ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes) {
+            this(key, parts, file, fileBytes, null);
+        }
+
         public ObjectSource(String key, List<ByteBuffer> parts) {
             this(key, parts, null, 0);
+        }
+
+        /** This object, holding the engine KV blocks {@code blocks}. */
+        public ObjectSource withKvBlocks(io.mcctl.master.proto.v1.KvBlocks blocks) {
+            return new ObjectSource(key, parts, file, fileBytes, blocks);
         }
 
         /** The first {@code bytes} bytes of {@code file}, read as they are written. */
@@ -281,7 +294,7 @@ public final class TierWriter {
             }
             listener.beforeNotify(writtenKeys);
             List<KeyError> notified = notifyWithinDeadline(writtenKeys, Collections.nCopies(written.size(), tenant), writtenDescriptors,
-                    packed, fence);
+                    packed, fence, kvBlocksOf(objects, written));
             for (int k = 0; k < written.size(); k++) {
                 int i = written.get(k);
                 KeyError status = notified.get(k);
@@ -536,15 +549,30 @@ public final class TierWriter {
      *
      * @throws MasterException when the notify failed as a whole
      */
+    /** The engine KV blocks of the objects {@code written}, one per object (empty for one without), or null when none has any. */
+    private static List<io.mcctl.master.proto.v1.KvBlocks> kvBlocksOf(List<ObjectSource> objects, List<Integer> written) {
+        List<io.mcctl.master.proto.v1.KvBlocks> blocks = null;
+        for (int k = 0; k < written.size(); k++) {
+            io.mcctl.master.proto.v1.KvBlocks these = objects.get(written.get(k)).kvBlocks();
+            if (these != null && blocks == null) {
+                blocks = new ArrayList<>(Collections.nCopies(written.size(), io.mcctl.master.proto.v1.KvBlocks.getDefaultInstance()));
+            }
+            if (these != null) {
+                blocks.set(k, these);
+            }
+        }
+        return blocks;
+    }
+
     private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written,
-                                                boolean packed, Fence fence) {
+                                                boolean packed, Fence fence, List<io.mcctl.master.proto.v1.KvBlocks> kvBlocks) {
         ByteString records = packed ? packedRecords(written) : null;
         for (int attempt = 0; ; attempt++) {
             try {
                 if (!packed) {
-                    return node.master().notifySuccess(keys, tenants, written).getResultsList();
+                    return node.master().notifySuccess(keys, tenants, written, kvBlocks).getResultsList();
                 }
-                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccessPacked(keys, tenants, records);
+                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccessPacked(keys, tenants, records, kvBlocks);
                 List<KeyError> results = new ArrayList<>(keys.size());
                 for (int k = 0; k < keys.size(); k++) {
                     results.add(notified.getErrorsOrDefault(k, OK));

@@ -174,8 +174,8 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned) -> {
-                writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned);
+            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned, blockHashes) -> {
+                writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned, blockHashes);
                 mappings[0]++;
             };
             List<QuarantineRecord> quarantine;
@@ -224,6 +224,9 @@ public final class Snapshotter {
                     // Read after the covered sequence: every reservation logged up to it and not closed is here.
                     .addAllReservations(pages.reservations().stream().map(ChangeCodec::reservationRecord).toList())
                     .setLeaderEpoch(epoch)
+                    // Read after the copy: at least every batch number sealed up to the covered sequence (a later one is
+                    // durable before the snapshot is: awaitLogged below), so a restart never numbers a batch again.
+                    .putAllKvEventBatches(pages.kvEventHistory().lastBatches())
                     .build());
             if (wal != null) {
                 awaitLogged(wal.lastAppended());

@@ -154,6 +154,24 @@ public final class MasterMetrics {
                 .labelNames("method").classicOnly().withoutExemplars().register(registry);
     }
 
+    /** The KV event publisher's counters (docs/operator-guide.md, "KV events"). */
+    public void kvEvents(io.mcctl.master.events.KvEventPublisher publisher) {
+        CounterWithCallback.builder().name("mcctl_master_kv_events_published_total")
+                .help("KV events (BlockStored, BlockRemoved) sent to subscribers").callback(cb -> cb.call(publisher.eventsPublished())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_batches_published_total")
+                .help("KV event batches sent to subscribers").callback(cb -> cb.call(publisher.batchesPublished())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_events_dropped_total")
+                .help("KV events dropped because the publisher fell behind (kv_events_queue full): their batches are not sent, "
+                        + "subscribers see a sequence gap").callback(cb -> cb.call(publisher.eventsDropped())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_batches_dropped_total")
+                .help("KV event batches not sent because an event of theirs was dropped").callback(cb -> cb.call(publisher.batchesDropped()))
+                .register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_replay_requests_total")
+                .help("Replay requests answered").callback(cb -> cb.call(publisher.replayRequests())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_kv_events_queued")
+                .help("KV events waiting for the publisher thread").callback(cb -> cb.call(publisher.queuedEvents())).register(registry);
+    }
+
     public PrometheusRegistry registry() {
         return registry;
     }
