@@ -2445,7 +2445,7 @@ function _picocli_mcctl_bench_master() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--compare-durability' '--compare-kv-events' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings' '--phases' '--transport' '--rounds' '--baseline-jar' '--baseline-jvm-option'"
   local FORMAT_option_args=("text" "json") # --output values
 
