@@ -360,7 +360,7 @@ complete -c mcctl -n '__mcctl_at bitmap inspect' -l token-file -r -F -d 'File wh
 complete -c mcctl -n '__mcctl_at bitmap inspect' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l state-dir -r -F -d 'Inspect the state a master would recover from DIR (default <root>/master).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l snapshot -r -F -d 'Inspect the state a snapshot file holds.'
-complete -c mcctl -n '__mcctl_at bitmap inspect' -l bucket -x -d 'Show bucket N in detail (default: a summary across buckets).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l bucket -x -d 'Show bucket N in detail: a decimal number, hex with 0x, or its file\'s name (61, 0x3d and bucket_3d.data are one bucket) (default: a summary across buckets).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l regions -x -d 'Regions in a bucket\'s region map, each of ceil(pages / N) pages, so the map may have fewer (default: 64).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l can-alloc -x -d 'Would a run of N pages fit, and at which page does the first fit start.'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l extents -d 'List the bucket\'s free extents as FIRST_PAGE~PAGES (needs --bucket).'

@@ -298,8 +298,8 @@ class Client:
 
     ``root`` is where this node mounts the shared root (default: the master's root_dir, from GetLayout).
     ``write_margin`` is how many seconds before an allocation's deadline this client stops starting writes
-    (default: a tenth of the deadline, at least 50 ms and at most 2 s: the rule the Java writer follows), so a slow
-    writer never writes pages the master may reclaim.
+    (default: a tenth of the deadline, at least 50 ms and at most 2 s: docs/durability.md's rule, which the Java
+    writer follows too), so a slow writer never writes pages the master may reclaim.
     ``tls_ca`` (a PEM file of the CAs to trust) turns TLS on; ``tls_cert`` and ``tls_key`` add this client's
     own certificate for a master that wants one. ``token`` is the bearer token (default: $MCCTL_TOKEN, if set).
 
@@ -502,8 +502,9 @@ class Client:
     def _margin(self, deadline_s: float) -> float:
         if self.write_margin is not None:
             return self.write_margin
-        # The Java writer's rule (TierWriter), so that every writer of a tier fences itself alike: room for one pwrite
-        # once started, while the master's allocation grace covers a write that runs past the deadline.
+        # The one rule every writer of a tier fences itself by, the Java writer's too (docs/durability.md, "The writer
+        # fences itself"): room for one pwrite once started, while the master's allocation grace covers a write that
+        # runs past the deadline.
         return min(2.0, max(0.05, deadline_s / 10))
 
     def _write(self, targets: Sequence[Tuple[int, int, str]], views: List[List[memoryview]], offsets: Sequence[int],

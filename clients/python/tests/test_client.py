@@ -371,6 +371,14 @@ def test_write_that_would_pass_the_fence_is_never_written_and_is_freed(tmp_path,
         m.close()
 
 
+def test_the_default_write_margin_is_the_documented_rule(client):
+    # docs/durability.md, "The writer fences itself": a tenth of the deadline, at least 50 ms and at most 2 s
+    assert client.write_margin is None
+    assert client._margin(0.1) == 0.05
+    assert client._margin(10.0) == 1.0
+    assert client._margin(60.0) == 2.0
+
+
 def test_batches_over_the_master_limit_are_split(client):
     n = 10_001 + 5
     keys = [f"many/{i:05d}" for i in range(n)]
