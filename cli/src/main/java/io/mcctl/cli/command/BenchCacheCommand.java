@@ -1,5 +1,6 @@
 package io.mcctl.cli.command;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
@@ -175,7 +176,7 @@ public final class BenchCacheCommand implements Callable<Integer> {
                 embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, layout.bucketCount(), layout.pageSize(),
                         layout.bucketSize()), "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, durability, null,
                         null, 2, 64L << 20, Map.of(), MasterServer.Options.DEFAULT_ALLOCATION_GRACE,
-                        new PageService.EvictionPolicy(true, highWatermark, lowWatermark)));
+                        new EvictionPolicy(true, highWatermark, lowWatermark)));
                 target = "127.0.0.1:" + embedded.port();
             }
             try (MasterClient client = new MasterClient(target, Duration.ofSeconds(30))) {

@@ -1,5 +1,6 @@
 package io.mcctl.cli.command;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.SettingsOptions;
@@ -119,7 +120,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
     }
 
     /** The eviction settings as one policy; a low watermark above the high one is refused in one line. */
-    static PageService.EvictionPolicy evictionPolicy(EffectiveConfig config) {
+    static EvictionPolicy evictionPolicy(EffectiveConfig config) {
         double high = config.get(MasterSettings.EVICTION_HIGH_WATERMARK);
         double low = config.get(MasterSettings.EVICTION_LOW_WATERMARK);
         if (low > high) {
@@ -127,7 +128,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                     + ") is above eviction_high_watermark " + high + " (from " + config.sourceOf(MasterSettings.EVICTION_HIGH_WATERMARK)
                     + "); the low watermark must be at most the high one");
         }
-        return config.get(MasterSettings.EVICTION) ? new PageService.EvictionPolicy(true, high, low) : PageService.EvictionPolicy.OFF;
+        return config.get(MasterSettings.EVICTION) ? new EvictionPolicy(true, high, low) : EvictionPolicy.OFF;
     }
 
     /** TLS and tokens from tls_cert, tls_key, tls_client_ca and tokens_file; a file that cannot be used stops the start. */

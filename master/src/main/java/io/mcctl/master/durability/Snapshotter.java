@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.ShardCopy;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
@@ -108,7 +109,7 @@ public final class Snapshotter {
             boolean handedOver = true;
             for (int s = 0; s < pages.shardCount() && handedOver; s++) {
                 long began = System.nanoTime();
-                PageService.ShardCopy copy = pages.copyShard(s);
+                ShardCopy copy = pages.copyShard(s);
                 // The copy runs at normal priority (it holds the shard's lock): rest after each, as the writer does
                 // when it cannot run at idle priority.
                 rest(System.nanoTime() - began);
@@ -174,7 +175,7 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned) -> {
+            ShardCopy.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned) -> {
                 writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned);
                 mappings[0]++;
             };
@@ -185,7 +186,7 @@ public final class Snapshotter {
                     quarantine = rest.quarantine();
                     break;
                 }
-                PageService.ShardCopy copy = (PageService.ShardCopy) next;
+                ShardCopy copy = (ShardCopy) next;
                 for (int from = 0; from < copy.entries(); from += STRETCH) {
                     long began = System.nanoTime();
                     copy.emitMappings(from, Math.min(copy.entries(), from + STRETCH), sink);

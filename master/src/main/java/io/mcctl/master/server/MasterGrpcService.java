@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import com.google.protobuf.ByteString;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -165,12 +166,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     /**
      * Serves the node RPCs (RegisterClient, Ping, PutStart, PutEnd, PutRevoke, ListClients) from {@code registry}, and
-     * promotion into its nodes' DRAM segments; the promoter stops when the registry closes.
-     *
-     * @param promotion the admission reads (0: only Promote queues) and the most tasks at once
+     * promotion into its nodes' DRAM segments (as the page service was built to admit and queue them); the promoter stops
+     * when the registry closes.
      */
-    public void serveClients(ClientRegistry registry, int[] promotion) {
-        Promoter promoting = new Promoter(pages, registry, promotion[0], promotion[1], Promoter.DEFAULT_HOLD_LIMIT, this::toWire);
+    public void serveClients(ClientRegistry registry) {
+        Promoter promoting = new Promoter(pages, registry, Promoter.DEFAULT_HOLD_LIMIT, this::toWire);
         registry.closeWith(promoting);
         this.promoter = promoting;
         this.clients = registry;
@@ -854,7 +854,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         if (pages.refusal() != null) {
             response.setChangesRefused(pages.refusal());
         }
-        PageService.EvictionPolicy eviction = pages.eviction();
+        EvictionPolicy eviction = pages.eviction();
         long lookups = 0;
         response.setEviction(eviction.enabled()).setEvictionHighWatermark(eviction.highWatermark())
                 .setEvictionLowWatermark(eviction.lowWatermark())

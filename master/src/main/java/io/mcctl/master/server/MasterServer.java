@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.HandlerRegistry;
 import io.grpc.Metadata;
@@ -62,7 +63,7 @@ public final class MasterServer implements AutoCloseable {
     public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
                           Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
                           Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                          Duration allocationGrace, PageService.EvictionPolicy eviction) {
+                          Duration allocationGrace, EvictionPolicy eviction) {
 
         /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
         public static final Duration DEFAULT_ALLOCATION_GRACE = PageService.DEFAULT_ALLOCATION_GRACE;
@@ -73,7 +74,7 @@ public final class MasterServer implements AutoCloseable {
                        Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
                        Duration allocationGrace) {
             this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
-                    snapshotRetention, walSegmentBytes, settings, allocationGrace, PageService.EvictionPolicy.OFF);
+                    snapshotRetention, walSegmentBytes, settings, allocationGrace, EvictionPolicy.OFF);
         }
 
         /** With the default allocation grace. */
@@ -126,7 +127,8 @@ public final class MasterServer implements AutoCloseable {
     }
 
     /**
-     * The watch over the bucket files, taking the files the start laid out as the master's, and told of every failed write.
+     * The watch over the bucket files, taking the files the start laid out as the master's (the page service built over
+     * {@code pages}' state tells it of every failed write: {@link MasterAssembly}).
      * A bucket file that was missing at the start of a root laid out before has been created empty: said here, with what
      * that costs (the objects committed there read as misses: their checksums fail).
      */
@@ -137,9 +139,7 @@ public final class MasterServer implements AutoCloseable {
                     allocated == 0 ? "nothing was allocated there" : "the objects on its " + allocated + " allocated pages read as misses "
                             + "(their checksums fail) until they are evicted or removed; mcctl fsck --deep names them");
         }
-        BucketFileWatch watch = new BucketFileWatch(pages);
-        pages.onFailedWrite(watch::suspect);
-        return watch;
+        return new BucketFileWatch(pages);
     }
 
     /** The promotion settings in force ({@link MasterSettings#PROMOTION_READS}, {@link MasterSettings#PROMOTION_MAX_TASKS}). */
@@ -255,59 +255,39 @@ public final class MasterServer implements AutoCloseable {
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, walMode, init.layout().clusterId(),
-                    () -> new PageService(layout, options.allocationDeadline(), options.readLease(), options.allocationGrace(),
-                            System::nanoTime));
+                    () -> PageService.builder(layout).allocationDeadline(options.allocationDeadline()).readLease(options.readLease())
+                            .allocationGrace(options.allocationGrace()).build());
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);
             }
-            PageService pages = recovered.pages;
-            LayoutGrowth.reconcile(pages.layout(), init.layout());
-            pages.setEviction(options.eviction());
-            BucketFileWatch bucketFiles = watchBucketFiles(pages, init);
+            PageService restored = recovered.pages;
+            LayoutGrowth.reconcile(restored.layout(), init.layout());
             LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                             + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
-                    pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
+                    restored.mappingCount(), restored.inFlightCount(), restored.quarantinedRangeCount(),
                     recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
                     (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
                     (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
             wal = walMode ? new WriteAheadLog(stateDir, init.layout().clusterId(), recovered.lastSequence, options.walSegmentBytes(),
                     System::currentTimeMillis) : null;
-            if (wal != null) {
-                pages.setChangeLog(wal.changeLog());
-                // Fail-stop: after a failed write or fsync the log's state on disk is unknown (the kernel may have dropped
-                // the dirty pages), so the master never retries it and takes no more changes; lookups go on.
-                wal.onFailure(reason -> {
-                    pages.refuseChanges(reason + "; the master accepts no changes until it is restarted (lookups still work): "
-                            + "fix the cause, then restart it to recover from the log");
-                    LOG.error("{}", pages.refusal());
-                });
-            }
-            Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
-                    recovered.lastSequence);
-            MasterMetrics metrics = new MasterMetrics(pages, wal);
-            loops.registerMetrics(metrics.registry());
+            MasterAssembly.Assembled assembled = MasterAssembly.builder(options).restored(restored).bucketFiles(init).wal(wal)
+                    .stateDir(stateDir, recovered.lastSequence).loops(loops).security(security).build();
+            loops.registerMetrics(assembled.metrics().registry());
             WriteAheadLog log = wal;
-            MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
-                    log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
-            service.answerOn(loops);
-            limitSessions(service, options);
-            // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
-            ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
-            service.serveClients(clients, promotionSettings(options));
             MasterServer master;
             try {
-                master = serve(options, security, owner, starting, server, loops, pages, bucketFiles, init, wal, snapshotter, recovered, metrics,
-                        intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
+                master = serve(options, security, owner, starting, server, loops, assembled, init, wal, recovered,
+                        MasterStatusService.definition(security, () ->
                                 io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
                                         .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
                                         .setAddress(options.bindHost() + ":" + server.getPort()).setClusterId(init.layout().clusterId())
                                         .setAppliedSequence(log == null ? 0 : log.lastDurable()).setLogSequence(log == null ? 0 : log.lastDurable())
                                         .build()));
             } catch (IOException | RuntimeException e) {
-                clients.close();
+                assembled.clients().close();
                 throw e;
             }
-            master.clients = clients;
+            master.clients = assembled.clients();
             return master;
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
@@ -318,25 +298,24 @@ public final class MasterServer implements AutoCloseable {
         }
     }
 
-    /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
+    /** The rest of a start, once the state is recovered and the master assembled: metrics, the reaper, and the service on the bound port. */
     private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
-                                      TransportLoops loops, PageService pages, BucketFileWatch bucketFiles,
-                                      BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
-                                      StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service,
-                                      ServerServiceDefinition status)
+                                      TransportLoops loops, MasterAssembly.Assembled assembled, BucketFiles.InitResult init, WriteAheadLog wal,
+                                      StateRecovery.Recovered recovered, ServerServiceDefinition status)
             throws IOException {
         HTTPServer metricsServer;
         try {
             HTTPServer.Builder metricsBuilder = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
-                    .registry(metrics.registry()).defaultHandler(new HealthHandler(pages));
+                    .registry(assembled.metrics().registry()).defaultHandler(new HealthHandler(assembled.pages()));
             configureSecurity(security, metricsBuilder);
             metricsServer = metricsBuilder.buildAndStart();
         } catch (IOException e) {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
-        starting.ready(service, status);
-        ScheduledExecutorService reaper = housekeeping(pages, bucketFiles, bucketCheckInterval(options), snapshotter, options.snapshotInterval());
-        return new MasterServer(options, owner, pages, bucketFiles, init, server, loops, metricsServer, reaper, wal, snapshotter, recovered);
+        starting.ready(assembled.served(), status);
+        ScheduledExecutorService reaper = assembled.startHousekeeping();
+        return new MasterServer(options, owner, assembled.pages(), assembled.bucketFiles(), init, server, loops, metricsServer, reaper, wal,
+                assembled.snapshotter(), recovered);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static io.mcctl.master.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -46,7 +47,7 @@ class EvictionTest {
 
     static MasterServer.Options options(BucketLayout layout, Duration lease) {
         return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, MasterSettings.Durability.wal,
-                null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10), new PageService.EvictionPolicy(true, 0.9, 0.7));
+                null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10), new EvictionPolicy(true, 0.9, 0.7));
     }
 
     @Test
@@ -203,7 +204,7 @@ class EvictionTest {
         // No background eviction (the high watermark is the whole tier): only the allocation makes room here.
         MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
                 Duration.ofSeconds(2), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
-                new PageService.EvictionPolicy(true, 1.0, 1.0));
+                new EvictionPolicy(true, 1.0, 1.0));
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             TierCluster.Node node = cluster.node(0);
             List<String> keys = new ArrayList<>();

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static io.mcctl.master.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -37,7 +38,7 @@ class QuotaTest {
     static MasterServer.Options options(BucketLayout layout, boolean eviction) {
         return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofMillis(50),
                 MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
-                eviction ? new PageService.EvictionPolicy(true, 0.9, 0.7) : PageService.EvictionPolicy.OFF);
+                eviction ? new EvictionPolicy(true, 0.9, 0.7) : EvictionPolicy.OFF);
     }
 
     @Test
