@@ -98,8 +98,8 @@ public final class BenchIoCommand implements Callable<Integer> {
         Path dir = temporary ? Files.createTempDirectory("mcctl-bench-io") : root;
         List<Case> cases = new ArrayList<>();
         long bucketSize = Math.max(4L << 30, Long.highestOneBit(totalBytes) << 2);
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(new BucketLayout(dir, 16, 64 << 10, bucketSize),
-                "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(30)));
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(new BucketLayout(dir, 16, 64 << 10, bucketSize))
+                .readLease(Duration.ofSeconds(30)).build());
              MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30));
              TierNode node = TierNode.connect(client, true, new ClientMetrics())) {
             BucketLayout layout = master.pages().layout();

@@ -222,12 +222,16 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                     busyPoll.formattedValue(), busyPoll.describeSource(), busyPoll.formattedValue());
         }
         String stateDir = config.get(MasterSettings.STATE_DIR);
-        MasterServer.Options options = new MasterServer.Options(layout, config.get(StorageSettings.FS_TYPE),
-                config.get(MasterSettings.BIND), config.get(MasterSettings.PORT), config.get(MasterSettings.METRICS_PORT),
-                config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
-                stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
-                config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
-                config.get(MasterSettings.ALLOCATION_GRACE), evictionPolicy(config));
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType(config.get(StorageSettings.FS_TYPE))
+                .bindHost(config.get(MasterSettings.BIND)).port(config.get(MasterSettings.PORT))
+                .metricsPort(config.get(MasterSettings.METRICS_PORT))
+                .allocationDeadline(config.get(MasterSettings.ALLOCATION_DEADLINE))
+                .readLease(config.get(MasterSettings.READ_LEASE)).durability(config.get(MasterSettings.DURABILITY))
+                .stateDir(stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir))
+                .snapshotInterval(config.get(MasterSettings.SNAPSHOT_INTERVAL))
+                .snapshotRetention(config.get(MasterSettings.SNAPSHOT_RETENTION))
+                .walSegmentBytes(config.get(MasterSettings.WAL_SEGMENT_SIZE)).settings(settingsInForce)
+                .allocationGrace(config.get(MasterSettings.ALLOCATION_GRACE)).eviction(evictionPolicy(config)).build();
         io.mcctl.master.security.MasterSecurity security = security(config); // before anything is laid out
         if (!config.get(MasterSettings.HA).isEmpty()) {
             return startHighlyAvailable(config, options, security);

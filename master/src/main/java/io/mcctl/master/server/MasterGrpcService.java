@@ -71,7 +71,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.Map;
 
-/** The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping. */
+/**
+ * The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping.
+ *
+ * <p>Longer than 800 lines on purpose: it holds one handler per RPC of the master's contract (unary, batched and the
+ * Session stream's), each a short translation to and from the page service; splitting it by RPC would scatter the
+ * contract's one place.
+ */
 public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImplBase {
 
     /** Most keys one batch call may carry. */

@@ -57,40 +57,203 @@ public final class MasterServer implements AutoCloseable {
     public static final int MAX_REQUEST_BYTES = 64 << 20;
 
     /**
-     * What a master needs to start. Port 0 picks a free port. {@code stateDir} null means
-     * {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
+     * What a master needs to start, each setting named ({@link #builder}) with a default. Port 0 picks a free port.
+     * {@code stateDir} null means {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
      */
-    public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                          Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                          Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                          Duration allocationGrace, EvictionPolicy eviction) {
+    public static final class Options {
 
         /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
         public static final Duration DEFAULT_ALLOCATION_GRACE = PageService.DEFAULT_ALLOCATION_GRACE;
 
-        /** With eviction off: a full tier answers NO_AVAILABLE_HANDLE (the shorter constructors, for tests and benchmarks). */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                       Duration allocationGrace) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
-                    snapshotRetention, walSegmentBytes, settings, allocationGrace, EvictionPolicy.OFF);
+        private final BucketLayout layout;
+        private final String fsType;
+        private final String bindHost;
+        private final int port;
+        private final int metricsPort;
+        private final Duration allocationDeadline;
+        private final Duration readLease;
+        private final MasterSettings.Durability durability;
+        private final Path stateDir;
+        private final Duration snapshotInterval;
+        private final int snapshotRetention;
+        private final long walSegmentBytes;
+        private final java.util.Map<String, String> settings;
+        private final Duration allocationGrace;
+        private final EvictionPolicy eviction;
+
+        private Options(Builder b) {
+            this.layout = java.util.Objects.requireNonNull(b.layout, "layout");
+            this.fsType = b.fsType;
+            this.bindHost = b.bindHost;
+            this.port = b.port;
+            this.metricsPort = b.metricsPort;
+            this.allocationDeadline = b.allocationDeadline;
+            this.readLease = b.readLease;
+            this.durability = b.durability;
+            this.stateDir = b.stateDir;
+            this.snapshotInterval = b.snapshotInterval;
+            this.snapshotRetention = b.snapshotRetention;
+            this.walSegmentBytes = b.walSegmentBytes;
+            this.settings = b.settings;
+            this.allocationGrace = b.allocationGrace;
+            this.eviction = b.eviction;
         }
 
-        /** With the default allocation grace. */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
-                    snapshotRetention, walSegmentBytes, settings, DEFAULT_ALLOCATION_GRACE);
+        /**
+         * Options for a master over {@code layout}: file system type "posix", on 127.0.0.1 with free ports, allocations
+         * of 60 s, read leases of 5 s, WAL durability under {@code <root>/master}, snapshots every 10 minutes with two
+         * kept, log segments of 64 MiB, no other settings, the default allocation grace, and eviction off (a full tier
+         * answers NO_AVAILABLE_HANDLE).
+         */
+        public static Builder builder(BucketLayout layout) {
+            return new Builder(layout);
         }
 
-        /** WAL durability under {@code <root>/master}, snapshots every 10 minutes, two kept. */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort, Duration allocationDeadline,
-                       Duration readLease) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, MasterSettings.Durability.wal, null,
-                    Duration.ofMinutes(10), 2, 64L << 20, java.util.Map.of());
+        /** A builder holding these options, to change some of them. */
+        public Builder toBuilder() {
+            return new Builder(layout).fsType(fsType).bindHost(bindHost).port(port).metricsPort(metricsPort)
+                    .allocationDeadline(allocationDeadline).readLease(readLease).durability(durability).stateDir(stateDir)
+                    .snapshotInterval(snapshotInterval).snapshotRetention(snapshotRetention).walSegmentBytes(walSegmentBytes)
+                    .settings(settings).allocationGrace(allocationGrace).eviction(eviction);
         }
+
+        /** The master's options, each named; see {@link Options#builder} for the defaults. */
+        public static final class Builder {
+            private BucketLayout layout;
+            private String fsType = "posix";
+            private String bindHost = "127.0.0.1";
+            private int port;
+            private int metricsPort;
+            private Duration allocationDeadline = Duration.ofSeconds(60);
+            private Duration readLease = Duration.ofSeconds(5);
+            private MasterSettings.Durability durability = MasterSettings.Durability.wal;
+            private Path stateDir;
+            private Duration snapshotInterval = Duration.ofMinutes(10);
+            private int snapshotRetention = 2;
+            private long walSegmentBytes = 64L << 20;
+            private java.util.Map<String, String> settings = java.util.Map.of();
+            private Duration allocationGrace = DEFAULT_ALLOCATION_GRACE;
+            private EvictionPolicy eviction = EvictionPolicy.OFF;
+
+            private Builder(BucketLayout layout) {
+                this.layout = layout;
+            }
+
+            public Builder layout(BucketLayout layout) {
+                this.layout = layout;
+                return this;
+            }
+
+            /** The file system type GetStats reports (posix, 3fs, test...). */
+            public Builder fsType(String fsType) {
+                this.fsType = fsType;
+                return this;
+            }
+
+            public Builder bindHost(String bindHost) {
+                this.bindHost = bindHost;
+                return this;
+            }
+
+            /** The gRPC port; 0 picks a free one. */
+            public Builder port(int port) {
+                this.port = port;
+                return this;
+            }
+
+            /** The metrics (HTTP) port; 0 picks a free one. */
+            public Builder metricsPort(int metricsPort) {
+                this.metricsPort = metricsPort;
+                return this;
+            }
+
+            public Builder allocationDeadline(Duration allocationDeadline) {
+                this.allocationDeadline = allocationDeadline;
+                return this;
+            }
+
+            public Builder readLease(Duration readLease) {
+                this.readLease = readLease;
+                return this;
+            }
+
+            public Builder durability(MasterSettings.Durability durability) {
+                this.durability = durability;
+                return this;
+            }
+
+            /** Where the master keeps its state; null: {@code <root>/master}. */
+            public Builder stateDir(Path stateDir) {
+                this.stateDir = stateDir;
+                return this;
+            }
+
+            /** How often a snapshot is written; null: never on a timer. */
+            public Builder snapshotInterval(Duration snapshotInterval) {
+                this.snapshotInterval = snapshotInterval;
+                return this;
+            }
+
+            public Builder snapshotRetention(int snapshotRetention) {
+                this.snapshotRetention = snapshotRetention;
+                return this;
+            }
+
+            public Builder walSegmentBytes(long walSegmentBytes) {
+                this.walSegmentBytes = walSegmentBytes;
+                return this;
+            }
+
+            /** The settings in force by key (client_ttl, promotion_reads, max_connections...), as {@link MasterSettings} names them. */
+            public Builder settings(java.util.Map<String, String> settings) {
+                this.settings = settings;
+                return this;
+            }
+
+            public Builder allocationGrace(Duration allocationGrace) {
+                this.allocationGrace = allocationGrace;
+                return this;
+            }
+
+            public Builder eviction(EvictionPolicy eviction) {
+                this.eviction = eviction;
+                return this;
+            }
+
+            public Options build() {
+                return new Options(this);
+            }
+        }
+
+        public BucketLayout layout() { return layout; }
+
+        public String fsType() { return fsType; }
+
+        public String bindHost() { return bindHost; }
+
+        public int port() { return port; }
+
+        public int metricsPort() { return metricsPort; }
+
+        public Duration allocationDeadline() { return allocationDeadline; }
+
+        public Duration readLease() { return readLease; }
+
+        public MasterSettings.Durability durability() { return durability; }
+
+        public Path stateDir() { return stateDir; }
+
+        public Duration snapshotInterval() { return snapshotInterval; }
+
+        public int snapshotRetention() { return snapshotRetention; }
+
+        public long walSegmentBytes() { return walSegmentBytes; }
+
+        public java.util.Map<String, String> settings() { return settings; }
+
+        public Duration allocationGrace() { return allocationGrace; }
+
+        public EvictionPolicy eviction() { return eviction; }
 
         public Path resolvedStateDir() {
             return stateDir != null ? stateDir : layout.root().resolve("master");

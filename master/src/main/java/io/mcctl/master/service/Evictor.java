@@ -45,17 +45,50 @@ final class Evictor {
     private final Promotions promotions;
     private final EvictionPolicy policy;
     private final VictimOrder order;
-    private final LongAdder evictionRuns = new LongAdder();
-    private final LongAdder evictionNanos = new LongAdder();
-    private final LongAdder evictedWatermark = new LongAdder();
-    private final LongAdder evictedWatermarkBytes = new LongAdder();
-    private final LongAdder evictedAllocation = new LongAdder();
-    private final LongAdder evictedAllocationBytes = new LongAdder();
-    private final LongAdder evictedQuota = new LongAdder();
-    private final LongAdder evictedQuotaBytes = new LongAdder();
-    private final LongAdder roomsLost = new LongAdder();
+    private final Counters counters;
+    private final LongAdder evictionRuns;
+    private final LongAdder evictionNanos;
+    private final LongAdder evictedWatermark;
+    private final LongAdder evictedWatermarkBytes;
+    private final LongAdder evictedAllocation;
+    private final LongAdder evictedAllocationBytes;
+    private final LongAdder evictedQuota;
+    private final LongAdder evictedQuotaBytes;
+    private final LongAdder roomsLost;
+
+    /** What eviction counted since the start, kept by every evictor of one service whatever its policy. */
+    private static final class Counters {
+        final LongAdder evictionRuns = new LongAdder();
+        final LongAdder evictionNanos = new LongAdder();
+        final LongAdder evictedWatermark = new LongAdder();
+        final LongAdder evictedWatermarkBytes = new LongAdder();
+        final LongAdder evictedAllocation = new LongAdder();
+        final LongAdder evictedAllocationBytes = new LongAdder();
+        final LongAdder evictedQuota = new LongAdder();
+        final LongAdder evictedQuotaBytes = new LongAdder();
+        final LongAdder roomsLost = new LongAdder();
+    }
 
     Evictor(PageContext context, Promotions promotions, EvictionPolicy policy, VictimOrder order) {
+        this(context, promotions, policy, order, new Counters());
+    }
+
+    /** An evictor with another policy that counts into {@code same}'s counters. */
+    Evictor(Evictor same, EvictionPolicy policy) {
+        this(same.context, same.promotions, policy, same.order, same.counters);
+    }
+
+    private Evictor(PageContext context, Promotions promotions, EvictionPolicy policy, VictimOrder order, Counters counters) {
+        this.counters = counters;
+        this.evictionRuns = counters.evictionRuns;
+        this.evictionNanos = counters.evictionNanos;
+        this.evictedWatermark = counters.evictedWatermark;
+        this.evictedWatermarkBytes = counters.evictedWatermarkBytes;
+        this.evictedAllocation = counters.evictedAllocation;
+        this.evictedAllocationBytes = counters.evictedAllocationBytes;
+        this.evictedQuota = counters.evictedQuota;
+        this.evictedQuotaBytes = counters.evictedQuotaBytes;
+        this.roomsLost = counters.roomsLost;
         this.context = context;
         this.state = context.state;
         this.keys = context.keys;

@@ -39,6 +39,9 @@ import java.util.function.LongSupplier;
  * Making room adds no lock: a run is fenced under its allocator's monitor alone, and its objects are evicted one shard
  * lock at a time. A change is logged and applied under the same shard lock, so the log's order is the order changes of
  * one key were applied in.
+ *
+ * <p>Longer than 800 lines on purpose: it is the door of the rooms above, one short delegating method per call and view
+ * (with their documentation) and the builder; the logic lives in the rooms.
  */
 public final class PageService {
 
@@ -543,8 +546,8 @@ public final class PageService {
     }
 
     /**
-     * The same service with another eviction policy, over the same state, log and rooms (only eviction differs): for a
-     * caller that wants some calls made without eviction, or with other watermarks.
+     * The same service with another eviction policy, over the same state, log, rooms and counters (only the policy
+     * differs): for a caller that wants some calls made without eviction, or with other watermarks.
      */
     public PageService withEviction(EvictionPolicy policy) {
         return new PageService(this, policy);
@@ -561,7 +564,7 @@ public final class PageService {
         this.admission = same.admission;
         this.reservations = same.reservations;
         this.reaper = same.reaper;
-        this.evictor = new Evictor(context, promotions, policy, same.settings.victimOrder);
+        this.evictor = new Evictor(same.evictor, policy);
         this.offloads = new Offloads(context, reservations, reaper, evictor, same.settings.failedWrites);
         this.lookups = same.lookups;
         this.listing = same.listing;

@@ -284,7 +284,7 @@ class SnapshotRecoveryTest {
                 int worker = w;
                 Thread t = new Thread(() -> {
                     try {
-                        work(service, worker, ops, stop);
+                        work(service, pages, worker, ops, stop);
                     } catch (Throwable e) {
                         failures.add(e);
                     }
@@ -343,8 +343,8 @@ class SnapshotRecoveryTest {
     }
 
     /** Random changes by one worker on its own keys (two workers share key names in different tenants), durable in groups. */
-    private static void work(LoggedService service, int worker, AtomicLong ops, AtomicBoolean stop) throws Exception {
-        PageService pages = service.pages;
+    /** Changes {@code pages} (the service over {@code service}'s state and log) as one worker; waits for the log now and then. */
+    private static void work(LoggedService service, PageService pages, int worker, AtomicLong ops, AtomicBoolean stop) throws Exception {
         SplittableRandom random = new SplittableRandom(worker * 7919L + 1);
         String tenant = worker % 2 == 0 ? "alpha" : "beta";
         String prefix = worker < 2 ? "k" : "w" + worker + "-k";

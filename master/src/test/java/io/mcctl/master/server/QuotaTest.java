@@ -36,9 +36,9 @@ class QuotaTest {
     Path root;
 
     static MasterServer.Options options(BucketLayout layout, boolean eviction) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofMillis(50),
-                MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
-                eviction ? new EvictionPolicy(true, 0.9, 0.7) : EvictionPolicy.OFF);
+        return MasterServer.Options.builder(layout).fsType("test").readLease(Duration.ofMillis(50)).snapshotInterval(null)
+                .allocationGrace(Duration.ofSeconds(10))
+                .eviction(eviction ? new EvictionPolicy(true, 0.9, 0.7) : EvictionPolicy.OFF).build();
     }
 
     @Test
