@@ -88,7 +88,15 @@ public final class HaMaster implements AutoCloseable {
 
     /** One leadership: what a leader serves with, dropped whole when it is deposed. */
     private record Term(long epoch, LeaderLease lease, PageService pages, WriteAheadLog wal, Snapshotter snapshotter, MasterMetrics metrics,
-                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods, ClientRegistry clients) {
+                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods, ClientRegistry clients,
+                        io.mcctl.master.events.KvEventPublisher kvEvents) {
+
+        /** Stops publishing KV events (the next leader publishes from the log), freeing the endpoints. */
+        void stopKvEvents() {
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
+        }
     }
 
     private final Options options;
@@ -152,6 +160,7 @@ public final class HaMaster implements AutoCloseable {
         }
         Path stateDir = master.resolvedStateDir();
         io.mcctl.master.server.ConnectionLimits connections = MasterServer.connectionLimits(master); // before anything is held
+        MasterServer.kvEventSettings(master); // bad KV event settings: one line, before anything is held
         StateLock lock = StateLock.acquireShared(stateDir);
         Server server = null;
         HTTPServer metricsServer = null;
@@ -295,9 +304,12 @@ public final class HaMaster implements AutoCloseable {
 
     private LogFollower startFollowing() throws IOException {
         BucketLayout layout = LayoutGrowth.inForce(options.master().layout()); // a grown layout's record outranks the settings
+        io.mcctl.master.events.KvEventSettings kvEvents = MasterServer.kvEventSettings(options.master());
         java.util.function.Supplier<PageService> services = () -> PageService.builder(layout)
                 .allocationDeadline(options.master().allocationDeadline()).readLease(options.master().readLease())
-                .allocationGrace(options.master().allocationGrace()).build();
+                .allocationGrace(options.master().allocationGrace())
+                // Keeps the KV event batches replay finds when events are on.
+                .keepKvEventHistory(kvEvents == null ? 0 : kvEvents.bufferBatches()).build();
         try {
             return new LogFollower(stateDir, layout, layoutRecord.clusterId(), services);
         } catch (CorruptStateException | io.mcctl.master.durability.UnreadableStateException e) {
@@ -357,13 +369,18 @@ public final class HaMaster implements AutoCloseable {
         LeaderLease held = lease;
         WriteAheadLog wal = new WriteAheadLog(stateDir, layoutRecord.clusterId(), following.applied(), options.master().walSegmentBytes(),
                 System::currentTimeMillis, epoch, fence, held::valid);
+        // A leader that cannot bind its KV event endpoints (an old leader, paused, holds them on this host) still serves
+        // (the assembly says so in one line): the log keeps numbering nothing, and routers learn nothing of this term until
+        // the next leader publishes.
         MasterAssembly.Assembled assembled = MasterAssembly.builder(options.master()).restored(restored).bucketFiles(init).wal(wal)
                 .stateDir(stateDir, following.applied()).loops(loops).security(security)
-                .fencedBy(epoch, held::valid, new LeaseGuard(held, epoch)).build();
+                .fencedBy(epoch, held::valid, new LeaseGuard(held, epoch))
+                .kvEvents(MasterServer.kvEventSettings(options.master()), layoutRecord.clusterId()).build();
         PageService pages = assembled.pages();
         Snapshotter snapshotter = assembled.snapshotter();
         MasterMetrics metrics = assembled.metrics();
         ClientRegistry clients = assembled.clients();
+        io.mcctl.master.events.KvEventPublisher kvEvents = assembled.kvEvents();
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();
         for (ServerMethodDefinition<?, ?> method : assembled.served().getMethods()) {
             methods.put(method.getMethodDescriptor().getFullMethodName(), method);
@@ -372,10 +389,13 @@ public final class HaMaster implements AutoCloseable {
         if (!held.valid()) {
             housekeeping.shutdownNow();
             clients.close();
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
             wal.close();
             throw new IOException("the leader lease of epoch " + epoch + " lapsed while taking over: " + held.lostReason());
         }
-        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods, clients);
+        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods, clients, kvEvents);
         lock.leading(address, epoch);
         leaderAddress = address;
         role = Role.LEADER;
@@ -419,6 +439,7 @@ public final class HaMaster implements AutoCloseable {
         leading.pages().refuseChanges(reason);
         leading.housekeeping().shutdownNow();
         leading.clients().close();
+        leading.stopKvEvents();
         try {
             leading.wal().close();
         } catch (IOException e) {
@@ -670,6 +691,7 @@ public final class HaMaster implements AutoCloseable {
         // Refused by the log past the lease: the next leader holds their pages.
         step("closing the reservations", () -> leading.pages().closeAllReservations());
         step("closing the write-ahead log", () -> leading.wal().close());
+        step("stopping the KV events", leading::stopKvEvents);
         boolean keyDeleted = step("deleting the leader key", () -> etcd.deleteIfHeldBy(options.etcd().leaderKey(layoutRecord.clusterId()),
                 leading.lease().id()));
         lease = null;

@@ -5,10 +5,13 @@ import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.durability.WriteAheadLog;
+import io.mcctl.master.events.KvEventPublisher;
+import io.mcctl.master.events.KvEventSettings;
 import io.mcctl.master.security.MasterSecurity;
 import io.mcctl.master.service.ChangeLog;
 import io.mcctl.master.service.PageService;
 import io.mcctl.storage.layout.BucketFiles;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
@@ -31,7 +34,7 @@ public final class MasterAssembly {
     /** The assembled master: what it serves with, until it closes or is deposed. */
     public record Assembled(PageService pages, BucketFileWatch bucketFiles, Snapshotter snapshotter, MasterMetrics metrics,
                             MasterGrpcService service, ClientRegistry clients, ServerServiceDefinition served,
-                            MasterServer.Options options) {
+                            KvEventPublisher kvEvents, MasterServer.Options options) {
 
         /** Starts the housekeeping thread (reaper, eviction, bucket-file checks, periodic snapshots); stopped with shutdownNow. */
         public ScheduledExecutorService startHousekeeping() {
@@ -61,6 +64,8 @@ public final class MasterAssembly {
         private long epoch = -1;
         private BooleanSupplier leaseValid;
         private ServerInterceptor leaseGuard;
+        private KvEventSettings kvEventSettings;
+        private String clusterId;
 
         private Builder(MasterServer.Options options) {
             this.options = Objects.requireNonNull(options, "options");
@@ -114,16 +119,54 @@ public final class MasterAssembly {
             return this;
         }
 
-        public Assembled build() {
+        /**
+         * Publishes KV events as {@code settings} say (null: off; they need the log), numbered by the log of cluster
+         * {@code clusterId}. A plain master whose endpoints cannot be bound does not start; a fenced leader serves without
+         * them, saying so in one line.
+         */
+        public Builder kvEvents(KvEventSettings settings, String clusterId) {
+            this.kvEventSettings = settings;
+            this.clusterId = clusterId;
+            return this;
+        }
+
+        /** @throws IOException when a plain master's KV event endpoints cannot be bound (one line) */
+        public Assembled build() throws IOException {
             Objects.requireNonNull(restored, "restored state");
             Objects.requireNonNull(init, "bucket files");
             Objects.requireNonNull(stateDir, "state directory");
             Objects.requireNonNull(loops, "transport loops");
             boolean fenced = leaseValid != null;
+            KvEventPublisher kvEvents = null;
+            if (kvEventSettings != null && wal != null) {
+                try {
+                    kvEvents = new KvEventPublisher(kvEventSettings, restored.kvEventHistory(), clusterId);
+                } catch (IOException e) {
+                    if (!fenced) {
+                        throw e;
+                    }
+                    LOG.error("KV events are off for epoch {}: {}", epoch, e.getMessage());
+                }
+            }
+            try {
+                return build(fenced, kvEvents);
+            } catch (IOException | RuntimeException e) {
+                if (kvEvents != null) {
+                    kvEvents.close();
+                }
+                throw e;
+            }
+        }
+
+        private Assembled build(boolean fenced, KvEventPublisher kvEvents) throws IOException {
+            if (kvEvents != null) {
+                wal.numberKvEvents(kvEvents); // numbers what the log holds from now on
+            }
             BucketFileWatch bucketFiles = MasterServer.watchBucketFiles(restored, init);
             int[] promotion = MasterServer.promotionSettings(options);
             PageService pages = PageService.serving(restored)
                     .changeLog(wal == null ? ChangeLog.NONE : wal.changeLog())
+                    .kvEventSink(kvEvents)
                     .eviction(options.eviction())
                     .promotionAdmissionReads(promotion[0])
                     .promotionMaxTasks(promotion[1])
@@ -145,6 +188,10 @@ public final class MasterAssembly {
                 snapshotter.fence(epoch, leaseValid);
             }
             MasterMetrics metrics = new MasterMetrics(pages, wal);
+            metrics.watchSnapshots(snapshotter);
+            if (kvEvents != null) {
+                metrics.kvEvents(kvEvents);
+            }
             WriteAheadLog log = wal;
             // Under HA the log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed
             // answers nothing durable.
@@ -161,7 +208,7 @@ public final class MasterAssembly {
             if (fenced) {
                 served = ServerInterceptors.intercept(served, leaseGuard);
             }
-            return new Assembled(pages, bucketFiles, snapshotter, metrics, service, clients, served, options);
+            return new Assembled(pages, bucketFiles, snapshotter, metrics, service, clients, served, kvEvents, options);
         }
     }
 }

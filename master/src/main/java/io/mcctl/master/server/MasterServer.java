@@ -273,6 +273,8 @@ public final class MasterServer implements AutoCloseable {
     private final ScheduledExecutorService reaper;
     private final WriteAheadLog wal;
     private final Snapshotter snapshotter;
+    /** Publishes KV events (null when off). */
+    private io.mcctl.master.events.KvEventPublisher kvEvents;
     private final StateRecovery.Recovered recovered;
     /** Set once by start, before the master is handed out. */
     private ClientRegistry clients;
@@ -404,7 +406,9 @@ public final class MasterServer implements AutoCloseable {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.port() + " for gRPC: " + rootMessage(e), e);
         }
         WriteAheadLog wal = null;
+        io.mcctl.master.events.KvEventPublisher kvEvents = null;
         try {
+            io.mcctl.master.events.KvEventSettings kvEventSettings = kvEventSettings(options);
             owner.serving(options.bindHost() + ":" + server.getPort());
             BucketLayout layout = LayoutGrowth.inForce(options.layout());
             Path layoutFile = layout.layoutFile();
@@ -419,7 +423,9 @@ public final class MasterServer implements AutoCloseable {
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, walMode, init.layout().clusterId(),
                     () -> PageService.builder(layout).allocationDeadline(options.allocationDeadline()).readLease(options.readLease())
-                            .allocationGrace(options.allocationGrace()).build());
+                            .allocationGrace(options.allocationGrace())
+                            // Keeps the KV event batches replay finds when events are on.
+                            .keepKvEventHistory(kvEventSettings == null ? 0 : kvEventSettings.bufferBatches()).build());
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);
             }
@@ -434,7 +440,9 @@ public final class MasterServer implements AutoCloseable {
             wal = walMode ? new WriteAheadLog(stateDir, init.layout().clusterId(), recovered.lastSequence, options.walSegmentBytes(),
                     System::currentTimeMillis) : null;
             MasterAssembly.Assembled assembled = MasterAssembly.builder(options).restored(restored).bucketFiles(init).wal(wal)
-                    .stateDir(stateDir, recovered.lastSequence).loops(loops).security(security).build();
+                    .stateDir(stateDir, recovered.lastSequence).loops(loops).security(security)
+                    .kvEvents(kvEventSettings, init.layout().clusterId()).build();
+            kvEvents = assembled.kvEvents();
             loops.registerMetrics(assembled.metrics().registry());
             WriteAheadLog log = wal;
             MasterServer master;
@@ -451,14 +459,38 @@ public final class MasterServer implements AutoCloseable {
                 throw e;
             }
             master.clients = assembled.clients();
+            master.kvEvents = kvEvents;
             return master;
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
             loops.close();
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
             closeQuietly(wal);
             closeQuietly(owner);
             throw e;
         }
+    }
+
+    /**
+     * The KV event settings in force (null when off), checked before anything is laid out or recovered: the events are
+     * numbered by the write-ahead log, so they need it.
+     */
+    public static io.mcctl.master.events.KvEventSettings kvEventSettings(Options options) throws IOException {
+        io.mcctl.master.events.KvEventSettings settings = io.mcctl.master.events.KvEventSettings.from(options.settings());
+        if (settings == null) {
+            return null;
+        }
+        if (options.durability() != MasterSettings.Durability.wal) {
+            throw new IOException("kv_events_endpoint " + settings.endpoint() + " needs durability wal (the log numbers the events), not "
+                    + options.durability() + ": set durability wal, or leave kv_events_endpoint empty");
+        }
+        String problem = settings.problem();
+        if (problem != null) {
+            throw new IOException(problem);
+        }
+        return settings;
     }
 
     /** The rest of a start, once the state is recovered and the master assembled: metrics, the reaper, and the service on the bound port. */
@@ -742,6 +774,9 @@ public final class MasterServer implements AutoCloseable {
         stop(server);
         loops.close();
         reaper.shutdownNow();
+        if (kvEvents != null) {
+            kvEvents.close();
+        }
         if (clients != null) {
             clients.close();
         }

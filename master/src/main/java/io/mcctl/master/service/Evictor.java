@@ -371,7 +371,8 @@ final class Evictor {
         String victimKey = table.key(m);
         Placement victim = table.placement(m);
         String tenant = KeyRules.tenantOf(victimKey);
-        context.logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, context.releaseMillis(table, m, state.now()), reason), victimKey);
+        context.logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, context.releaseMillis(table, m, state.now()), reason,
+                table.blockHashes(m)), victimKey);
         evictedCount(reason).increment();
         evictedBytes(reason).add(victim.size());
         return layout().pagesFor(victim.size());

@@ -278,16 +278,24 @@ final class Offloads {
      * nor before any reader.
      */
     Result<Void> notifySuccess(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
-        Result<Void> result = notifyOne(tenant, key, written, answer);
+        return notifySuccess(tenant, key, written, null, answer);
+    }
+
+    /**
+     * {@link #notifySuccess(Tenant, String, Placement, AnswerBarrier)} committing the engine KV blocks the object holds
+     * ({@code blocks}, null for none): kept with the mapping (the hashes) and announced to KV-aware routers.
+     */
+    Result<Void> notifySuccess(Tenant tenant, String key, Placement written, KvBlocks blocks, AnswerBarrier answer) {
+        Result<Void> result = notifyOne(tenant, key, written, blocks, answer);
         if (!result.isOk()) {
             answer.needs(AnswerBarrier.EVERYTHING);
         }
         return result;
     }
 
-    private Result<Void> notifyOne(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
+    private Result<Void> notifyOne(Tenant tenant, String key, Placement written, KvBlocks blocks, AnswerBarrier answer) {
         String invalid = PageContext.firstProblem(tenant.problem, KeyRules.checkKey(key),
-                written == null ? "no descriptor for key " + Quoted.of(key) : null);
+                written == null ? "no descriptor for key " + Quoted.of(key) : blocks == null ? null : blocksProblem(key, blocks));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
@@ -317,8 +325,9 @@ final class Offloads {
             Placement committed = pending.placement.withCrc(written.crc32c());
             int replaced = table.find(scoped);
             answer.needs(context.logAndApply(replaced >= 0
-                    ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), context.releaseMillis(table, replaced, now), pending.pin)
-                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped));
+                    ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), context.releaseMillis(table, replaced, now), pending.pin,
+                            blocks, table.blockHashes(replaced))
+                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin, blocks, null), scoped));
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -384,8 +393,14 @@ final class Offloads {
             if (m < 0) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, KeyRules.notFound(tenant.id, key));
             }
-            context.logAndApply(new Change.Removed(tenant.id, key, table.placement(m), context.releaseMillis(table, m, now)), scoped);
+            context.logAndApply(new Change.Removed(tenant.id, key, table.placement(m), context.releaseMillis(table, m, now), Change.RemoveReason.REMOVED,
+                    table.blockHashes(m)), scoped);
             return Result.ok();
         });
+    }
+
+    private static String blocksProblem(String key, KvBlocks blocks) {
+        String problem = blocks.problem();
+        return problem == null ? null : problem + " (key " + Quoted.of(key) + ")";
     }
 }

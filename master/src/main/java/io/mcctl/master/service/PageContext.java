@@ -25,10 +25,14 @@ final class PageContext {
     final long allocationDeadlineNanos;
     final long allocationGraceNanos;
     final long readLeaseNanos;
+    /** Where logged commits and removals of objects with engine block hashes go (serving only, never replay). */
+    private final KvEventSink kvEvents;
     /** Why changes are refused (the log failed), or null while they are taken. */
     private volatile String refusal;
 
-    PageContext(PageState state, ChangeLog changeLog, long allocationDeadlineNanos, long allocationGraceNanos, long readLeaseNanos) {
+    PageContext(PageState state, ChangeLog changeLog, long allocationDeadlineNanos, long allocationGraceNanos, long readLeaseNanos,
+                KvEventSink kvEvents) {
+        this.kvEvents = kvEvents;
         this.state = state;
         this.keys = state.keys;
         this.quarantine = state.quarantine;
@@ -80,6 +84,9 @@ final class PageContext {
     long logAndApply(Change change, String scopedKey) {
         long sequence = changeLog.append(change);
         state.apply(change, scopedKey, sequence);
+        if (Change.announcesEvent(change)) {
+            kvEvents.changed(change, sequence); // under the key's lock, in the key's log order; the sink only queues
+        }
         return sequence;
     }
 

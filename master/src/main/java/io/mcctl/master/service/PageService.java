@@ -63,6 +63,11 @@ public final class PageService {
     private final TenantQuotas quotas;
     private final Promotions promotions;
     private final PromotionAdmission admission;
+    /**
+     * What the log says about KV event batches: rebuilt by replay (recovery, a standby's follow) and kept up to date by
+     * the log as it seals batches; its numbers go into every snapshot. Carried over to the service that serves the state.
+     */
+    private final KvEventHistory kvEventHistory;
     private final Builder settings;
 
     /**
@@ -88,6 +93,7 @@ public final class PageService {
         Builder b = restored.settings.copy();
         b.state = restored.state;
         b.layoutLock = restored.layoutLock;
+        b.kvEventHistory = restored.kvEventHistory;
         return b;
     }
 
@@ -108,6 +114,9 @@ public final class PageService {
         private int promotionAdmissionReads;
         private int promotionMaxTasks = Promotions.DEFAULT_MAX_TASKS;
         private IntConsumer failedWrites = bucket -> { };
+        private KvEventSink kvEventSink = KvEventSink.NONE;
+        private int keptKvEventBatches;
+        private KvEventHistory kvEventHistory;
 
         private Builder(BucketLayout layout, PageState state) {
             this.layout = layout;
@@ -202,6 +211,21 @@ public final class PageService {
             return this;
         }
 
+        /** Hands every logged commit and removal that announces a KV event to {@code sink} (serving only, never replay). */
+        public Builder kvEventSink(KvEventSink sink) {
+            this.kvEventSink = sink == null ? KvEventSink.NONE : sink;
+            return this;
+        }
+
+        /**
+         * Keeps the last {@code batches} KV event batches per tenant in full on replay (for the replay socket of the master
+         * that serves next); 0, the default, keeps their numbers only.
+         */
+        public Builder keepKvEventHistory(int batches) {
+            this.keptKvEventBatches = batches;
+            return this;
+        }
+
         public PageService build() {
             if (allocationDeadline == null || readLease == null) {
                 throw new IllegalArgumentException("a page service needs its allocation deadline and read lease");
@@ -217,7 +241,9 @@ public final class PageService {
         this.settings = b;
         this.state = b.state != null ? b.state : new PageState(b.layout, b.nanoClock, b.wallClock);
         this.layoutLock = b.layoutLock != null ? b.layoutLock : new java.util.concurrent.locks.ReentrantReadWriteLock();
-        this.context = new PageContext(state, b.changeLog, b.allocationDeadline.toNanos(), b.allocationGrace.toNanos(), b.readLease.toNanos());
+        this.context = new PageContext(state, b.changeLog, b.allocationDeadline.toNanos(), b.allocationGrace.toNanos(), b.readLease.toNanos(),
+                b.kvEventSink);
+        this.kvEventHistory = b.kvEventHistory != null ? b.kvEventHistory : new KvEventHistory(b.keptKvEventBatches);
         this.quarantine = state.quarantine;
         this.space = state.space;
         this.promotions = new Promotions(context, b.promotionMaxTasks);
@@ -355,6 +381,19 @@ public final class PageService {
     /** {@link #notifySuccess(Tenant, String, Placement)}, noting in {@code answer} what its answer must wait for. */
     public Result<Void> notifySuccess(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
         return offloads.notifySuccess(tenant, key, written, answer);
+    }
+
+    /**
+     * {@link #notifySuccess(Tenant, String, Placement, AnswerBarrier)} committing the engine KV blocks the object holds
+     * ({@code blocks}, null for none): kept with the mapping (the hashes) and announced to KV-aware routers.
+     */
+    public Result<Void> notifySuccess(Tenant tenant, String key, Placement written, KvBlocks blocks, AnswerBarrier answer) {
+        return offloads.notifySuccess(tenant, key, written, blocks, answer);
+    }
+
+    /** The KV event history replay fills (see {@link Builder#keepKvEventHistory}). */
+    public KvEventHistory kvEventHistory() {
+        return kvEventHistory;
     }
 
     /** Extends the deadline of the in-flight allocation of (tenant, key), which must be {@code held}. */
@@ -562,6 +601,7 @@ public final class PageService {
         this.space = same.space;
         this.promotions = same.promotions;
         this.admission = same.admission;
+        this.kvEventHistory = same.kvEventHistory;
         this.reservations = same.reservations;
         this.reaper = same.reaper;
         this.evictor = new Evictor(same.evictor, policy);

@@ -290,24 +290,28 @@ public final class Restorer {
         return owners;
     }
 
+    /**
+     * Mappings decoded by one thread for {@link Restorer#putAll}, already sorted by shard so that the shards can be
+     * filled in parallel. Not thread-safe: one per decoding thread.
+     */
+    public static final class Batch {
+        /** Per shard, the mappings this batch decoded for it (a later one of a key in place of an earlier). */
+        private final MappingTable[] shards = new MappingTable[KeyTable.SHARDS];
 
-/**
- * Mappings decoded by one thread for {@link Restorer#putAll}, already sorted by shard so that the shards can be
- * filled in parallel. Not thread-safe: one per decoding thread.
- */
-public static final class Batch {
-    /** Per shard, the mappings this batch decoded for it (a later one of a key in place of an earlier). */
-    private final MappingTable[] shards = new MappingTable[KeyTable.SHARDS];
-
-    private Batch() {
-    }
-
-    public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
-        int shard = KeyTable.shardIndex(scopedKey);
-        if (shards[shard] == null) {
-            shards[shard] = new MappingTable();
+        private Batch() {
         }
-        shards[shard].put(scopedKey, bucket, offset, size, crc32c, pinned);
+
+        public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
+            add(scopedKey, bucket, offset, size, crc32c, pinned, null);
+        }
+
+        /** A mapping with the engine block hashes it was committed with ({@code null}: none). */
+        public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes) {
+            int shard = KeyTable.shardIndex(scopedKey);
+            if (shards[shard] == null) {
+                shards[shard] = new MappingTable();
+            }
+            shards[shard].put(scopedKey, bucket, offset, size, crc32c, pinned, blockHashes);
+        }
     }
-}
 }

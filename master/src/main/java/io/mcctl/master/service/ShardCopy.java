@@ -15,7 +15,7 @@ public final class ShardCopy {
     @FunctionalInterface
     public interface MappingSink {
         /** One committed mapping; {@code scopedKey} is tenant, NUL, key. Primitive arguments: a million calls, no objects. */
-        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException;
+        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes) throws IOException;
     }
 
     private final MappingTable.EncodedKeys keys;
@@ -24,15 +24,19 @@ public final class ShardCopy {
     private final long[] sizes;
     private final int[] crcs;
     private final boolean[] pinned;
+    /** Each mapping's engine block hashes (null entries: none); null when no mapping of the shard has any. */
+    private final long[][] hashes;
     private final List<Change.Allocated> inFlight;
 
-    private ShardCopy(MappingTable.EncodedKeys keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned, List<Change.Allocated> inFlight) {
+    private ShardCopy(MappingTable.EncodedKeys keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned,
+                      long[][] hashes, List<Change.Allocated> inFlight) {
         this.keys = keys;
         this.buckets = buckets;
         this.offsets = offsets;
         this.sizes = sizes;
         this.crcs = crcs;
         this.pinned = pinned;
+        this.hashes = hashes;
         this.inFlight = inFlight;
     }
 
@@ -45,7 +49,7 @@ public final class ShardCopy {
     public void emitMappings(int from, int to, MappingSink sink) throws IOException {
         for (int i = from; i < to; i++) {
             if (buckets[i] >= 0) {
-                sink.mapping(keys.key(i), buckets[i], offsets[i], sizes[i], crcs[i], pinned[i]);
+                sink.mapping(keys.key(i), buckets[i], offsets[i], sizes[i], crcs[i], pinned[i], hashes == null ? null : hashes[i]);
             }
         }
     }
@@ -69,18 +73,26 @@ public final class ShardCopy {
             long[] sizes = new long[n];
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
+            long[][] hashes = null;
             for (int m = 0; m < n; m++) {
                 buckets[m] = table.bucket(m);
                 offsets[m] = table.offset(m);
                 sizes[m] = table.size(m);
                 crcs[m] = table.crc32c(m);
                 pinned[m] = table.pinned(m);
+                long[] blockHashes = table.blockHashes(m);
+                if (blockHashes != null) {
+                    if (hashes == null) {
+                        hashes = new long[n][];
+                    }
+                    hashes[m] = blockHashes;
+                }
             }
             for (KeyTable.InFlight pending : shard.inFlight) {
                 inFlight.add(new Change.Allocated(KeyRules.tenantOf(pending.scopedKey), KeyRules.keyOf(pending.scopedKey), pending.placement,
                         state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
             }
-            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, inFlight);
+            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, hashes, inFlight);
         } finally {
             shard.lock.unlock();
         }
