@@ -40,8 +40,8 @@ public final class StartupTraining {
         BucketLayout layout = new BucketLayout(root, 2, 4096, 1 << 20);
         Path object = Files.write(dir.resolve("object"), new byte[] {1, 2, 3});
         Map<String, String> environment = Map.of();
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(30)))) {
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(layout).readLease(Duration.ofSeconds(30))
+                .build())) {
             String address = "127.0.0.1:" + master.port();
             String[][] lines = {
                 {"offload", "--master", address, "k", object.toString()},

@@ -55,7 +55,7 @@ class BitmapInspectCommandTest {
     @BeforeEach
     void startMasterWithKnownAllocations() throws Exception {
         layout = new BucketLayout(root, 4, PAGE, 256 * PAGE);
-        master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
+        master = MasterServer.start(MasterServer.Options.builder(layout).build());
         target = "127.0.0.1:" + master.port();
         expected = new BitmapPageAllocator[layout.bucketCount()];
         for (int b = 0; b < expected.length; b++) {

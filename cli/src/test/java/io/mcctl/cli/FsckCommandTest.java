@@ -62,8 +62,7 @@ class FsckCommandTest {
         root = temp.resolve("root");
         Files.createDirectories(root);
         layout = new BucketLayout(root, BUCKETS, PAGE, BUCKET);
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(layout).build())) {
             try (MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(10));
                  TierNode node = TierNode.connect(client, true, new ClientMetrics())) {
                 List<TierWriter.ObjectSource> objects = new ArrayList<>();

@@ -63,7 +63,7 @@ class FsckLiveCommandTest {
         root = temp.resolve("root");
         Files.createDirectories(root);
         layout = new BucketLayout(root, BUCKETS, PAGE, BUCKET);
-        master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
+        master = MasterServer.start(MasterServer.Options.builder(layout).build());
         address = "127.0.0.1:" + master.port();
         client = new MasterClient(address, Duration.ofSeconds(10));
         node = TierNode.connect(client, true, new ClientMetrics());

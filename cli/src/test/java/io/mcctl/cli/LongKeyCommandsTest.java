@@ -22,8 +22,7 @@ class LongKeyCommandsTest {
     @Test
     void stat_and_rm_of_a_missing_key_of_4096_bytes_exit_not_found_naming_it_by_its_start_and_length() throws Exception {
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 2, 4096, 1 << 20);
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5)))) {
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(layout).fsType("test").build())) {
             String address = "127.0.0.1:" + master.port();
             for (String key : List.of("é".repeat(2048), "k".repeat(4096))) {
                 for (String command : List.of("stat", "rm")) {

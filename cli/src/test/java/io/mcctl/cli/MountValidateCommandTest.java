@@ -231,8 +231,7 @@ class MountValidateCommandTest {
         @Test
         void a_root_of_another_cluster_fails_naming_both_cluster_ids() throws Exception {
             BucketLayout masterLayout = small(dir.resolve("master-root"));
-            try (MasterServer server = MasterServer.start(new MasterServer.Options(masterLayout, "posix", "127.0.0.1", 0, 0,
-                    Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+            try (MasterServer server = MasterServer.start(MasterServer.Options.builder(masterLayout).build())) {
                 String masterCluster = LayoutFile.read(masterLayout.layoutFile()).clusterId();
                 Path nodeRoot = dir.resolve("node-root");
                 String nodeCluster = BucketFiles.initialise(small(nodeRoot)).layout().clusterId();
@@ -250,8 +249,7 @@ class MountValidateCommandTest {
         @Test
         void the_masters_own_root_passes() throws Exception {
             BucketLayout masterLayout = small(dir.resolve("master-root"));
-            try (MasterServer server = MasterServer.start(new MasterServer.Options(masterLayout, "posix", "127.0.0.1", 0, 0,
-                    Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+            try (MasterServer server = MasterServer.start(MasterServer.Options.builder(masterLayout).build())) {
                 CliRun run = validate(masterLayout.root(), "--master", "127.0.0.1:" + server.port()).expectOk();
                 assertTrue(line(run, "layout").contains("PASS"), run.out());
                 assertTrue(line(run, "layout").contains("and the master"), run.out());
@@ -262,8 +260,7 @@ class MountValidateCommandTest {
         @Test
         void a_bucket_file_the_master_found_missing_is_named_by_the_local_check_and_the_masters() throws Exception {
             BucketLayout masterLayout = small(dir.resolve("master-root"));
-            try (MasterServer server = MasterServer.start(new MasterServer.Options(masterLayout, "posix", "127.0.0.1", 0, 0,
-                    Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+            try (MasterServer server = MasterServer.start(MasterServer.Options.builder(masterLayout).build())) {
                 Files.delete(masterLayout.bucketPath(3));
                 server.bucketFiles().checkAll();
                 CliRun run = validate(masterLayout.root(), "--master", "127.0.0.1:" + server.port(), "-o", "json")

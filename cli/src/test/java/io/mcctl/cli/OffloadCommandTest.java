@@ -36,8 +36,7 @@ class OffloadCommandTest {
 
     @BeforeEach
     void start() throws Exception {
-        master = MasterServer.start(new MasterServer.Options(new BucketLayout(dir.resolve("root"), 4, 4096, BUCKET), "posix", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5)));
+        master = MasterServer.start(MasterServer.Options.builder(new BucketLayout(dir.resolve("root"), 4, 4096, BUCKET)).build());
         address = "127.0.0.1:" + master.port();
         client = new MasterClient(address, Duration.ofSeconds(10));
     }

@@ -21,8 +21,7 @@ class QuotaSetCommandTest {
     @Test
     void sets_and_removes_a_quota_and_refuses_bad_input_in_one_line_changing_nothing() throws Exception {
         BucketLayout layout = new BucketLayout(root, 2, 4096, 1 << 20);
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5)))) {
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(layout).fsType("test").build())) {
             String address = "127.0.0.1:" + master.port();
             CliRun set = CliRun.run("quota", "set", "team-a", "2MiB", "--master", address).expectOk();
             assertTrue(set.out().contains("tenant team-a: quota 2097152 bytes (was none)"), set.out());

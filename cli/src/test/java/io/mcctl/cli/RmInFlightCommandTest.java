@@ -28,8 +28,8 @@ class RmInFlightCommandTest {
     Path temp;
 
     MasterServer.Options options(BucketLayout layout) {
-        return new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5),
-                MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(MasterSettings.ALLOCATION_GRACE.key(), "30s"));
+        return MasterServer.Options.builder(layout).snapshotInterval(null)
+                .settings(Map.of(MasterSettings.ALLOCATION_GRACE.key(), "30s")).build();
     }
 
     @Test

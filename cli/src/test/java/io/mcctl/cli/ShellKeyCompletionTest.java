@@ -63,7 +63,7 @@ class ShellKeyCompletionTest {
     @BeforeAll
     static void startMasterWithKeys() throws Exception {
         BucketLayout layout = new BucketLayout(root.resolve("tier"), 4, 4096, 256 * 4096L);
-        master = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
+        master = MasterServer.start(MasterServer.Options.builder(layout).build());
         target = "127.0.0.1:" + master.port();
         offload("default", DEFAULT_KEYS);
         offload("t2", T2_KEYS);
@@ -150,8 +150,7 @@ class ShellKeyCompletionTest {
         Path tokens = Files.writeString(dir.resolve("tokens.yaml"), "tokens:\n  - name: shell\n    sha256: "
                 + io.mcctl.master.security.TokenTable.sha256Hex(token) + "\n    role: tenant\n    tenants: [default]\n");
         BucketLayout layout = new BucketLayout(dir.resolve("tier"), 4, 4096, 256 * 4096L);
-        try (MasterServer secured = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5)), io.mcctl.master.security.MasterSecurity.of(null, null, null, tokens))) {
+        try (MasterServer secured = MasterServer.start(MasterServer.Options.builder(layout).build(), io.mcctl.master.security.MasterSecurity.of(null, null, null, tokens))) {
             String address = "127.0.0.1:" + secured.port();
             Path in = Files.createDirectories(dir.resolve("in"));
             Files.writeString(in.resolve("secret-1"), "x");
@@ -255,8 +254,7 @@ class ShellKeyCompletionTest {
         KeyNameCompleter completer = completer(Map.of(ClientOptions.MASTER_ENV, late), PATIENT, KeyNameCompleter.PAGE_SIZE);
         assertEquals(List.of(), values(completer, "get l"));
         BucketLayout layout = new BucketLayout(root.resolve("late-tier"), 2, 4096, 64 * 4096L);
-        try (MasterServer second = MasterServer.start(new MasterServer.Options(layout, "posix", "127.0.0.1", port, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5)))) {
+        try (MasterServer second = MasterServer.start(MasterServer.Options.builder(layout).port(port).build())) {
             Path file = Files.writeString(root.resolve("late-object"), "late", StandardCharsets.UTF_8);
             CliRun.run("offload", "late-key", file.toString(), "--master", late).expectOk();
             assertEquals(List.of("late-key"), values(completer, "get l"));

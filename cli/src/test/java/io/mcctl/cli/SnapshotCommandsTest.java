@@ -73,10 +73,10 @@ class SnapshotCommandsTest {
             this.layout = new BucketLayout(root, 4, PAGE, 16 * PAGE);
             Files.createDirectories(dir);
             LayoutFile.Record record = LayoutFile.loadOrCreate(layout);
-            this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
             this.wal = new WriteAheadLog(dir, record.clusterId(), 0, 1 << 20, System::currentTimeMillis);
-            pages.setChangeLog(wal.changeLog());
-            pages.setReservations(false); // each allocation logged and waited for on its own: the tests count the records
+            // Each allocation logged and waited for on its own: the tests count the records.
+            this.pages = PageService.builder(layout).allocationDeadline(Duration.ofHours(1)).readLease(Duration.ofHours(1))
+                    .changeLog(wal.changeLog()).reservations(false).build();
             this.snapshotter = new Snapshotter(pages, wal, dir, record, 10, Map.of("durability", "wal"), 0);
         }
 

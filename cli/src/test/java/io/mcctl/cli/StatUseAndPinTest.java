@@ -23,8 +23,7 @@ class StatUseAndPinTest {
     @Test
     void stat_shows_whether_an_object_is_pinned_and_when_it_was_last_used() throws Exception {
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 2, 4096, 1 << 20);
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5)))) {
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(layout).fsType("test").build())) {
             String address = "127.0.0.1:" + master.port();
             Path file = Files.writeString(dir.resolve("f"), "bytes of an object");
             CliRun.run("offload", "kept", file.toString(), "--pin", "--master", address).expectOk();

@@ -1,5 +1,6 @@
 package io.mcctl.cli;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,9 +59,8 @@ class StatsTopCommandTest {
     @BeforeEach
     void start_an_evicting_master_with_two_tenants() throws Exception {
         Path root = Files.createDirectories(temp.resolve("root"));
-        master = MasterServer.start(new MasterServer.Options(new BucketLayout(root, 4, 4096, 1 << 20), "posix", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(),
-                MasterServer.Options.DEFAULT_ALLOCATION_GRACE, new PageService.EvictionPolicy(true, 0.9, 0.7)));
+        master = MasterServer.start(MasterServer.Options.builder(new BucketLayout(root, 4, 4096, 1 << 20))
+                .snapshotInterval(null).eviction(new EvictionPolicy(true, 0.9, 0.7)).build());
         address = "127.0.0.1:" + master.port();
         client = new MasterClient(address, Duration.ofSeconds(10));
         node = TierNode.connect(client, true, new ClientMetrics());

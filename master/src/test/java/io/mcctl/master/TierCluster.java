@@ -72,15 +72,13 @@ public final class TierCluster implements AutoCloseable {
 
     /** WAL durability under the root, no periodic snapshots, the given deadline, lease and grace. */
     public static MasterServer.Options options(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease,
-                io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20, java.util.Map.of(), allocationGrace);
+        return MasterServer.Options.builder(layout).fsType("test").allocationDeadline(allocationDeadline).readLease(readLease)
+                .snapshotInterval(null).allocationGrace(allocationGrace).build();
     }
 
     /** Long deadlines and leases, as {@link #start(Path, int, int)}, with the master settings {@code settings} (key: text). */
     public static MasterServer.Options options(BucketLayout layout, java.util.Map<String, String> settings) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5),
-                io.mcctl.master.server.MasterSettings.Durability.wal, null, null, 2, 64L << 20, settings,
-                MasterServer.Options.DEFAULT_ALLOCATION_GRACE);
+        return MasterServer.Options.builder(layout).fsType("test").snapshotInterval(null).settings(settings).build();
     }
 
     public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {

@@ -21,7 +21,7 @@ public final class MappingMemory {
     public static Figure measure(int mappings, int keyLength) {
         BucketLayout layout = new BucketLayout(Path.of("/nonexistent-bench-root"), 256, 64 << 10, 4L << 30);
         long before = usedAfterGc();
-        PageService pages = new PageService(layout, Duration.ofMinutes(10), Duration.ofSeconds(5));
+        PageService pages = PageService.builder(layout).allocationDeadline(Duration.ofMinutes(10)).readLease(Duration.ofSeconds(5)).build();
         long empty = usedAfterGc();
         StringBuilder pad = new StringBuilder();
         while (pad.length() < keyLength - 10) {

@@ -74,7 +74,7 @@ public final class PageServiceBenchmark {
             throw new IllegalArgumentException("key length " + keyLength + " is not 0 or " + MIN_KEY_LENGTH + " to " + MAX_KEY_LENGTH);
         }
         BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-bench-pages"), 256, 64 * 1024, 4L << 30);
-        this.pages = new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        this.pages = PageService.builder(layout).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).build();
         this.batch = batch;
         this.keyLength = keyLength;
         this.paddedPrefixes = new String[20];

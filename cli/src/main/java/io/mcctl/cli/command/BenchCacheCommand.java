@@ -1,5 +1,6 @@
 package io.mcctl.cli.command;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
@@ -172,10 +173,10 @@ public final class BenchCacheCommand implements Callable<Integer> {
                 target = MasterClient.checkTarget(master);
             } else {
                 root = Files.createTempDirectory("mcctl-bench-cache");
-                embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, layout.bucketCount(), layout.pageSize(),
-                        layout.bucketSize()), "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, durability, null,
-                        null, 2, 64L << 20, Map.of(), MasterServer.Options.DEFAULT_ALLOCATION_GRACE,
-                        new PageService.EvictionPolicy(true, highWatermark, lowWatermark)));
+                embedded = MasterServer.start(MasterServer.Options.builder(new BucketLayout(root, layout.bucketCount(), layout.pageSize(),
+                        layout.bucketSize()))
+                        .readLease(lease).durability(durability).snapshotInterval(null)
+                        .eviction(new EvictionPolicy(true, highWatermark, lowWatermark)).build());
                 target = "127.0.0.1:" + embedded.port();
             }
             try (MasterClient client = new MasterClient(target, Duration.ofSeconds(30))) {

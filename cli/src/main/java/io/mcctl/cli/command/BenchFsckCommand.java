@@ -59,8 +59,8 @@ public final class BenchFsckCommand implements Callable<Integer> {
         Path root = Files.createTempDirectory("mcctl-bench-fsck");
         try {
             BucketLayout layout = new BucketLayout(root, 256, 64 << 10, 4L << 30);
-            MasterServer.Options options = new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofMinutes(10),
-                    Duration.ofSeconds(5), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of());
+            MasterServer.Options options = MasterServer.Options.builder(layout).allocationDeadline(Duration.ofMinutes(10))
+                    .snapshotInterval(null).build();
             Path stateDir;
             try (MasterServer master = MasterServer.start(options);
                  MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofMinutes(2))) {

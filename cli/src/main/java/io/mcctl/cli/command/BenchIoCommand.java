@@ -174,8 +174,8 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
                 w.choose("hf3fs", dir); // io usrbio that cannot work here is refused before anything is laid out
                 wanted.add(w);
             }
-            try (MasterServer master = MasterServer.start(new MasterServer.Options(new BucketLayout(dir, 16, 64 << 10, bucketSize),
-                    modes.contains(IoMode.USRBIO) ? "hf3fs" : "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(30)));
+            try (MasterServer master = MasterServer.start(MasterServer.Options.builder(new BucketLayout(dir, 16, 64 << 10, bucketSize))
+                    .fsType(modes.contains(IoMode.USRBIO) ? "hf3fs" : "posix").readLease(Duration.ofSeconds(30)).build());
                  MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30))) {
                 List<IoUnderTest> paths = new ArrayList<>();
                 try {

@@ -148,7 +148,7 @@ public final class BenchLayoutCommand implements Callable<Integer> {
         int buckets = 16;
         long perBucket = Math.max(16L << 20, Long.highestOneBit(Math.max(1, (long) objects * roundUp(data.length, 4096) * 3 / 2 / buckets)) * 2);
         BucketLayout layout = new BucketLayout(root, buckets, 4096, perBucket);
-        MasterServer.Options options = new MasterServer.Options(layout, "posix", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        MasterServer.Options options = MasterServer.Options.builder(layout).build();
         double offload;
         double get;
         long files;

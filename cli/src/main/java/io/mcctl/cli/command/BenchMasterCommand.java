@@ -926,8 +926,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
                             new io.mcctl.master.client.ClientSecurity(ca.caCert(), null, null, token)));
             for (Mode mode : modes) {
                 Path root = Files.createDirectories(work.resolve(mode.name()));
-                try (MasterServer embedded = MasterServer.start(new MasterServer.Options(new BucketLayout(root, Integer.parseInt(DEFAULT_BUCKETS), SizeParser.parse(PAGE_SIZE), SizeParser.parse(DEFAULT_BUCKET_SIZE)), "posix",
-                        "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)), mode.master());
+                try (MasterServer embedded = MasterServer.start(MasterServer.Options.builder(new BucketLayout(root, Integer.parseInt(DEFAULT_BUCKETS), SizeParser.parse(PAGE_SIZE), SizeParser.parse(DEFAULT_BUCKET_SIZE)))
+                        .build(), mode.master());
                      // In this process: its CPU is the callers' too, so it is not read. Over the stream unless --transport unary.
                      MasterUnderTest m = new MasterUnderTest(mode.name(), null, null, "127.0.0.1:" + embedded.port(), () -> -1, Map::of,
                              mode.client(), "unary".equals(transport) ? List.of("unary") : List.of("stream"))) {

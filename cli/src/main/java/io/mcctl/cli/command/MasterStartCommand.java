@@ -1,5 +1,6 @@
 package io.mcctl.cli.command;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.SettingsOptions;
@@ -119,7 +120,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
     }
 
     /** The eviction settings as one policy; a low watermark above the high one is refused in one line. */
-    static PageService.EvictionPolicy evictionPolicy(EffectiveConfig config) {
+    static EvictionPolicy evictionPolicy(EffectiveConfig config) {
         double high = config.get(MasterSettings.EVICTION_HIGH_WATERMARK);
         double low = config.get(MasterSettings.EVICTION_LOW_WATERMARK);
         if (low > high) {
@@ -127,7 +128,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                     + ") is above eviction_high_watermark " + high + " (from " + config.sourceOf(MasterSettings.EVICTION_HIGH_WATERMARK)
                     + "); the low watermark must be at most the high one");
         }
-        return config.get(MasterSettings.EVICTION) ? new PageService.EvictionPolicy(true, high, low) : PageService.EvictionPolicy.OFF;
+        return config.get(MasterSettings.EVICTION) ? new EvictionPolicy(true, high, low) : EvictionPolicy.OFF;
     }
 
     /** TLS and tokens from tls_cert, tls_key, tls_client_ca and tokens_file; a file that cannot be used stops the start. */
@@ -225,12 +226,16 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
                     busyPoll.formattedValue(), busyPoll.describeSource(), busyPoll.formattedValue());
         }
         String stateDir = config.get(MasterSettings.STATE_DIR);
-        MasterServer.Options options = new MasterServer.Options(layout, config.get(StorageSettings.FS_TYPE),
-                config.get(MasterSettings.BIND), config.get(MasterSettings.PORT), config.get(MasterSettings.METRICS_PORT),
-                config.get(MasterSettings.ALLOCATION_DEADLINE), config.get(MasterSettings.READ_LEASE), config.get(MasterSettings.DURABILITY),
-                stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir), config.get(MasterSettings.SNAPSHOT_INTERVAL),
-                config.get(MasterSettings.SNAPSHOT_RETENTION), config.get(MasterSettings.WAL_SEGMENT_SIZE), settingsInForce,
-                config.get(MasterSettings.ALLOCATION_GRACE), evictionPolicy(config));
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType(config.get(StorageSettings.FS_TYPE))
+                .bindHost(config.get(MasterSettings.BIND)).port(config.get(MasterSettings.PORT))
+                .metricsPort(config.get(MasterSettings.METRICS_PORT))
+                .allocationDeadline(config.get(MasterSettings.ALLOCATION_DEADLINE))
+                .readLease(config.get(MasterSettings.READ_LEASE)).durability(config.get(MasterSettings.DURABILITY))
+                .stateDir(stateDir.isEmpty() ? null : java.nio.file.Path.of(stateDir))
+                .snapshotInterval(config.get(MasterSettings.SNAPSHOT_INTERVAL))
+                .snapshotRetention(config.get(MasterSettings.SNAPSHOT_RETENTION))
+                .walSegmentBytes(config.get(MasterSettings.WAL_SEGMENT_SIZE)).settings(settingsInForce)
+                .allocationGrace(config.get(MasterSettings.ALLOCATION_GRACE)).eviction(evictionPolicy(config)).build();
         io.mcctl.master.security.MasterSecurity security = security(config); // before anything is laid out
         if (!config.get(MasterSettings.HA).isEmpty()) {
             return startHighlyAvailable(config, options, security);

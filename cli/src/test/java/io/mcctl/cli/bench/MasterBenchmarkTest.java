@@ -25,8 +25,8 @@ class MasterBenchmarkTest {
     @Test
     void offload_phases_run_again_on_one_benchmark_offload_new_keys_and_none_fails() throws Exception {
         // 4 sparse buckets of 4 GiB: room for every phase, so a failure can only be a key offloaded before.
-        try (MasterServer master = MasterServer.start(new MasterServer.Options(new BucketLayout(dir, 4, 64 << 10, 4L << 30), "posix",
-                "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5)));
+        try (MasterServer master = MasterServer.start(MasterServer.Options.builder(new BucketLayout(dir, 4, 64 << 10, 4L << 30))
+                .build());
              MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30), ClientSecurity.NONE,
                      MasterClient.Transport.STREAM)) {
             MasterBenchmark bench = new MasterBenchmark(client, 2, 4096, "run");

@@ -55,8 +55,8 @@ class TlsTest {
     }
 
     private MasterServer start(MasterSecurity security) throws Exception {
-        return MasterServer.start(new MasterServer.Options(new BucketLayout(dir.resolve("root"), 4, 4096, 1 << 20), "test", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5)), security);
+        return MasterServer.start(MasterServer.Options.builder(new BucketLayout(dir.resolve("root"), 4, 4096, 1 << 20))
+                .fsType("test").build(), security);
     }
 
     private static MasterClient client(MasterServer master, ClientSecurity security) {

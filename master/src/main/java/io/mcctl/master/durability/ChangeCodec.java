@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.QuarantinedRange;
 import io.mcctl.master.proto.v1.Allocated;
 import io.mcctl.master.proto.v1.Committed;
 import io.mcctl.master.proto.v1.PendingDropped;
@@ -252,12 +253,12 @@ public final class ChangeCodec {
         return new Change.Allocated(p.getTenantId(), p.getKey(), placement(p.getPlacement()), p.getDeadlineMs(), p.getOverwrite(), p.getPin());
     }
 
-    public static QuarantineRecord quarantineRecord(PageService.QuarantinedRange q) {
+    public static QuarantineRecord quarantineRecord(QuarantinedRange q) {
         return QuarantineRecord.newBuilder().setBucket(q.bucket()).setFirstPage(q.firstPage()).setPages(q.pages()).setReleaseMs(q.releaseMs()).build();
     }
 
-    public static PageService.QuarantinedRange quarantined(QuarantineRecord q) {
-        return new PageService.QuarantinedRange(q.getBucket(), q.getFirstPage(), q.getPages(), q.getReleaseMs());
+    public static QuarantinedRange quarantined(QuarantineRecord q) {
+        return new QuarantinedRange(q.getBucket(), q.getFirstPage(), q.getPages(), q.getReleaseMs());
     }
 
     /** A promotion task, as the log and a snapshot's meta hold it. */

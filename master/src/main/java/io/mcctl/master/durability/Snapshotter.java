@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.ShardCopy;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
@@ -147,7 +148,7 @@ public final class Snapshotter {
             boolean handedOver = true;
             for (int s = 0; s < pages.shardCount() && handedOver; s++) {
                 long began = System.nanoTime();
-                PageService.ShardCopy copy = pages.copyShard(s);
+                ShardCopy copy = pages.copyShard(s);
                 // The copy runs at normal priority (it holds the shard's lock): rest after each, as the writer does
                 // when it cannot run at idle priority.
                 rest(System.nanoTime() - began);
@@ -213,7 +214,7 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned, blockHashes) -> {
+            ShardCopy.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned, blockHashes) -> {
                 writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned, blockHashes);
                 mappings[0]++;
             };
@@ -224,7 +225,7 @@ public final class Snapshotter {
                     quarantine = rest.quarantine();
                     break;
                 }
-                PageService.ShardCopy copy = (PageService.ShardCopy) next;
+                ShardCopy copy = (ShardCopy) next;
                 for (int from = 0; from < copy.entries(); from += STRETCH) {
                     long began = System.nanoTime();
                     copy.emitMappings(from, Math.min(copy.entries(), from + STRETCH), sink);

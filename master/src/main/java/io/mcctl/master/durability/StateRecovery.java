@@ -1,5 +1,8 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.StateVisitor;
+import io.mcctl.master.service.Restorer;
+import io.mcctl.master.service.QuarantinedRange;
 import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
@@ -21,7 +24,7 @@ import java.util.function.Supplier;
 /**
  * Rebuilds master state from a state directory into a page service: the newest snapshot whose checksums verify (a
  * corrupt one is reported and the one before it used), then every log record after it, each applied through the
- * same transition the master applied when it made the change ({@link PageService.Restorer#apply}). Applying a change
+ * same transition the master applied when it made the change ({@link Restorer#apply}). Applying a change
  * the snapshot already holds changes nothing, since each record names the placement it is about; that is what lets
  * a snapshot be taken while the master serves.
  */
@@ -73,7 +76,7 @@ public final class StateRecovery {
             Map<String, MappingRecord> m = new HashMap<>();
             Map<String, PendingRecord> p = new HashMap<>();
             Map<Long, QuarantineRecord> q = new HashMap<>();
-            pages.visit(new PageService.StateVisitor() {
+            pages.visit(new StateVisitor() {
                 @Override
                 public void mapping(String tenant, String key, Placement placement, boolean pinned) {
                     m.put(KeyRules.scopedKey(tenant, key), MappingRecord.newBuilder().setTenantId(tenant).setKey(key)
@@ -86,7 +89,7 @@ public final class StateRecovery {
                 }
 
                 @Override
-                public void quarantined(PageService.QuarantinedRange range) {
+                public void quarantined(QuarantinedRange range) {
                     q.put(((long) range.bucket() << 40) | range.firstPage(), ChangeCodec.quarantineRecord(range));
                 }
             });
@@ -138,7 +141,7 @@ public final class StateRecovery {
     }
 
     private static PageService toolService(BucketLayout layout) {
-        return new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        return PageService.builder(layout).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).build();
     }
 
     /**
@@ -212,10 +215,10 @@ public final class StateRecovery {
 
     /**
      * Decodes each record and applies it to {@code state} through the transition serving used
-     * ({@link PageService.Restorer#apply}), counting it: the one apply of replay and of a standby's follow.
+     * ({@link Restorer#apply}), counting it: the one apply of replay and of a standby's follow.
      */
     public static WalReader.RecordConsumer applier(Recovered state) {
-        PageService.Restorer restorer = state.pages.restorer();
+        Restorer restorer = state.pages.restorer();
         return (record, file, offset) -> {
             Change change;
             try {
@@ -258,7 +261,7 @@ public final class StateRecovery {
                     + meta.getBucketSize() + " bytes with pages of " + meta.getPageSize() + "; this master has " + layout.bucketCount()
                     + " buckets of " + layout.bucketSize() + " bytes with pages of " + layout.pageSize());
         }
-        PageService.Restorer restorer = state.pages.restorer();
+        Restorer restorer = state.pages.restorer();
         restorer.apply(new Change.LayoutGrown(layout.bucketSize(), meta.getBucketSize()));
         loadMappings(reader, restorer);
         reader.read(SnapshotFile.Section.PENDING, PendingRecord.parser(), p -> restorer.inFlight(ChangeCodec.inFlight(p)));
@@ -272,9 +275,9 @@ public final class StateRecovery {
     }
 
     /** The snapshot's mappings, decoded on every core straight into the service's tables: a million are not built twice. */
-    public static void loadMappings(SnapshotFile.Reader reader, PageService.Restorer restorer) throws IOException {
+    public static void loadMappings(SnapshotFile.Reader reader, Restorer restorer) throws IOException {
         final class Share implements SnapshotFile.RawRecordVisitor {
-            final PageService.Batch batch = restorer.newBatch();
+            final Restorer.Batch batch = restorer.newBatch();
             final MappingRecordDecoder decoder = new MappingRecordDecoder();
 
             @Override

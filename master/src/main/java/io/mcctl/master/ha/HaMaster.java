@@ -24,6 +24,7 @@ import io.mcctl.master.security.MasterSecurity;
 import io.mcctl.master.security.SecurityConfigException;
 import io.mcctl.master.server.ClientRegistry;
 import io.mcctl.master.server.LayoutGrowth;
+import io.mcctl.master.server.MasterAssembly;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterMetrics;
 import io.mcctl.master.server.MasterServer;
@@ -304,8 +305,11 @@ public final class HaMaster implements AutoCloseable {
     private LogFollower startFollowing() throws IOException {
         BucketLayout layout = LayoutGrowth.inForce(options.master().layout()); // a grown layout's record outranks the settings
         io.mcctl.master.events.KvEventSettings kvEvents = MasterServer.kvEventSettings(options.master());
-        java.util.function.Supplier<PageService> services = () -> MasterServer.keepingKvEvents(new PageService(layout,
-                options.master().allocationDeadline(), options.master().readLease(), options.master().allocationGrace(), System::nanoTime), kvEvents);
+        java.util.function.Supplier<PageService> services = () -> PageService.builder(layout)
+                .allocationDeadline(options.master().allocationDeadline()).readLease(options.master().readLease())
+                .allocationGrace(options.master().allocationGrace())
+                // Keeps the KV event batches replay finds when events are on.
+                .keepKvEventHistory(kvEvents == null ? 0 : kvEvents.bufferBatches()).build();
         try {
             return new LogFollower(stateDir, layout, layoutRecord.clusterId(), services);
         } catch (CorruptStateException | io.mcctl.master.durability.UnreadableStateException e) {
@@ -351,55 +355,37 @@ public final class HaMaster implements AutoCloseable {
         long began = System.nanoTime();
         long behind = following.poll();
         WalSegmentHeader.Fence fence = following.fence();
-        PageService pages = following.state().pages;
+        PageService restored = following.state().pages;
         try {
-            pages.restorer().finish();
+            restored.restorer().finish();
         } catch (IllegalStateException e) {
             etcd.deleteIfHeldBy(options.etcd().leaderKey(layoutRecord.clusterId()), lease.id());
             throw new CorruptStateException(stateDir, 0, "followed state is inconsistent: " + e.getMessage());
         }
-        pages.setEviction(options.master().eviction());
         BucketFiles.InitResult init = BucketFiles.initialise(LayoutGrowth.inForce(options.master().layout()));
         // A grow the old leader logged but did not record in the root's layout file (it died between the two) is
         // recorded now, as a restart would.
-        LayoutGrowth.reconcile(pages.layout(), init.layout());
+        LayoutGrowth.reconcile(restored.layout(), init.layout());
         LeaderLease held = lease;
         WriteAheadLog wal = new WriteAheadLog(stateDir, layoutRecord.clusterId(), following.applied(), options.master().walSegmentBytes(),
                 System::currentTimeMillis, epoch, fence, held::valid);
-        pages.setChangeLog(wal.changeLog());
-        wal.onFailure(reason -> {
-            pages.refuseChanges(reason + "; this master accepts no changes until it is restarted (lookups still work)");
-            LOG.error("{}", pages.refusal());
-        });
-        Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.master().snapshotRetention(),
-                options.master().settings(), following.applied());
-        snapshotter.fence(epoch, held::valid);
-        MasterMetrics metrics = new MasterMetrics(pages, wal);
-        metrics.watchSnapshots(snapshotter);
-        io.mcctl.master.events.KvEventPublisher kvEvents = null;
-        try {
-            kvEvents = MasterServer.publishKvEvents(MasterServer.kvEventSettings(options.master()), pages, wal, layoutRecord.clusterId(), metrics);
-        } catch (IOException e) {
-            // A leader that cannot bind its endpoints (an old leader, paused, holds them on this host) still serves: the
-            // log keeps numbering nothing, and routers learn nothing of this term until the next leader publishes.
-            LOG.error("KV events are off for epoch {}: {}", epoch, e.getMessage());
-        }
-        // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
-        MasterGrpcService.Durability durability = wal::whenDurable;
-        MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
-        service.answerOn(loops);
-        MasterServer.limitSessions(service, options.master());
-        // Nodes register with the leader of the term, as they do with a restarted master: the registry lives in memory.
-        ClientRegistry clients = new ClientRegistry(MasterServer.clientTtl(options.master()), System::nanoTime);
-        service.serveClients(clients, MasterServer.promotionSettings(options.master()));
-        ServerServiceDefinition served = io.grpc.ServerInterceptors.intercept(MasterServer.intercepted(service, security, metrics),
-                new LeaseGuard(held, epoch));
+        // A leader that cannot bind its KV event endpoints (an old leader, paused, holds them on this host) still serves
+        // (the assembly says so in one line): the log keeps numbering nothing, and routers learn nothing of this term until
+        // the next leader publishes.
+        MasterAssembly.Assembled assembled = MasterAssembly.builder(options.master()).restored(restored).bucketFiles(init).wal(wal)
+                .stateDir(stateDir, following.applied()).loops(loops).security(security)
+                .fencedBy(epoch, held::valid, new LeaseGuard(held, epoch))
+                .kvEvents(MasterServer.kvEventSettings(options.master()), layoutRecord.clusterId()).build();
+        PageService pages = assembled.pages();
+        Snapshotter snapshotter = assembled.snapshotter();
+        MasterMetrics metrics = assembled.metrics();
+        ClientRegistry clients = assembled.clients();
+        io.mcctl.master.events.KvEventPublisher kvEvents = assembled.kvEvents();
         Map<String, ServerMethodDefinition<?, ?>> methods = new HashMap<>();
-        for (ServerMethodDefinition<?, ?> method : served.getMethods()) {
+        for (ServerMethodDefinition<?, ?> method : assembled.served().getMethods()) {
             methods.put(method.getMethodDescriptor().getFullMethodName(), method);
         }
-        ScheduledExecutorService housekeeping = MasterServer.housekeeping(pages, MasterServer.watchBucketFiles(pages, init),
-                MasterServer.bucketCheckInterval(options.master()), snapshotter, options.master().snapshotInterval());
+        ScheduledExecutorService housekeeping = assembled.startHousekeeping();
         if (!held.valid()) {
             housekeeping.shutdownNow();
             clients.close();

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import com.google.protobuf.ByteString;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -70,7 +71,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.Map;
 
-/** The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping. */
+/**
+ * The gRPC face of {@link PageService}: request checks that span fields, translation, and error mapping.
+ *
+ * <p>Longer than 800 lines on purpose: it holds one handler per RPC of the master's contract (unary, batched and the
+ * Session stream's), each a short translation to and from the page service; splitting it by RPC would scatter the
+ * contract's one place.
+ */
 public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImplBase {
 
     /** Most keys one batch call may carry. */
@@ -165,12 +172,11 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     /**
      * Serves the node RPCs (RegisterClient, Ping, PutStart, PutEnd, PutRevoke, ListClients) from {@code registry}, and
-     * promotion into its nodes' DRAM segments; the promoter stops when the registry closes.
-     *
-     * @param promotion the admission reads (0: only Promote queues) and the most tasks at once
+     * promotion into its nodes' DRAM segments (as the page service was built to admit and queue them); the promoter stops
+     * when the registry closes.
      */
-    public void serveClients(ClientRegistry registry, int[] promotion) {
-        Promoter promoting = new Promoter(pages, registry, promotion[0], promotion[1], Promoter.DEFAULT_HOLD_LIMIT, this::toWire);
+    public void serveClients(ClientRegistry registry) {
+        Promoter promoting = new Promoter(pages, registry, Promoter.DEFAULT_HOLD_LIMIT, this::toWire);
         registry.closeWith(promoting);
         this.promoter = promoting;
         this.clients = registry;
@@ -892,7 +898,7 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         if (pages.refusal() != null) {
             response.setChangesRefused(pages.refusal());
         }
-        PageService.EvictionPolicy eviction = pages.eviction();
+        EvictionPolicy eviction = pages.eviction();
         long lookups = 0;
         response.setEviction(eviction.enabled()).setEvictionHighWatermark(eviction.highWatermark())
                 .setEvictionLowWatermark(eviction.lowWatermark())

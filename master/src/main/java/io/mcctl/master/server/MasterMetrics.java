@@ -135,7 +135,7 @@ public final class MasterMetrics {
                 .help("The eviction watermarks in force, as shares of all pages (high: the evictor starts; low: it stops); "
                         + "no series while eviction is off").labelNames("level")
                 .callback(cb -> {
-                    PageService.EvictionPolicy eviction = pages.eviction();
+                    io.mcctl.master.service.eviction.EvictionPolicy eviction = pages.eviction();
                     if (eviction.enabled()) {
                         cb.call(eviction.highWatermark(), "high");
                         cb.call(eviction.lowWatermark(), "low");

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.HandlerRegistry;
 import io.grpc.Metadata;
@@ -56,40 +57,203 @@ public final class MasterServer implements AutoCloseable {
     public static final int MAX_REQUEST_BYTES = 64 << 20;
 
     /**
-     * What a master needs to start. Port 0 picks a free port. {@code stateDir} null means
-     * {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
+     * What a master needs to start, each setting named ({@link #builder}) with a default. Port 0 picks a free port.
+     * {@code stateDir} null means {@code <root>/master}; {@code snapshotInterval} null means no periodic snapshots.
      */
-    public record Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                          Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                          Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                          Duration allocationGrace, PageService.EvictionPolicy eviction) {
+    public static final class Options {
 
         /** How long an expired allocation's pages are held past its deadline unless set otherwise. */
         public static final Duration DEFAULT_ALLOCATION_GRACE = PageService.DEFAULT_ALLOCATION_GRACE;
 
-        /** With eviction off: a full tier answers NO_AVAILABLE_HANDLE (the shorter constructors, for tests and benchmarks). */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings,
-                       Duration allocationGrace) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
-                    snapshotRetention, walSegmentBytes, settings, allocationGrace, PageService.EvictionPolicy.OFF);
+        private final BucketLayout layout;
+        private final String fsType;
+        private final String bindHost;
+        private final int port;
+        private final int metricsPort;
+        private final Duration allocationDeadline;
+        private final Duration readLease;
+        private final MasterSettings.Durability durability;
+        private final Path stateDir;
+        private final Duration snapshotInterval;
+        private final int snapshotRetention;
+        private final long walSegmentBytes;
+        private final java.util.Map<String, String> settings;
+        private final Duration allocationGrace;
+        private final EvictionPolicy eviction;
+
+        private Options(Builder b) {
+            this.layout = java.util.Objects.requireNonNull(b.layout, "layout");
+            this.fsType = b.fsType;
+            this.bindHost = b.bindHost;
+            this.port = b.port;
+            this.metricsPort = b.metricsPort;
+            this.allocationDeadline = b.allocationDeadline;
+            this.readLease = b.readLease;
+            this.durability = b.durability;
+            this.stateDir = b.stateDir;
+            this.snapshotInterval = b.snapshotInterval;
+            this.snapshotRetention = b.snapshotRetention;
+            this.walSegmentBytes = b.walSegmentBytes;
+            this.settings = b.settings;
+            this.allocationGrace = b.allocationGrace;
+            this.eviction = b.eviction;
         }
 
-        /** With the default allocation grace. */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort,
-                       Duration allocationDeadline, Duration readLease, MasterSettings.Durability durability, Path stateDir,
-                       Duration snapshotInterval, int snapshotRetention, long walSegmentBytes, java.util.Map<String, String> settings) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, durability, stateDir, snapshotInterval,
-                    snapshotRetention, walSegmentBytes, settings, DEFAULT_ALLOCATION_GRACE);
+        /**
+         * Options for a master over {@code layout}: file system type "posix", on 127.0.0.1 with free ports, allocations
+         * of 60 s, read leases of 5 s, WAL durability under {@code <root>/master}, snapshots every 10 minutes with two
+         * kept, log segments of 64 MiB, no other settings, the default allocation grace, and eviction off (a full tier
+         * answers NO_AVAILABLE_HANDLE).
+         */
+        public static Builder builder(BucketLayout layout) {
+            return new Builder(layout);
         }
 
-        /** WAL durability under {@code <root>/master}, snapshots every 10 minutes, two kept. */
-        public Options(BucketLayout layout, String fsType, String bindHost, int port, int metricsPort, Duration allocationDeadline,
-                       Duration readLease) {
-            this(layout, fsType, bindHost, port, metricsPort, allocationDeadline, readLease, MasterSettings.Durability.wal, null,
-                    Duration.ofMinutes(10), 2, 64L << 20, java.util.Map.of());
+        /** A builder holding these options, to change some of them. */
+        public Builder toBuilder() {
+            return new Builder(layout).fsType(fsType).bindHost(bindHost).port(port).metricsPort(metricsPort)
+                    .allocationDeadline(allocationDeadline).readLease(readLease).durability(durability).stateDir(stateDir)
+                    .snapshotInterval(snapshotInterval).snapshotRetention(snapshotRetention).walSegmentBytes(walSegmentBytes)
+                    .settings(settings).allocationGrace(allocationGrace).eviction(eviction);
         }
+
+        /** The master's options, each named; see {@link Options#builder} for the defaults. */
+        public static final class Builder {
+            private BucketLayout layout;
+            private String fsType = "posix";
+            private String bindHost = "127.0.0.1";
+            private int port;
+            private int metricsPort;
+            private Duration allocationDeadline = Duration.ofSeconds(60);
+            private Duration readLease = Duration.ofSeconds(5);
+            private MasterSettings.Durability durability = MasterSettings.Durability.wal;
+            private Path stateDir;
+            private Duration snapshotInterval = Duration.ofMinutes(10);
+            private int snapshotRetention = 2;
+            private long walSegmentBytes = 64L << 20;
+            private java.util.Map<String, String> settings = java.util.Map.of();
+            private Duration allocationGrace = DEFAULT_ALLOCATION_GRACE;
+            private EvictionPolicy eviction = EvictionPolicy.OFF;
+
+            private Builder(BucketLayout layout) {
+                this.layout = layout;
+            }
+
+            public Builder layout(BucketLayout layout) {
+                this.layout = layout;
+                return this;
+            }
+
+            /** The file system type GetStats reports (posix, 3fs, test...). */
+            public Builder fsType(String fsType) {
+                this.fsType = fsType;
+                return this;
+            }
+
+            public Builder bindHost(String bindHost) {
+                this.bindHost = bindHost;
+                return this;
+            }
+
+            /** The gRPC port; 0 picks a free one. */
+            public Builder port(int port) {
+                this.port = port;
+                return this;
+            }
+
+            /** The metrics (HTTP) port; 0 picks a free one. */
+            public Builder metricsPort(int metricsPort) {
+                this.metricsPort = metricsPort;
+                return this;
+            }
+
+            public Builder allocationDeadline(Duration allocationDeadline) {
+                this.allocationDeadline = allocationDeadline;
+                return this;
+            }
+
+            public Builder readLease(Duration readLease) {
+                this.readLease = readLease;
+                return this;
+            }
+
+            public Builder durability(MasterSettings.Durability durability) {
+                this.durability = durability;
+                return this;
+            }
+
+            /** Where the master keeps its state; null: {@code <root>/master}. */
+            public Builder stateDir(Path stateDir) {
+                this.stateDir = stateDir;
+                return this;
+            }
+
+            /** How often a snapshot is written; null: never on a timer. */
+            public Builder snapshotInterval(Duration snapshotInterval) {
+                this.snapshotInterval = snapshotInterval;
+                return this;
+            }
+
+            public Builder snapshotRetention(int snapshotRetention) {
+                this.snapshotRetention = snapshotRetention;
+                return this;
+            }
+
+            public Builder walSegmentBytes(long walSegmentBytes) {
+                this.walSegmentBytes = walSegmentBytes;
+                return this;
+            }
+
+            /** The settings in force by key (client_ttl, promotion_reads, max_connections...), as {@link MasterSettings} names them. */
+            public Builder settings(java.util.Map<String, String> settings) {
+                this.settings = settings;
+                return this;
+            }
+
+            public Builder allocationGrace(Duration allocationGrace) {
+                this.allocationGrace = allocationGrace;
+                return this;
+            }
+
+            public Builder eviction(EvictionPolicy eviction) {
+                this.eviction = eviction;
+                return this;
+            }
+
+            public Options build() {
+                return new Options(this);
+            }
+        }
+
+        public BucketLayout layout() { return layout; }
+
+        public String fsType() { return fsType; }
+
+        public String bindHost() { return bindHost; }
+
+        public int port() { return port; }
+
+        public int metricsPort() { return metricsPort; }
+
+        public Duration allocationDeadline() { return allocationDeadline; }
+
+        public Duration readLease() { return readLease; }
+
+        public MasterSettings.Durability durability() { return durability; }
+
+        public Path stateDir() { return stateDir; }
+
+        public Duration snapshotInterval() { return snapshotInterval; }
+
+        public int snapshotRetention() { return snapshotRetention; }
+
+        public long walSegmentBytes() { return walSegmentBytes; }
+
+        public java.util.Map<String, String> settings() { return settings; }
+
+        public Duration allocationGrace() { return allocationGrace; }
+
+        public EvictionPolicy eviction() { return eviction; }
 
         public Path resolvedStateDir() {
             return stateDir != null ? stateDir : layout.root().resolve("master");
@@ -128,7 +292,8 @@ public final class MasterServer implements AutoCloseable {
     }
 
     /**
-     * The watch over the bucket files, taking the files the start laid out as the master's, and told of every failed write.
+     * The watch over the bucket files, taking the files the start laid out as the master's (the page service built over
+     * {@code pages}' state tells it of every failed write: {@link MasterAssembly}).
      * A bucket file that was missing at the start of a root laid out before has been created empty: said here, with what
      * that costs (the objects committed there read as misses: their checksums fail).
      */
@@ -139,9 +304,7 @@ public final class MasterServer implements AutoCloseable {
                     allocated == 0 ? "nothing was allocated there" : "the objects on its " + allocated + " allocated pages read as misses "
                             + "(their checksums fail) until they are evicted or removed; mcctl fsck --deep names them");
         }
-        BucketFileWatch watch = new BucketFileWatch(pages);
-        pages.onFailedWrite(watch::suspect);
-        return watch;
+        return new BucketFileWatch(pages);
     }
 
     /** The promotion settings in force ({@link MasterSettings#PROMOTION_READS}, {@link MasterSettings#PROMOTION_MAX_TASKS}). */
@@ -259,61 +422,43 @@ public final class MasterServer implements AutoCloseable {
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, walMode, init.layout().clusterId(),
-                    () -> keepingKvEvents(new PageService(layout, options.allocationDeadline(), options.readLease(), options.allocationGrace(),
-                            System::nanoTime), kvEventSettings));
+                    () -> PageService.builder(layout).allocationDeadline(options.allocationDeadline()).readLease(options.readLease())
+                            .allocationGrace(options.allocationGrace())
+                            // Keeps the KV event batches replay finds when events are on.
+                            .keepKvEventHistory(kvEventSettings == null ? 0 : kvEventSettings.bufferBatches()).build());
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);
             }
-            PageService pages = recovered.pages;
-            LayoutGrowth.reconcile(pages.layout(), init.layout());
-            pages.setEviction(options.eviction());
-            BucketFileWatch bucketFiles = watchBucketFiles(pages, init);
+            PageService restored = recovered.pages;
+            LayoutGrowth.reconcile(restored.layout(), init.layout());
             LOG.info("state {}: {} mappings, {} in flight, {} quarantined ranges from {} and {} log records, in {} ms "
                             + "(snapshot {} ms, log {} ms, bitmaps and tables {} ms)", stateDir,
-                    pages.mappingCount(), pages.inFlightCount(), pages.quarantinedRangeCount(),
+                    restored.mappingCount(), restored.inFlightCount(), restored.quarantinedRangeCount(),
                     recovered.snapshot == null ? "no snapshot" : recovered.snapshot.getFileName(), recovered.replayed,
                     (System.nanoTime() - started) / 1_000_000, recovered.snapshotMillis, recovered.replayMillis,
                     (System.nanoTime() - started) / 1_000_000 - recovered.snapshotMillis - recovered.replayMillis);
             wal = walMode ? new WriteAheadLog(stateDir, init.layout().clusterId(), recovered.lastSequence, options.walSegmentBytes(),
                     System::currentTimeMillis) : null;
-            if (wal != null) {
-                pages.setChangeLog(wal.changeLog());
-                // Fail-stop: after a failed write or fsync the log's state on disk is unknown (the kernel may have dropped
-                // the dirty pages), so the master never retries it and takes no more changes; lookups go on.
-                wal.onFailure(reason -> {
-                    pages.refuseChanges(reason + "; the master accepts no changes until it is restarted (lookups still work): "
-                            + "fix the cause, then restart it to recover from the log");
-                    LOG.error("{}", pages.refusal());
-                });
-            }
-            Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
-                    recovered.lastSequence);
-            MasterMetrics metrics = new MasterMetrics(pages, wal);
-            metrics.watchSnapshots(snapshotter);
-            loops.registerMetrics(metrics.registry());
-            kvEvents = publishKvEvents(kvEventSettings, pages, wal, init.layout().clusterId(), metrics);
+            MasterAssembly.Assembled assembled = MasterAssembly.builder(options).restored(restored).bucketFiles(init).wal(wal)
+                    .stateDir(stateDir, recovered.lastSequence).loops(loops).security(security)
+                    .kvEvents(kvEventSettings, init.layout().clusterId()).build();
+            kvEvents = assembled.kvEvents();
+            loops.registerMetrics(assembled.metrics().registry());
             WriteAheadLog log = wal;
-            MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
-                    log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
-            service.answerOn(loops);
-            limitSessions(service, options);
-            // Nodes register again after a restart: the registry, like Mooncake's, lives in memory only.
-            ClientRegistry clients = new ClientRegistry(clientTtl(options), System::nanoTime);
-            service.serveClients(clients, promotionSettings(options));
             MasterServer master;
             try {
-                master = serve(options, security, owner, starting, server, loops, pages, bucketFiles, init, wal, snapshotter, recovered, metrics,
-                        intercepted(service, security, metrics), MasterStatusService.definition(security, () ->
+                master = serve(options, security, owner, starting, server, loops, assembled, init, wal, recovered,
+                        MasterStatusService.definition(security, () ->
                                 io.mcctl.master.proto.v1.GetMasterStatusResponse.newBuilder()
                                         .setRole(io.mcctl.master.proto.v1.GetMasterStatusResponse.Role.SINGLE)
                                         .setAddress(options.bindHost() + ":" + server.getPort()).setClusterId(init.layout().clusterId())
                                         .setAppliedSequence(log == null ? 0 : log.lastDurable()).setLogSequence(log == null ? 0 : log.lastDurable())
                                         .build()));
             } catch (IOException | RuntimeException e) {
-                clients.close();
+                assembled.clients().close();
                 throw e;
             }
-            master.clients = clients;
+            master.clients = assembled.clients();
             master.kvEvents = kvEvents;
             return master;
         } catch (IOException | RuntimeException e) {
@@ -348,52 +493,24 @@ public final class MasterServer implements AutoCloseable {
         return settings;
     }
 
-    /** {@code pages}, keeping the KV event batches replay finds when events are on. */
-    public static PageService keepingKvEvents(PageService pages, io.mcctl.master.events.KvEventSettings settings) {
-        if (settings != null) {
-            pages.keepKvEventHistory(settings.bufferBatches());
-        }
-        return pages;
-    }
-
-    /**
-     * Binds the KV event sockets and starts numbering and publishing what {@code wal} logs from now on (null when events
-     * are off).
-     *
-     * @throws IOException when an endpoint cannot be bound (one line)
-     */
-    public static io.mcctl.master.events.KvEventPublisher publishKvEvents(io.mcctl.master.events.KvEventSettings settings, PageService pages,
-                                                                          WriteAheadLog wal, String clusterId, MasterMetrics metrics)
-            throws IOException {
-        if (settings == null || wal == null) {
-            return null;
-        }
-        io.mcctl.master.events.KvEventPublisher publisher = new io.mcctl.master.events.KvEventPublisher(settings, pages.kvEventHistory(), clusterId);
-        wal.numberKvEvents(publisher);
-        pages.setKvEventSink(publisher);
-        metrics.kvEvents(publisher);
-        return publisher;
-    }
-
-    /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
+    /** The rest of a start, once the state is recovered and the master assembled: metrics, the reaper, and the service on the bound port. */
     private static MasterServer serve(Options options, MasterSecurity security, StateLock owner, Starting starting, Server server,
-                                      TransportLoops loops, PageService pages, BucketFileWatch bucketFiles,
-                                      BucketFiles.InitResult init, WriteAheadLog wal, Snapshotter snapshotter,
-                                      StateRecovery.Recovered recovered, MasterMetrics metrics, ServerServiceDefinition service,
-                                      ServerServiceDefinition status)
+                                      TransportLoops loops, MasterAssembly.Assembled assembled, BucketFiles.InitResult init, WriteAheadLog wal,
+                                      StateRecovery.Recovered recovered, ServerServiceDefinition status)
             throws IOException {
         HTTPServer metricsServer;
         try {
             HTTPServer.Builder metricsBuilder = HTTPServer.builder().hostname(options.bindHost()).port(options.metricsPort())
-                    .registry(metrics.registry()).defaultHandler(new HealthHandler(pages));
+                    .registry(assembled.metrics().registry()).defaultHandler(new HealthHandler(assembled.pages()));
             configureSecurity(security, metricsBuilder);
             metricsServer = metricsBuilder.buildAndStart();
         } catch (IOException e) {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.metricsPort() + " for metrics: " + rootMessage(e), e);
         }
-        starting.ready(service, status);
-        ScheduledExecutorService reaper = housekeeping(pages, bucketFiles, bucketCheckInterval(options), snapshotter, options.snapshotInterval());
-        return new MasterServer(options, owner, pages, bucketFiles, init, server, loops, metricsServer, reaper, wal, snapshotter, recovered);
+        starting.ready(assembled.served(), status);
+        ScheduledExecutorService reaper = assembled.startHousekeeping();
+        return new MasterServer(options, owner, assembled.pages(), assembled.bucketFiles(), init, server, loops, metricsServer, reaper, wal,
+                assembled.snapshotter(), recovered);
     }
 
     /**

@@ -67,19 +67,19 @@ public final class Promoter implements AutoCloseable {
     private final ScheduledExecutorService thread;
 
     /**
-     * @param admissionReads reads within the admission window that queue an object; 0: only {@link #promote} queues
-     * @param describe       the descriptor of a placement, as lookups answer it
+     * Reads are counted in {@code pages}' admission sketch (none: only {@link #promote} queues), and tasks are queued up to
+     * its promotion queue's size: both as the page service was built.
+     *
+     * @param describe the descriptor of a placement, as lookups answer it
      */
-    public Promoter(PageService pages, ClientRegistry clients, int admissionReads, int maxTasks, Duration holdLimit,
-                    Function<Placement, DistributedDiskDescriptor> describe) {
+    public Promoter(PageService pages, ClientRegistry clients, Duration holdLimit, Function<Placement, DistributedDiskDescriptor> describe) {
         this.pages = pages;
         this.tasks = pages.promotions();
         this.clients = clients;
         this.memory = clients.memory();
         this.describe = describe;
-        this.admission = admissionReads > 0 ? new PromotionAdmission(admissionReads) : null;
+        this.admission = pages.admission();
         this.holdLimitNanos = holdLimit.toNanos();
-        tasks.setMaxTasks(maxTasks);
         clients.onDeath(this::holderDied);
         clients.promotionsHeld(() -> tasks.list().stream().filter(t -> t.holder() != null)
                 .collect(java.util.stream.Collectors.groupingBy(Promotions.Task::holder, java.util.stream.Collectors.counting())));
@@ -99,7 +99,7 @@ public final class Promoter implements AutoCloseable {
         try {
             if (admission != null) {
                 boolean counting = clients.anyLiveSegment();
-                pages.setAdmission(counting ? admission : null);
+                admission.count(counting);
                 if (counting) {
                     for (String scoped : admission.drain(256)) {
                         queueAdmitted(scoped);
@@ -303,6 +303,8 @@ public final class Promoter implements AutoCloseable {
     @Override
     public void close() {
         thread.shutdownNow();
-        pages.setAdmission(null);
+        if (admission != null) {
+            admission.count(false);
+        }
     }
 }

@@ -36,7 +36,7 @@ final class PageChecker {
     /** Most claimants named per run. */
     static final int MAX_CLAIMANTS_NAMED = 4;
 
-    private final PageService.CheckView view;
+    private final CheckView view;
     private final BucketLayout layout;
     private final BitmapPageAllocator[] allocators;
     private final long minAgeNanos;
@@ -56,7 +56,7 @@ final class PageChecker {
     private long repairedFalseFreePages;
     private long longestHoldNanos;
 
-    PageChecker(PageService.CheckView view, long minAgeNanos, boolean repair, int maxRanges) {
+    PageChecker(CheckView view, long minAgeNanos, boolean repair, int maxRanges) {
         this.view = view;
         this.layout = view.layout();
         this.allocators = view.allocators();

@@ -29,6 +29,8 @@ public final class PromotionAdmission {
     private final LongAdder reads = new LongAdder();
     private volatile long nextAging = WINDOW_READS;
     private final ArrayBlockingQueue<String> admitted = new ArrayBlockingQueue<>(QUEUE);
+    /** Whether lookups count reads: only while a live node has a DRAM segment to promote into. */
+    private volatile boolean counting;
 
     /** @param threshold reads within the window that admit an object; at least 1 */
     public PromotionAdmission(int threshold) {
@@ -40,6 +42,16 @@ public final class PromotionAdmission {
 
     public int threshold() {
         return threshold;
+    }
+
+    /** Starts ({@code true}) or stops counting lookups' reads. */
+    public void count(boolean on) {
+        this.counting = on;
+    }
+
+    /** Whether lookups count reads now. */
+    boolean counting() {
+        return counting;
     }
 
     /** One read of the object filed as {@code scopedKey}. */

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.LongAdder;
  * takes the task gets a read lease on the pages it copies. A remove or overwrite of the object ends the task in the
  * same transition (its source is gone), so a late success for it is refused.
  *
- * <p>Locks: every change of a task is made under its key's shard lock, through {@link PageService#underKeyLock}.
+ * <p>Locks: every change of a task is made under its key's shard lock, through {@link PageContext#underKeyLock}.
  */
 public final class Promotions {
 
@@ -28,25 +28,28 @@ public final class Promotions {
     /** Most tasks queued or held at once unless set otherwise. */
     public static final int DEFAULT_MAX_TASKS = 1024;
 
-    private final PageService pages;
+    private final PageContext pages;
     private final PageState state;
     private final KeyTable keys;
-    private volatile int maxTasks = DEFAULT_MAX_TASKS;
+    private final int maxTasks;
     private final LongAdder queuedTotal = new LongAdder();
     private final LongAdder succeededTotal = new LongAdder();
     private final LongAdder failedTotal = new LongAdder();
 
-    Promotions(PageService pages, PageState state, KeyTable keys) {
-        this.pages = pages;
-        this.state = state;
-        this.keys = keys;
-    }
-
-    public void setMaxTasks(int maxTasks) {
+    /** @param maxTasks the most tasks queued or held at once; at least 1 */
+    Promotions(PageContext pages, int maxTasks) {
         if (maxTasks < 1) {
             throw new IllegalArgumentException("the promotion queue must hold at least one task, not " + maxTasks);
         }
+        this.pages = pages;
+        this.state = pages.state;
+        this.keys = pages.keys;
         this.maxTasks = maxTasks;
+    }
+
+    /** The most tasks queued or held at once. */
+    public int maxTasks() {
+        return maxTasks;
     }
 
     /**
@@ -54,7 +57,7 @@ public final class Promotions {
      * OBJECT_NOT_FOUND when it has no committed object; NO_AVAILABLE_HANDLE when the queue is full.
      */
     public Result<Task> queue(String tenant, String key) {
-        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
+        return pages.underKeyLock(new Tenant(state, tenant), key, null, (scoped, shard, now) -> {
             int m = shard.mappings.find(scoped);
             if (m < 0) {
                 return Result.error(shard.inFlight.get(scoped) != null ? ErrorCode.REPLICA_IS_NOT_READY : ErrorCode.OBJECT_NOT_FOUND,
@@ -101,7 +104,7 @@ public final class Promotions {
      * and leases the source's pages to the holder for its copy. False when another node took it or its source changed.
      */
     public boolean take(String tenant, String key, Placement placement, String holder) {
-        Result<Boolean> taken = pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
+        Result<Boolean> taken = pages.underKeyLock(new Tenant(state, tenant), key, null, (scoped, shard, now) -> {
             PageState.PromotionTask task = state.promotions.get(scoped);
             int m = shard.mappings.find(scoped);
             if (task == null || task.holder != null || !task.queued.placement().sameRange(placement)
@@ -147,7 +150,7 @@ public final class Promotions {
      * was removed or overwritten meanwhile, which ended it); INVALID_PARAMS when someone else holds it.
      */
     public Result<Placement> end(String tenant, String key, String holder, Change.PromotionOutcome outcome) {
-        return pages.underKeyLock(pages.tenant(tenant), key, null, (scoped, shard, now) -> {
+        return pages.underKeyLock(new Tenant(state, tenant), key, null, (scoped, shard, now) -> {
             PageState.PromotionTask task = state.promotions.get(scoped);
             if (task == null) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, "key " + Quoted.of(key) + " of tenant " + Quoted.of(tenant) + " has no promotion task"

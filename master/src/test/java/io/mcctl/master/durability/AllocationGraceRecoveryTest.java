@@ -66,9 +66,9 @@ class AllocationGraceRecoveryTest {
 
     private void assertReplaysExactly(LongSupplier logClock) throws Exception {
         AtomicLong now = new AtomicLong();
-        PageService pages = new PageService(layout(), Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(30), now::get);
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(2)).readLease(Duration.ofSeconds(5)).allocationGrace(Duration.ofSeconds(30)).nanoClock(now::get).build();
         try (WriteAheadLog wal = new WriteAheadLog(stateDir(), "test-cluster", 0, 64L << 20, logClock)) {
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.serving(pages).changeLog(wal.changeLog()).build();
             allocate(pages, "abandoned", 3 * PAGE);
             Placement renewed = allocate(pages, "renewed", 2 * PAGE);
             allocate(pages, "dropped", 5 * PAGE);
@@ -93,10 +93,10 @@ class AllocationGraceRecoveryTest {
     @Test
     void an_allocation_restored_past_its_deadline_is_held_until_its_deadline_plus_grace() throws Exception {
         AtomicLong now = new AtomicLong();
-        PageService pages = new PageService(layout(), Duration.ofSeconds(1), Duration.ofSeconds(5), now::get);
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(1)).readLease(Duration.ofSeconds(5)).nanoClock(now::get).build();
         Placement p;
         try (WriteAheadLog wal = new WriteAheadLog(stateDir(), "test-cluster", 0, 64L << 20, System::currentTimeMillis)) {
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.serving(pages).changeLog(wal.changeLog()).build();
             p = allocate(pages, "writing", 4 * PAGE);
             pages.closeAllReservations(); // as a master that stops does: the restart holds nothing but the allocation
             wal.whenDurable().get(10, TimeUnit.SECONDS);

@@ -1,5 +1,6 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -65,7 +66,7 @@ class CrashRecoveryPropertiesTest {
         LOG_FAILS }
 
     /** Eviction on, with watermarks low enough that a run of these steps crosses them. */
-    static final PageService.EvictionPolicy EVICTION = new PageService.EvictionPolicy(true, 0.6, 0.4);
+    static final EvictionPolicy EVICTION = new EvictionPolicy(true, 0.6, 0.4);
 
     record Step(Kind kind, int tenant, int key, int pages) {
         @Override
@@ -121,17 +122,16 @@ class CrashRecoveryPropertiesTest {
 
     /** A live service over its own log, with a clock the run moves by hand. */
     final class Live implements AutoCloseable {
-        final PageService pages;
+        /** Evicting as {@link #EVICTION} says; a run swaps in the same service without eviction where one change must be one. */
+        PageService pages;
         final WriteAheadLog wal;
         final Snapshotter snapshotter;
 
         Live(Path stateDir) throws IOException {
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, true,
-                    () -> new PageService(layout, DEADLINE, LEASE, GRACE, clock::get, () -> WALL_BASE_MS + clock.get() / 1_000_000));
-            pages = recovered.pages;
-            pages.setEviction(EVICTION);
+                    () -> PageService.builder(layout).allocationDeadline(DEADLINE).readLease(LEASE).allocationGrace(GRACE).nanoClock(clock::get).wallClock(() -> WALL_BASE_MS + clock.get() / 1_000_000).build());
             wal = new WriteAheadLog(stateDir, "test-cluster", recovered.lastSequence, 64 << 10, System::currentTimeMillis);
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.serving(recovered.pages).changeLog(wal.changeLog()).eviction(EVICTION).build();
             wal.onFailure(pages::refuseChanges); // as the master does: no more changes once the log failed
             snapshotter = new Snapshotter(pages, wal, stateDir, StateFixtures.layoutRecord(layout), 2, Map.of(), recovered.lastSequence);
         }
@@ -427,10 +427,10 @@ class CrashRecoveryPropertiesTest {
                         StateFixtures.Captured before = StateFixtures.capture(live.pages);
                         Path durableCopy = copyState(stateDir, root, crashes);
                         long durable = live.wal.lastDurable();
-                        live.pages.setEviction(PageService.EvictionPolicy.OFF);
+                        live.pages = live.pages.withEviction(EvictionPolicy.OFF);
                         io.mcctl.master.service.AnswerBarrier answer = new io.mcctl.master.service.AnswerBarrier();
                         Result<Placement> r = live.pages.allocate(live.pages.tenant(tenant), key, step.pages() * PAGE, true, false, answer);
-                        live.pages.setEviction(EVICTION);
+                        live.pages = live.pages.withEviction(EVICTION);
                         if (r.isOk() && answer.sequence() <= durable) {
                             ghosts.add(new Ghost(r.value(), now + DEADLINE.toNanos() + GRACE.toNanos()));
                         }
@@ -449,13 +449,13 @@ class CrashRecoveryPropertiesTest {
                             break;
                         }
                         live.durable();
-                        live.pages.setEviction(PageService.EvictionPolicy.OFF); // each change the one the model expects
+                        live.pages = live.pages.withEviction(EvictionPolicy.OFF); // each change the one the model expects
                         Path filler = root.resolve("filler");
                         Tmpfs.fill(filler);
                         List<Made> lastRound = changeUntilTheLogFails(live, model, tenant, now, where);
                         if (lastRound == null) {
                             Files.delete(filler);
-                            live.pages.setEviction(EVICTION);
+                            live.pages = live.pages.withEviction(EVICTION);
                             break;
                         }
                         long durable = live.wal.lastDurable();
@@ -531,9 +531,9 @@ class CrashRecoveryPropertiesTest {
                         }
                         live.durable();
                         StateFixtures.Captured without = StateFixtures.capture(live.pages);
-                        live.pages.setEviction(PageService.EvictionPolicy.OFF); // one change, not evictions before it
+                        live.pages = live.pages.withEviction(EvictionPolicy.OFF); // one change, not evictions before it
                         Result<Placement> r = live.pages.allocate(tenant, key, PAGE, true);
-                        live.pages.setEviction(EVICTION);
+                        live.pages = live.pages.withEviction(EVICTION);
                         StateFixtures.Captured with = StateFixtures.capture(live.pages);
                         // The allocation may have opened a reservation, appended before its own record: the log may keep that alone.
                         StateFixtures.Captured reservedOnly = new StateFixtures.Captured(without.lines(), with.reservations(), without.bitmaps(),

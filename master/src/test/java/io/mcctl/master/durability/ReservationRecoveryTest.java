@@ -53,12 +53,13 @@ class ReservationRecoveryTest {
     /** A live service over its log, on a clock the test moves. */
     final class Live implements AutoCloseable {
         final AtomicLong clock = new AtomicLong();
-        final PageService pages = new PageService(layout(), DEADLINE, Duration.ofSeconds(5), GRACE, clock::get);
+        final PageService pages;
         final WriteAheadLog wal;
 
         Live() throws IOException {
             wal = new WriteAheadLog(stateDir(), "test-cluster", 0, 64L << 20, System::currentTimeMillis);
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.builder(layout()).allocationDeadline(DEADLINE).readLease(Duration.ofSeconds(5)).allocationGrace(GRACE)
+                    .nanoClock(clock::get).changeLog(wal.changeLog()).build();
         }
 
         Allocation allocate(String key, long pages) {
@@ -122,7 +123,7 @@ class ReservationRecoveryTest {
         Allocation lost = answeredThenLost(crashed);
         AtomicLong later = new AtomicLong();
         PageService back = StateRecovery.recover(crashed, layout(), true,
-                () -> new PageService(layout(), DEADLINE, Duration.ofSeconds(5), GRACE, later::get)).pages;
+                () -> PageService.builder(layout()).allocationDeadline(DEADLINE).readLease(Duration.ofSeconds(5)).allocationGrace(GRACE).nanoClock(later::get).build()).pages;
         assertEquals(1, back.inFlightCount(), "the allocation that opened the reservation is in the log; the lost one is not");
         assertTrue(back.heldPageCount() >= 2, "held " + back.heldPageCount());
         assertTrue(back.allocator(0).isRangeAllocated(lost.placement().offset() / PAGE, 2), "the lost allocation's pages are held");
@@ -185,7 +186,7 @@ class ReservationRecoveryTest {
             if (snapshot) {
                 // The hold is not in the snapshot; the reservation it comes from is, and the log before it goes.
                 try (WriteAheadLog wal = new WriteAheadLog(again, "test-cluster", lastSequence(again), 64L << 20, System::currentTimeMillis)) {
-                    first.setChangeLog(wal.changeLog());
+                    first = PageService.serving(first).changeLog(wal.changeLog()).build();
                     Snapshotter snapshotter = new Snapshotter(first, wal, again, StateFixtures.layoutRecord(layout()), 1, java.util.Map.of(),
                             lastSequence(again));
                     snapshotter.take();
@@ -264,7 +265,7 @@ class ReservationRecoveryTest {
     }
 
     private PageService recoverWithLog(Path state) throws IOException {
-        return StateRecovery.recover(state, layout(), true, () -> new PageService(layout(), DEADLINE, Duration.ofSeconds(5), GRACE)).pages;
+        return StateRecovery.recover(state, layout(), true, () -> PageService.builder(layout()).allocationDeadline(DEADLINE).readLease(Duration.ofSeconds(5)).allocationGrace(GRACE).build()).pages;
     }
 
     private long lastSequence(Path state) throws IOException {

@@ -166,7 +166,7 @@ class SnapshotLoadTest {
         int count = (int) (3 * SnapshotFile.PARALLEL_MIN_RECORDS + 123); // three shares, one of them uneven
         Path file = snapshot(count, 5);
         Map<String, MappingRecord> records = records(SnapshotFile.open(file));
-        PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        PageService pages = PageService.builder(LAYOUT).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).build();
         SnapshotFile.Reader reader = SnapshotFile.open(file);
         assertEquals(3, reader.readShares(SnapshotFile.Section.MAPPINGS, 3, i -> (SnapshotFile.RawRecordVisitor) (b, o, l) -> { }).size());
         StateRecovery.loadMappings(reader, pages.restorer());
@@ -190,7 +190,7 @@ class SnapshotLoadTest {
         Map<String, MappingRecord> mapped = records(SnapshotFile.open(file));
         Map<String, MappingRecord> streamed = records(SnapshotFile.open(file).mappingAtMost(0));
         assertEquals(mapped, streamed);
-        PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        PageService pages = PageService.builder(LAYOUT).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).build();
         StateRecovery.loadMappings(SnapshotFile.open(file).mappingAtMost(0), pages.restorer());
         pages.restorer().finish();
         assertEquals(count, pages.mappingCount());
@@ -210,7 +210,7 @@ class SnapshotLoadTest {
         SnapshotFile.SectionInfo mappings = SnapshotFile.open(file).info(SnapshotFile.Section.MAPPINGS);
         long target = mappings.offset() + mappings.length() - 40; // inside one of the last records
         StateFixtures.flipByte(file, target);
-        PageService pages = new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        PageService pages = PageService.builder(LAYOUT).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).build();
         CorruptStateException e = assertThrows(CorruptStateException.class, () -> StateRecovery.loadMappings(SnapshotFile.open(file), pages.restorer()));
         assertEquals(file, e.file());
         assertTrue(e.getMessage().contains("MAPPINGS"), e.getMessage());

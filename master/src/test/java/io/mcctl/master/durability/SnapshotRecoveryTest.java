@@ -1,5 +1,8 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.StateVisitor;
+import io.mcctl.master.service.ShardCopy;
+import io.mcctl.master.service.QuarantinedRange;
 import static io.mcctl.master.durability.StateFixtures.assertSameState;
 import static io.mcctl.master.durability.StateFixtures.capture;
 import static io.mcctl.master.durability.StateFixtures.dump;
@@ -125,9 +128,8 @@ class SnapshotRecoveryTest {
         }
 
         LoggedService(BucketLayout layout, Duration deadline, Duration lease, int retention, long segmentBytes) throws IOException {
-            pages = new PageService(layout, deadline, lease);
             wal = new WriteAheadLog(stateDir(), "test-cluster", 0, segmentBytes, System::currentTimeMillis);
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.builder(layout).allocationDeadline(deadline).readLease(lease).changeLog(wal.changeLog()).build();
             snapshotter = new Snapshotter(pages, wal, stateDir(), layoutRecord(layout), retention, Map.of(), 0);
         }
 
@@ -157,7 +159,7 @@ class SnapshotRecoveryTest {
     @Test
     void a_snapshot_round_trip_restores_identical_lookups_in_flight_allocations_quarantine_and_allocator_counts() throws Exception {
         AtomicLong now = new AtomicLong(1_000_000_000L);
-        PageService live = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10), now::get);
+        PageService live = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(30)).readLease(Duration.ofSeconds(10)).nanoClock(now::get).build();
         changes(live, "r");
         now.addAndGet(1_000_000_000L);
         assertTrue(live.inFlightCount() >= 2 && live.quarantinedPageCount() > 0, "the state has all three kinds of pages");
@@ -218,7 +220,7 @@ class SnapshotRecoveryTest {
 
     static Placement findPending(PageService pages, String tenant, String key) throws IOException {
         List<Placement> found = new ArrayList<>();
-        pages.visit(new PageService.StateVisitor() {
+        pages.visit(new StateVisitor() {
             @Override
             public void mapping(String t, String k, Placement p, boolean pinned) {
             }
@@ -231,7 +233,7 @@ class SnapshotRecoveryTest {
             }
 
             @Override
-            public void quarantined(PageService.QuarantinedRange q) {
+            public void quarantined(QuarantinedRange q) {
             }
         });
         assertEquals(1, found.size(), tenant + "/" + key + " in flight");
@@ -257,31 +259,32 @@ class SnapshotRecoveryTest {
         // between the sequence a snapshot records and the moment their shard is copied (the fuzzy window).
         BucketLayout big = new BucketLayout(dir.resolve("root"), 64, PAGE, 16L << 20);
         try (LoggedService service = new LoggedService(big, deadline, lease, 5, 64L << 20)) {
-            PageService pages = service.pages;
+            PageService preloading = service.pages;
             for (int i = 0; i < PRELOADED; i++) {
                 String key = "preloaded-" + i;
                 Result<Placement> allocated;
                 do { // the deadline is short for the workers' sake: a pause here may outlast it, then allocate again
-                    allocated = pages.allocate("bulk", key, PAGE, false);
+                    allocated = preloading.allocate("bulk", key, PAGE, false);
                     assertTrue(allocated.isOk() || allocated.error() == io.mcctl.master.proto.v1.ErrorCode.REPLICA_IS_NOT_READY,
                             allocated::toString);
-                } while (!allocated.isOk() || !pages.notifySuccess("bulk", key, allocated.value().withCrc(i)).isOk());
+                } while (!allocated.isOk() || !preloading.notifySuccess("bulk", key, allocated.value().withCrc(i)).isOk());
             }
             io.mcctl.master.service.ChangeLog log = service.wal.changeLog();
-            pages.setChangeLog(change -> {
+            // The same state from here on, its changes counted by kind on their way to the log.
+            PageService pages = PageService.serving(preloading).changeLog(change -> {
                 kinds.get(ChangeCodec.encode(change).getChangeCase()).incrementAndGet();
                 if (change instanceof Change.Committed c && c.replaced() != null) {
                     replacements.incrementAndGet();
                 }
                 return log.append(change);
-            });
+            }).build();
             List<Thread> workers = new ArrayList<>();
             List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
             for (int w = 0; w < 4; w++) {
                 int worker = w;
                 Thread t = new Thread(() -> {
                     try {
-                        work(service, worker, ops, stop);
+                        work(service, pages, worker, ops, stop);
                     } catch (Throwable e) {
                         failures.add(e);
                     }
@@ -342,8 +345,8 @@ class SnapshotRecoveryTest {
     }
 
     /** Random changes by one worker on its own keys (two workers share key names in different tenants), durable in groups. */
-    private static void work(LoggedService service, int worker, AtomicLong ops, AtomicBoolean stop) throws Exception {
-        PageService pages = service.pages;
+    /** Changes {@code pages} (the service over {@code service}'s state and log) as one worker; waits for the log now and then. */
+    private static void work(LoggedService service, PageService pages, int worker, AtomicLong ops, AtomicBoolean stop) throws Exception {
         SplittableRandom random = new SplittableRandom(worker * 7919L + 1);
         String tenant = worker % 2 == 0 ? "alpha" : "beta";
         String prefix = worker < 2 ? "k" : "w" + worker + "-k";
@@ -412,12 +415,12 @@ class SnapshotRecoveryTest {
     void replaying_the_log_from_an_earlier_sequence_over_a_later_state_ends_in_exactly_the_final_state() throws Exception {
         AtomicLong now = new AtomicLong();
         long wallStart = System.currentTimeMillis(); // read before the service's own wall origin: never after it
-        PageService pages = new PageService(layout(), Duration.ofSeconds(3), Duration.ofSeconds(5), now::get);
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(3)).readLease(Duration.ofSeconds(5)).nanoClock(now::get).build();
         Path log = dir.resolve("log");
         List<Path> stateDirs = new ArrayList<>();
         int[] windows = {0, 1, 2, 7, 60, 400};
         try (WriteAheadLog wal = new WriteAheadLog(log, "test-cluster", 0, 64L << 20, () -> wallStart + now.get() / 1_000_000)) {
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.serving(pages).changeLog(wal.changeLog()).build();
             SplittableRandom random = new SplittableRandom(20240611);
             for (int step = 1; step <= 3000; step++) {
                 now.addAndGet(random.nextInt(0, 20) * 1_000_000L); // whole milliseconds, as the log's clock sees them
@@ -450,7 +453,7 @@ class SnapshotRecoveryTest {
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
             for (int s = 0; s < pages.shardCount(); s++) {
-                PageService.ShardCopy copy = pages.copyShard(s);
+                ShardCopy copy = pages.copyShard(s);
                 copy.emitMappings(0, copy.entries(), writer::addMapping);
                 copy.inFlight().forEach(a -> pending.add(ChangeCodec.pendingRecord(a)));
             }
@@ -459,7 +462,7 @@ class SnapshotRecoveryTest {
                 writer.add(p);
             }
             writer.beginSection(SnapshotFile.Section.QUARANTINE);
-            for (PageService.QuarantinedRange q : pages.exportQuarantine()) {
+            for (QuarantinedRange q : pages.exportQuarantine()) {
                 writer.add(ChangeCodec.quarantineRecord(q));
             }
             writer.beginSection(SnapshotFile.Section.META);
@@ -505,9 +508,9 @@ class SnapshotRecoveryTest {
         // clock steps back (NTP, a VM resumed), "freed at once" must still replay as freed at once: the pages
         // were reused, and a replayed quarantine would overlap their new owner and stop the master from starting.
         BucketLayout oneBucket = new BucketLayout(dir.resolve("root"), 1, PAGE, 1 << 20);
-        PageService pages = new PageService(oneBucket, Duration.ofSeconds(60), Duration.ofSeconds(60));
+        PageService pages = PageService.builder(oneBucket).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(60)).build();
         try (WriteAheadLog wal = new WriteAheadLog(stateDir(), "test-cluster", 0, 64L << 20, () -> System.currentTimeMillis() - 5_000)) {
-            pages.setChangeLog(wal.changeLog());
+            pages = PageService.serving(pages).changeLog(wal.changeLog()).build();
             Placement first = commit(pages, "alpha", "removed", 4 * PAGE, false);
             assertTrue(pages.remove("alpha", "removed").isOk()); // never looked up: freed at once
             Placement reused = commit(pages, "alpha", "reuser", 4 * PAGE, false);
@@ -574,7 +577,7 @@ class SnapshotRecoveryTest {
     @Test
     void every_single_flipped_byte_of_a_snapshot_is_detected_or_changes_nothing() throws Exception {
         AtomicLong now = new AtomicLong();
-        PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10), now::get);
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(30)).readLease(Duration.ofSeconds(10)).nanoClock(now::get).build();
         commit(pages, "alpha", "a", 3 * PAGE, false);
         commit(pages, "beta", "a", PAGE, false);
         allocate(pages, "alpha", "in-flight", PAGE, false);
@@ -622,7 +625,7 @@ class SnapshotRecoveryTest {
     @ParameterizedTest
     @ValueSource(ints = {0, 2})
     void a_snapshot_of_another_format_version_is_refused_naming_the_version_it_needs(int version) throws Exception {
-        PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10));
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(30)).readLease(Duration.ofSeconds(10)).build();
         commit(pages, "alpha", "k", PAGE, false);
         Path snapshot = new Snapshotter(pages, null, stateDir(), layoutRecord(layout()), 2, Map.of(), 0).take().path();
         try (RandomAccessFile raf = new RandomAccessFile(snapshot.toFile(), "rw")) {
@@ -643,7 +646,7 @@ class SnapshotRecoveryTest {
 
     @Test
     void a_snapshot_whose_file_cannot_be_written_fails_with_the_reason_and_the_next_one_works() throws Exception {
-        PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10));
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(30)).readLease(Duration.ofSeconds(10)).build();
         for (int i = 0; i < 1500; i++) {
             commit(pages, "alpha", "k" + i, PAGE, false);
         }
@@ -660,7 +663,7 @@ class SnapshotRecoveryTest {
 
     @Test
     void retention_keeps_exactly_the_newest_n_snapshots() throws Exception {
-        PageService pages = new PageService(layout(), Duration.ofSeconds(30), Duration.ofSeconds(10));
+        PageService pages = PageService.builder(layout()).allocationDeadline(Duration.ofSeconds(30)).readLease(Duration.ofSeconds(10)).build();
         Snapshotter snapshotter = new Snapshotter(pages, null, stateDir(), layoutRecord(layout()), 3, Map.of(), 0);
         List<Long> taken = new ArrayList<>();
         for (int i = 0; i < 6; i++) {

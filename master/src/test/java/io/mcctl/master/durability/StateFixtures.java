@@ -1,5 +1,8 @@
 package io.mcctl.master.durability;
 
+import io.mcctl.master.service.StateVisitor;
+import io.mcctl.master.service.Restorer;
+import io.mcctl.master.service.QuarantinedRange;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.mcctl.master.proto.v1.Allocated;
@@ -52,7 +55,7 @@ final class StateFixtures {
      */
     static List<String> dump(PageService pages) throws IOException {
         TreeSet<String> lines = new TreeSet<>();
-        pages.visit(new PageService.StateVisitor() {
+        pages.visit(new StateVisitor() {
             @Override
             public void mapping(String tenant, String key, Placement p, boolean pinned) {
                 lines.add("mapping " + tenant + "/" + key + " " + text(ChangeCodec.record(p)) + (pinned ? " pinned" : ""));
@@ -65,12 +68,12 @@ final class StateFixtures {
             }
 
             @Override
-            public void quarantined(PageService.QuarantinedRange q) {
+            public void quarantined(QuarantinedRange q) {
                 lines.add("quarantine bucket " + q.bucket() + " pages " + q.firstPage() + "+" + q.pages() + " until " + q.releaseMs());
             }
 
             @Override
-            public void held(PageService.QuarantinedRange q) {
+            public void held(QuarantinedRange q) {
                 lines.add(holdLine(q.bucket(), q.firstPage(), q.pages(), q.releaseMs()));
             }
         });
@@ -137,7 +140,7 @@ final class StateFixtures {
         /**
          * The dump a recovery at {@code recovered}'s clock must give: this state without the holds an earlier recovery
          * made (each recovery derives them afresh), and every reservation not closed whose hold is still ahead holding
-         * its pages that nothing claims until its hold (the longest hold first, as {@link PageService.Restorer#finish}
+         * its pages that nothing claims until its hold (the longest hold first, as {@link Restorer#finish}
          * does).
          */
         List<String> afterCrash(PageService recovered) {
@@ -254,7 +257,7 @@ final class StateFixtures {
 
     static Restored recover(Path stateDir, BucketLayout layout, boolean wal, java.util.function.LongSupplier nanoClock) throws IOException {
         StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, wal,
-                () -> new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), nanoClock));
+                () -> PageService.builder(layout).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).nanoClock(nanoClock).build());
         return new Restored(recovered, recovered.pages);
     }
 

@@ -233,9 +233,10 @@ class KvEventsTest {
 
     @Test
     void events_need_the_write_ahead_log() {
-        MasterServer.Options options = new MasterServer.Options(TierCluster.smallLayout(root, 2), "test", "127.0.0.1", 0, 0,
-                java.time.Duration.ofSeconds(60), java.time.Duration.ofSeconds(5), io.mcctl.master.server.MasterSettings.Durability.snapshot,
-                null, null, 2, 64L << 20, Map.of("kv_events_endpoint", "tcp://127.0.0.1:5557"));
+        MasterServer.Options options = MasterServer.Options.builder(TierCluster.smallLayout(root, 2)).fsType("test")
+                .allocationDeadline(java.time.Duration.ofSeconds(60)).readLease(java.time.Duration.ofSeconds(5))
+                .durability(io.mcctl.master.server.MasterSettings.Durability.snapshot).snapshotInterval(null)
+                .settings(Map.of("kv_events_endpoint", "tcp://127.0.0.1:5557")).build();
         IOException refused = assertThrows(IOException.class, () -> MasterServer.start(options).close());
         assertTrue(refused.getMessage().contains("needs durability wal"), refused.getMessage());
     }

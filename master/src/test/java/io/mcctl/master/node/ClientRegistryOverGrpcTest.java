@@ -39,9 +39,8 @@ class ClientRegistryOverGrpcTest {
 
     @BeforeEach
     void start() throws Exception {
-        MasterServer.Options options = new MasterServer.Options(TierCluster.smallLayout(dir.resolve("root"), 4), "test", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5), MasterSettings.Durability.wal, null, null, 2, 64L << 20,
-                Map.of(MasterSettings.CLIENT_TTL.key(), "5s"));
+        MasterServer.Options options = MasterServer.Options.builder(TierCluster.smallLayout(dir.resolve("root"), 4))
+                .fsType("test").snapshotInterval(null).settings(Map.of(MasterSettings.CLIENT_TTL.key(), "5s")).build();
         cluster = TierCluster.start(options, 0);
         client = cluster.newClient();
     }

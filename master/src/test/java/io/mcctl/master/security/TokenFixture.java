@@ -36,7 +36,6 @@ final class TokenFixture {
     }
 
     static MasterServer start(Path root, MasterSecurity security) throws IOException {
-        return MasterServer.start(new MasterServer.Options(new BucketLayout(root, 4, 4096, 1 << 20), "test", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5)), security);
+        return MasterServer.start(MasterServer.Options.builder(new BucketLayout(root, 4, 4096, 1 << 20)).fsType("test").build(), security);
     }
 }

@@ -41,9 +41,10 @@ class BusyPollTest {
     void a_master_that_polls_serves_every_caller_and_its_loops_sleep_once_the_calls_stop() throws Exception {
         MasterServer.Options defaults = TierCluster.options(TierCluster.smallLayout(dir.resolve("root"), 8), Duration.ofSeconds(60),
                 Duration.ofSeconds(5), MasterServer.Options.DEFAULT_ALLOCATION_GRACE);
-        MasterServer.Options options = new MasterServer.Options(defaults.layout(), defaults.fsType(), defaults.bindHost(), 0, 0,
-                defaults.allocationDeadline(), defaults.readLease(), defaults.durability(), null, null, 2, 64L << 20,
-                Map.of(MasterSettings.BUSY_POLL.key(), "1ms"), defaults.allocationGrace());
+        MasterServer.Options options = MasterServer.Options.builder(defaults.layout()).fsType(defaults.fsType())
+                .bindHost(defaults.bindHost()).allocationDeadline(defaults.allocationDeadline()).readLease(defaults.readLease())
+                .durability(defaults.durability()).snapshotInterval(null)
+                .settings(Map.of(MasterSettings.BUSY_POLL.key(), "1ms")).allocationGrace(defaults.allocationGrace()).build();
         try (TierCluster cluster = TierCluster.start(options, 0)) {
             List<TierCluster.Node> nodes = List.of(cluster.addNode(true, MasterClient.Transport.STREAM),
                     cluster.addNode(true, MasterClient.Transport.UNARY));

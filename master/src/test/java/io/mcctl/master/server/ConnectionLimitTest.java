@@ -44,8 +44,10 @@ class ConnectionLimitTest {
     }
 
     private static MasterServer.Options options(MasterServer.Options defaults, Map<String, String> settings) {
-        return new MasterServer.Options(defaults.layout(), defaults.fsType(), defaults.bindHost(), 0, 0, defaults.allocationDeadline(),
-                defaults.readLease(), defaults.durability(), null, null, 2, 64L << 20, settings, defaults.allocationGrace());
+        return MasterServer.Options.builder(defaults.layout()).fsType(defaults.fsType()).bindHost(defaults.bindHost())
+                .allocationDeadline(defaults.allocationDeadline()).readLease(defaults.readLease())
+                .durability(defaults.durability()).snapshotInterval(null).settings(settings)
+                .allocationGrace(defaults.allocationGrace()).build();
     }
 
     private static double metric(TierCluster cluster, String series) throws IOException, InterruptedException {

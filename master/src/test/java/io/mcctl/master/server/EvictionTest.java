@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static io.mcctl.master.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -45,8 +46,8 @@ class EvictionTest {
     Path root;
 
     static MasterServer.Options options(BucketLayout layout, Duration lease) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), lease, MasterSettings.Durability.wal,
-                null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10), new PageService.EvictionPolicy(true, 0.9, 0.7));
+        return MasterServer.Options.builder(layout).fsType("test").readLease(lease).snapshotInterval(null)
+                .allocationGrace(Duration.ofSeconds(10)).eviction(new EvictionPolicy(true, 0.9, 0.7)).build();
     }
 
     @Test
@@ -201,9 +202,9 @@ class EvictionTest {
     void a_full_tier_read_in_a_loop_gives_up_only_the_room_an_offload_needs_and_the_writer_waits_for_it() throws Exception {
         BucketLayout layout = TierCluster.smallLayout(root, 1); // 64 objects of four pages
         // No background eviction (the high watermark is the whole tier): only the allocation makes room here.
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(2), MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
-                new PageService.EvictionPolicy(true, 1.0, 1.0));
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test").readLease(Duration.ofSeconds(2))
+                .snapshotInterval(null).allocationGrace(Duration.ofSeconds(10)).eviction(new EvictionPolicy(true, 1.0, 1.0))
+                .build();
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             TierCluster.Node node = cluster.node(0);
             List<String> keys = new ArrayList<>();

@@ -70,8 +70,8 @@ class LogFailureTest {
         mountTmpfs("state", "128k");
         // Room for far more objects than the log can record on the tmpfs: the log fails first.
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5), MasterSettings.Durability.wal, mount, null, 2, 64L << 20, Map.of());
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test").stateDir(mount)
+                .snapshotInterval(null).build();
         List<String> acknowledged = new ArrayList<>();
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             TierCluster.Node node = cluster.node(0);
@@ -167,8 +167,8 @@ class LogFailureTest {
             throws Exception {
         mountTmpfs("state", "128k");
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5), MasterSettings.Durability.wal, mount, null, 2, 64L << 20, Map.of());
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test").stateDir(mount)
+                .snapshotInterval(null).build();
         int writers = 3;
         Set<String> acknowledged = ConcurrentHashMap.newKeySet();
         Set<String> notAcknowledged = ConcurrentHashMap.newKeySet();
@@ -302,8 +302,8 @@ class LogFailureTest {
         mountTmpfs("root", "2m");
         // 4 sparse buckets of 4 MiB on a 2 MiB filesystem: the layout promises more than the disk holds.
         BucketLayout layout = new BucketLayout(mount, 4, TierCluster.PAGE, 4L << 20);
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5), MasterSettings.Durability.wal, dir.resolve("state"), null, 2, 64L << 20, Map.of());
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test").stateDir(dir.resolve("state"))
+                .snapshotInterval(null).build();
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             TierCluster.Node node = cluster.node(0);
             TierWriter.Outcome failed = null;
@@ -329,8 +329,8 @@ class LogFailureTest {
     void a_snapshot_that_fails_on_a_full_state_directory_leaves_no_temp_file_and_the_next_one_works() throws Exception {
         mountTmpfs("state", "8m");
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5), MasterSettings.Durability.snapshot, mount, null, 2, 64L << 20, Map.of());
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test")
+                .durability(MasterSettings.Durability.snapshot).stateDir(mount).snapshotInterval(null).build();
         try (TierCluster cluster = TierCluster.start(options, 1)) {
             TierCluster.Node node = cluster.node(0);
             for (int i = 0; i < 500; i++) {

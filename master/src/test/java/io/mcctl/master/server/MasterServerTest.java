@@ -28,7 +28,7 @@ class MasterServerTest {
     Path root;
 
     static MasterServer.Options options(BucketLayout layout, int port) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", port, 0, Duration.ofSeconds(60), Duration.ofSeconds(5));
+        return MasterServer.Options.builder(layout).fsType("test").port(port).build();
     }
 
     @Test

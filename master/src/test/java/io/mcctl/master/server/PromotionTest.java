@@ -53,9 +53,8 @@ class PromotionTest {
     }
 
     private MasterServer.Options options(Map<String, String> settings) {
-        return new MasterServer.Options(TierCluster.smallLayout(dir.resolve("root"), 4), "test", "127.0.0.1", 0, 0,
-                Duration.ofSeconds(60), Duration.ofSeconds(5), MasterSettings.Durability.wal, dir.resolve("state"), null, 2, 64L << 20,
-                settings);
+        return MasterServer.Options.builder(TierCluster.smallLayout(dir.resolve("root"), 4)).fsType("test")
+                .stateDir(dir.resolve("state")).snapshotInterval(null).settings(settings).build();
     }
 
     @AfterEach

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static io.mcctl.master.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,9 +36,9 @@ class QuotaTest {
     Path root;
 
     static MasterServer.Options options(BucketLayout layout, boolean eviction) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofMillis(50),
-                MasterSettings.Durability.wal, null, null, 2, 64L << 20, Map.of(), Duration.ofSeconds(10),
-                eviction ? new PageService.EvictionPolicy(true, 0.9, 0.7) : PageService.EvictionPolicy.OFF);
+        return MasterServer.Options.builder(layout).fsType("test").readLease(Duration.ofMillis(50)).snapshotInterval(null)
+                .allocationGrace(Duration.ofSeconds(10))
+                .eviction(eviction ? new EvictionPolicy(true, 0.9, 0.7) : EvictionPolicy.OFF).build();
     }
 
     @Test

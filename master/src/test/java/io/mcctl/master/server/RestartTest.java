@@ -76,12 +76,12 @@ class RestartTest {
     }
 
     static MasterServer.Options walOptions(BucketLayout layout, Duration deadline) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, deadline, Duration.ofSeconds(5));
+        return MasterServer.Options.builder(layout).fsType("test").allocationDeadline(deadline).build();
     }
 
     static MasterServer.Options snapshotOptions(BucketLayout layout) {
-        return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(5),
-                MasterSettings.Durability.snapshot, null, null, 2, 64L << 20, Map.of());
+        return MasterServer.Options.builder(layout).fsType("test").durability(MasterSettings.Durability.snapshot)
+                .snapshotInterval(null).build();
     }
 
     /** What the test expects the tier to hold: tenant, then key, then bytes. */

@@ -134,9 +134,10 @@ class SessionBacklogTest {
     private static TierCluster start(Path root, Map<String, String> settings) throws Exception {
         MasterServer.Options defaults = TierCluster.options(TierCluster.smallLayout(root, 4), Duration.ofSeconds(60), Duration.ofSeconds(5),
                 MasterServer.Options.DEFAULT_ALLOCATION_GRACE);
-        return TierCluster.start(new MasterServer.Options(defaults.layout(), defaults.fsType(), defaults.bindHost(), 0, 0,
-                defaults.allocationDeadline(), defaults.readLease(), defaults.durability(), null, null, 2, 64L << 20, settings,
-                defaults.allocationGrace()), 0);
+        return TierCluster.start(MasterServer.Options.builder(defaults.layout()).fsType(defaults.fsType())
+                .bindHost(defaults.bindHost()).allocationDeadline(defaults.allocationDeadline()).readLease(defaults.readLease())
+                .durability(defaults.durability()).snapshotInterval(null).settings(settings)
+                .allocationGrace(defaults.allocationGrace()).build(), 0);
     }
 
     /** How large the master's answer to {@code lookup} is, asked over the unary call. */

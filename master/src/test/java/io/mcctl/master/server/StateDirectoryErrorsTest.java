@@ -39,8 +39,8 @@ class StateDirectoryErrorsTest {
         Path state = dir.resolve("state");
         BucketLayout layout = new BucketLayout(dir.resolve("root"), 8, TierCluster.PAGE, 16L << 20);
         // Segments of 8 KiB: a few dozen offloads roll the log.
-        MasterServer.Options options = new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, Duration.ofSeconds(60),
-                Duration.ofSeconds(5), MasterSettings.Durability.wal, state, Duration.ofMinutes(10), 2, 8 << 10, Map.of());
+        MasterServer.Options options = MasterServer.Options.builder(layout).fsType("test").stateDir(state)
+                .snapshotInterval(Duration.ofMinutes(10)).walSegmentBytes(8 << 10).build();
         try (TierCluster cluster = TierCluster.start(options, 0); MasterClient client = cluster.newClient()) {
             offload(client, "before");
             Files.move(state, dir.resolve("state-moved"));

@@ -26,7 +26,7 @@ class AllocationGraceTest {
 
     final BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-grace"), 1, PAGE, 8 * PAGE);
     long now = 7 * SECOND;
-    final PageService service = new PageService(layout, DEADLINE, Duration.ofSeconds(5), GRACE, () -> now);
+    final PageService service = PageService.builder(layout).allocationDeadline(DEADLINE).readLease(Duration.ofSeconds(5)).allocationGrace(GRACE).nanoClock(() -> now).build();
 
     Placement allocate(String key, long size) {
         Result<Placement> result = service.allocate("t", key, size, false);
@@ -129,6 +129,6 @@ class AllocationGraceTest {
     @Test
     void a_grace_that_is_not_positive_is_refused() {
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                () -> new PageService(layout, DEADLINE, Duration.ofSeconds(5), Duration.ZERO, () -> now));
+                () -> PageService.builder(layout).allocationDeadline(DEADLINE).readLease(Duration.ofSeconds(5)).allocationGrace(Duration.ZERO).nanoClock(() -> now).build());
     }
 }

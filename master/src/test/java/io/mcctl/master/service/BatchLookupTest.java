@@ -34,7 +34,7 @@ class BatchLookupTest {
     long now = 1_000_000_000L;
 
     PageService service() {
-        return new PageService(LAYOUT, Duration.ofSeconds(60), Duration.ofSeconds(5), Duration.ofSeconds(3), () -> now);
+        return PageService.builder(LAYOUT).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).allocationGrace(Duration.ofSeconds(3)).nanoClock(() -> now).build();
     }
 
     @Property(tries = 40)

@@ -1,5 +1,6 @@
 package io.mcctl.master.service;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,7 +24,7 @@ class EvictionForRoomTest {
     /** One bucket of eight pages. */
     final BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-eviction-for-room"), 1, PAGE, 8 * PAGE);
     long now = 7 * SECOND;
-    final PageService service = new PageService(layout, Duration.ofSeconds(10), Duration.ofSeconds(5), Duration.ofSeconds(3), () -> now);
+    PageService service = PageService.builder(layout).allocationDeadline(Duration.ofSeconds(10)).readLease(Duration.ofSeconds(5)).allocationGrace(Duration.ofSeconds(3)).nanoClock(() -> now).build();
 
     Placement commit(String key, long pages) {
         Result<Placement> allocated = service.allocate("t", key, pages * PAGE, false);
@@ -35,7 +36,7 @@ class EvictionForRoomTest {
 
     @Test
     void an_object_whose_pages_join_free_ones_into_a_long_enough_run_goes_before_an_older_one_that_does_not() {
-        service.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0)); // no watermark eviction: only for room
+        service = service.withEviction(new EvictionPolicy(true, 1.0, 1.0)); // no watermark eviction: only for room
         // Pages: A A A B C C C D, committed in the order A, D, C, B (A the least recently used); then C is removed, so
         // pages 4-6 are free and no run of four exists.
         Placement a = commit("a", 3);
@@ -69,7 +70,7 @@ class EvictionForRoomTest {
 
     @Test
     void an_allocation_that_no_eviction_can_make_room_for_evicts_nothing_and_one_that_can_evicts_only_its_window() {
-        service.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0));
+        service = service.withEviction(new EvictionPolicy(true, 1.0, 1.0));
         // Pages: A A A W C C C C, W an allocation in flight: no five pages in a row can be freed, four can (C's).
         commit("a", 3);
         Placement writing = service.allocate("t", "w", PAGE, false).value();
@@ -91,8 +92,7 @@ class EvictionForRoomTest {
     @Test
     void allocations_making_room_at_once_on_several_threads_leave_no_page_leaked_or_shared_and_no_fence_up() throws Exception {
         BucketLayout two = new BucketLayout(Path.of("/nonexistent/mcctl-eviction-for-room-threads"), 2, PAGE, 64 * PAGE);
-        PageService shared = new PageService(two, Duration.ofSeconds(10), Duration.ofMillis(2), Duration.ofSeconds(3));
-        shared.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0));
+        PageService shared = PageService.builder(two).allocationDeadline(Duration.ofSeconds(10)).readLease(Duration.ofMillis(2)).allocationGrace(Duration.ofSeconds(3)).eviction(new EvictionPolicy(true, 1.0, 1.0)).build();
         int threads = 4;
         java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
         try {

@@ -28,7 +28,7 @@ class PageCheckTest {
 
     final BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-page-check"), BUCKETS, PAGE, PAGES_PER_BUCKET * PAGE);
     long now = 7 * SECOND;
-    final PageService service = new PageService(layout, Duration.ofSeconds(60), Duration.ofSeconds(5), () -> now);
+    final PageService service = PageService.builder(layout).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofSeconds(5)).nanoClock(() -> now).build();
 
     Placement commit(String key, long size) {
         Result<Placement> allocated = service.allocate("t", key, size, false);
@@ -166,7 +166,7 @@ class PageCheckTest {
     @Test
     @Timeout(120)
     void repair_racing_live_offloads_never_frees_or_double_hands_out_a_page_an_offload_holds() throws Exception {
-        PageService live = new PageService(layout, Duration.ofSeconds(60), Duration.ofMillis(1));
+        PageService live = PageService.builder(layout).allocationDeadline(Duration.ofSeconds(60)).readLease(Duration.ofMillis(1)).build();
         AtomicBoolean stop = new AtomicBoolean();
         ConcurrentLinkedQueue<String> failures = new ConcurrentLinkedQueue<>();
         List<Thread> writers = new ArrayList<>();

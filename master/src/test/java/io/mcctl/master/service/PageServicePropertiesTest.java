@@ -184,7 +184,7 @@ class PageServicePropertiesTest {
                 tenants[t] = "tenant-" + t;
             }
             this.now = setup.clockOrigin();
-            this.service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
+            this.service = PageService.builder(layout).allocationDeadline(DEADLINE).readLease(LEASE).allocationGrace(GRACE).nanoClock(() -> now).build();
         }
 
         /**

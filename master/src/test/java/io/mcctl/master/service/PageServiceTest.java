@@ -41,7 +41,7 @@ class PageServiceTest {
 
     final BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-page-service"), BUCKETS, PAGE, PAGES_PER_BUCKET * PAGE);
     long now = 42 * SECOND;
-    PageService service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
+    PageService service = PageService.builder(layout).allocationDeadline(DEADLINE).readLease(LEASE).allocationGrace(GRACE).nanoClock(() -> now).build();
 
     // ---- helpers ----
 
@@ -456,7 +456,7 @@ class PageServiceTest {
 
         void startClockAt(long nanos) {
             now = nanos;
-            service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
+            service = PageService.builder(layout).allocationDeadline(DEADLINE).readLease(LEASE).allocationGrace(GRACE).nanoClock(() -> now).build();
         }
 
         @Test

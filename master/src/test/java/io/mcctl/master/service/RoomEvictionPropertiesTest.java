@@ -1,5 +1,6 @@
 package io.mcctl.master.service;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -135,8 +136,9 @@ class RoomEvictionPropertiesTest {
         Run(Setup setup) {
             this.setup = setup;
             this.layout = new BucketLayout(Path.of("/nonexistent/mcctl-room-eviction"), setup.buckets(), PAGE, setup.pagesPerBucket() * PAGE);
-            this.service = new PageService(layout, DEADLINE, LEASE, GRACE, () -> now);
-            service.setEviction(new PageService.EvictionPolicy(true, 1.0, 1.0)); // no watermark pass: only allocations evict
+            // No watermark pass: only allocations evict.
+            this.service = PageService.builder(layout).allocationDeadline(DEADLINE).readLease(LEASE).allocationGrace(GRACE).nanoClock(() -> now)
+                    .eviction(new EvictionPolicy(true, 1.0, 1.0)).build();
         }
 
         void apply(Op op) {
@@ -179,7 +181,7 @@ class RoomEvictionPropertiesTest {
                 return;
             }
             // The test's 20 keys lie in 20 shards, so with no more than the sample's size every takeable one is sampled.
-            boolean mayFind = takeable().size() <= PageService.EVICTION_SAMPLES;
+            boolean mayFind = takeable().size() <= Evictor.EVICTION_SAMPLES;
             boolean windowBefore = windowExists(pages);
             boolean pinnedOnly = !committed.isEmpty() && committed.values().stream().allMatch(Held::pinned);
             long evictedBefore = service.evictedTotal(Change.RemoveReason.EVICTED_ALLOCATION);

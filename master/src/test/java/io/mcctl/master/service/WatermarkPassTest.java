@@ -1,5 +1,6 @@
 package io.mcctl.master.service;
 
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -27,8 +28,7 @@ class WatermarkPassTest {
 
     PageService service(long pages) {
         BucketLayout layout = new BucketLayout(Path.of("/nonexistent/mcctl-watermark-pass"), 2, PAGE, pages / 2 * PAGE);
-        PageService service = new PageService(layout, Duration.ofSeconds(10), Duration.ofMillis(1), Duration.ofSeconds(3), () -> now);
-        service.setEviction(new PageService.EvictionPolicy(true, 0.90, 0.70));
+        PageService service = PageService.builder(layout).allocationDeadline(Duration.ofSeconds(10)).readLease(Duration.ofMillis(1)).allocationGrace(Duration.ofSeconds(3)).nanoClock(() -> now).eviction(new EvictionPolicy(true, 0.90, 0.70)).build();
         return service;
     }
 

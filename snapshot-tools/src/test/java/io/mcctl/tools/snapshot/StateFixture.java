@@ -55,18 +55,23 @@ final class StateFixture implements AutoCloseable {
 
     /** @param withWal log every change (WAL durability); else snapshots alone */
     StateFixture(Path root, boolean withWal) throws IOException {
+        this(root, withWal, false);
+    }
+
+    /**
+     * @param withWal      log every change (WAL durability); else snapshots alone
+     * @param reservations answer allocations inside reservations, as a master runs; else each allocation is logged and
+     *                     waited for on its own, so that the log holds exactly the records the tests count
+     */
+    StateFixture(Path root, boolean withWal, boolean reservations) throws IOException {
         this.root = root;
         this.stateDir = root.resolve("master");
         this.layout = new BucketLayout(root, BUCKETS, PAGE, PAGES_PER_BUCKET * PAGE);
         Files.createDirectories(stateDir);
         this.layoutRecord = LayoutFile.loadOrCreate(layout);
-        this.pages = new PageService(layout, Duration.ofHours(1), Duration.ofHours(1));
         this.wal = withWal ? new WriteAheadLog(stateDir, layoutRecord.clusterId(), 0, 1 << 20, System::currentTimeMillis) : null;
-        if (wal != null) {
-            pages.setChangeLog(wal.changeLog());
-            // Each allocation logged and waited for on its own: the log holds exactly the records the tests count.
-            pages.setReservations(false);
-        }
+        this.pages = PageService.builder(layout).allocationDeadline(Duration.ofHours(1)).readLease(Duration.ofHours(1))
+                .changeLog(wal == null ? io.mcctl.master.service.ChangeLog.NONE : wal.changeLog()).reservations(wal == null || reservations).build();
         this.snapshotter = new Snapshotter(pages, wal, stateDir, layoutRecord, 10, Map.of("durability", withWal ? "wal" : "snapshot",
                 "read_lease", "1h"), 0);
     }

@@ -75,8 +75,7 @@ class WalDumpTest {
 
     @Test
     void shows_reservations_opened_before_their_allocations_and_closed_after() throws Exception {
-        try (StateFixture state = new StateFixture(root, true)) {
-            state.pages.setReservations(true); // as a master runs: allocations answered inside reservations
+        try (StateFixture state = new StateFixture(root, true, true)) { // as a master runs: allocations answered inside reservations
             state.commit("alpha", "r1", 5000, 0x21);
             state.pages.closeAllReservations(); // as a master that stops does
             state.durable();
