@@ -5,7 +5,6 @@ import io.mcctl.master.service.KvBlocks;
 import io.mcctl.master.service.KvEventHistory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.math.BigInteger;
 import java.util.List;
 import java.util.Locale;
 import org.msgpack.core.MessageBufferPacker;
@@ -67,6 +66,8 @@ public final class KvEventEncoder {
         private final byte[] removedMiddle;  // medium, then the tail, then "reason" key
         private final java.util.Map<Change.RemoveReason, byte[]> reasons = new java.util.EnumMap<>(Change.RemoveReason.class);
         private final byte[] overwritten;
+        /** One uint64 hash being written: the publisher thread's own, as is the whole encoder. */
+        private final byte[] scratch = new byte[9];
 
         Fragments(String ownership) {
             storedHead = packed(out -> {
@@ -129,10 +130,10 @@ public final class KvEventEncoder {
 
         private void stored(MessagePacker out, KvBlocks blocks) throws IOException {
             out.writePayload(storedHead);
-            hashes(out, blocks.blockHashes());
+            hashes(out, blocks.blockHashes(), scratch);
             out.writePayload(parentKey);
             if (blocks.hasParent()) {
-                hash(out, blocks.parentBlockHash());
+                hash(out, blocks.parentBlockHash(), scratch);
             } else {
                 out.packNil();
             }
@@ -154,7 +155,7 @@ public final class KvEventEncoder {
 
         private void removed(MessagePacker out, long[] hashes, byte[] reason) throws IOException {
             out.writePayload(removedHead);
-            hashes(out, hashes);
+            hashes(out, hashes, scratch);
             out.writePayload(removedMiddle);
             out.writePayload(reason);
         }
@@ -178,19 +179,27 @@ public final class KvEventEncoder {
         return reason.name().toLowerCase(Locale.ROOT);
     }
 
-    private static void hashes(MessagePacker out, long[] hashes) throws IOException {
+    private static void hashes(MessagePacker out, long[] hashes, byte[] scratch) throws IOException {
         out.packArrayHeader(hashes.length);
         for (long h : hashes) {
-            hash(out, h);
+            hash(out, h, scratch);
         }
     }
 
-    /** A block hash as vLLM sends an integer hash: an unsigned 64-bit number. */
-    private static void hash(MessagePacker out, long h) throws IOException {
+    /**
+     * A block hash as vLLM sends an integer hash: an unsigned 64-bit number. One at or above 2^63 is written as the bytes
+     * msgpack-core's packBigInteger writes for it (0xcf, then big-endian), through {@code scratch} (9 bytes): no
+     * BigInteger parsed from a formatted string for half of all hashes.
+     */
+    private static void hash(MessagePacker out, long h, byte[] scratch) throws IOException {
         if (h >= 0) {
             out.packLong(h);
         } else {
-            out.packBigInteger(new BigInteger(Long.toUnsignedString(h))); // uint64 above 2^63
+            scratch[0] = (byte) 0xcf;
+            for (int i = 1; i <= 8; i++) {
+                scratch[i] = (byte) (h >>> (64 - 8 * i));
+            }
+            out.writePayload(scratch, 0, 9);
         }
     }
 }

@@ -52,6 +52,8 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
     private static final byte[] END_SEQUENCE = ByteBuffer.allocate(8).putLong(-1).array();
     /** How long a stream may be quiet before its newest batch is sent again (a duplicate by sequence, showing gaps). */
     static final long IDLE_RESEND_NANOS = 10_000_000_000L;
+    /** How long the publisher sleeps with nothing to publish: the longest a replay request waits for its answer. */
+    private static final long IDLE_PARK_NANOS = 10_000_000L;
     /** How long a durable group may wait for a change the serving path has not queued yet before it is taken as dropped. */
     private static final long LATE_CHANGE_NANOS = 2_000_000_000L;
 
@@ -213,7 +215,9 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
         while (running) {
             boolean worked = false;
             try {
-                worked |= drainQueue();
+                // Changes queued alone are no reason to loop: they wait here for their group to be durable, whose
+                // durable() wakes this thread; looping on each would spin beside the serving threads.
+                drainQueue();
                 worked |= publishDurableGroups();
                 for (Stream stream : streams.values()) {
                     worked |= answerReplay(stream);
@@ -226,7 +230,9 @@ public final class KvEventPublisher implements KvEventSink, KvEventBatcher, Auto
                 LOG.warn("KV events: {}", e.toString());
             }
             if (!worked) {
-                LockSupport.parkNanos(1_000_000L);
+                // A group waiting for a change not queued yet is looked at again soon; otherwise the next durable
+                // group wakes this thread, and the timeout only bounds how long a replay request waits.
+                LockSupport.parkNanos(sealed.isEmpty() ? IDLE_PARK_NANOS : 1_000_000L);
             }
         }
     }
