@@ -117,7 +117,7 @@ public final class ChaosCluster implements AutoCloseable {
         for (int i = 0; i < 2; i++) {
             ChaosNet.Host host = net.add("node" + i);
             List<String> args = new ArrayList<>(List.of("node", "start", "--master", haUrl, "--listen", host.address() + ":50061",
-                    "--timeout", "3s"));
+                    "--timeout", "10s"));
             if (i == 1) {
                 args.addAll(List.of("--memory", "16MiB", "--promotion-interval", "200ms"));
             }
@@ -244,6 +244,25 @@ public final class ChaosCluster implements AutoCloseable {
         all.addAll(nodes);
         all.addAll(pythons);
         return all;
+    }
+
+    /** Where log segments are copied before a snapshot lets the master delete them. */
+    public Path logArchive() {
+        return dir.resolve("log-archive");
+    }
+
+    /** Copies every log segment of the state directory not copied yet (and the last one again: it grows). */
+    public void archiveLog() throws IOException {
+        Files.createDirectories(logArchive());
+        try (var segments = Files.list(stateDir())) {
+            for (Path segment : segments.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList()) {
+                try {
+                    Files.copy(segment, logArchive().resolve(segment.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                } catch (java.nio.file.NoSuchFileException gone) {
+                    // deleted under the copy by a snapshot: copied before, when it was not the newest
+                }
+            }
+        }
     }
 
     /** kill -9 of every process, then the root's tmpfs unmounted (the logs and history stay in the run's folder). */

@@ -149,6 +149,13 @@ public final class ChaosNet implements AutoCloseable {
         run(in(a, command));
     }
 
+    /** Any other queueing discipline {@code kind} with {@code args} on {@code a}'s link; {@link #netem} with none clears it. */
+    public synchronized void qdisc(Host a, String kind, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("tc", "qdisc", "replace", "dev", "eth0", "root", kind));
+        command.addAll(List.of(args));
+        run(in(a, command));
+    }
+
     private static void inside(Host host, String... command) throws IOException, InterruptedException {
         run(in(host, List.of(command)));
     }

@@ -85,6 +85,23 @@ public final class ChaosRun {
                 worker.start();
                 workers.add(worker);
             }
+            // A snapshot (the nemesis's, or a new leader's) lets the master delete the log it covers: copy it as it grows.
+            ChaosCluster archived = cluster;
+            Thread archiver = new Thread(() -> {
+                while (!stop.get()) {
+                    try {
+                        archived.archiveLog();
+                        Thread.sleep(200);
+                    } catch (IOException e) {
+                        // the state directory is being written: the next round copies it
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }, "chaos-log-archive");
+            archiver.setDaemon(true);
+            archiver.start();
+            workers.add(archiver);
             long trafficStarted = System.nanoTime();
             try (Probe probe = new Probe(cluster.haUrl(), history)) {
                 if (!probe.awaitServing(Nemesis.RECOVERY_LIMIT)) {
@@ -205,7 +222,7 @@ public final class ChaosRun {
 
     private static JsonNode fsck(ChaosCluster cluster, String leader, Path folder) throws IOException, InterruptedException {
         Path out = folder.resolve("fsck.json");
-        int exit = mcctl(List.of("fsck", "--master", leader, "--deep", "-o", "json", "--root", cluster.root().toString()), out, folder.resolve("fsck.err"));
+        int exit = mcctl(List.of("fsck", "--master", leader, "--deep", "-o", "json"), out, folder.resolve("fsck.err"));
         if (exit != 0 && exit != 4) {
             throw new IOException("fsck --deep exited " + exit + ": " + Files.readString(folder.resolve("fsck.err")).strip());
         }
@@ -214,7 +231,8 @@ public final class ChaosRun {
 
     private static List<JsonNode> walDump(ChaosCluster cluster, Path folder) throws IOException, InterruptedException {
         Path out = folder.resolve("wal.jsonl");
-        int exit = mcctl(List.of("snapshot", "wal", "dump", cluster.stateDir().toString(), "-o", "json"), out, folder.resolve("wal.err"));
+        cluster.archiveLog(); // with the segments copied before each snapshot: the whole log from its first record
+        int exit = mcctl(List.of("snapshot", "wal", "dump", cluster.logArchive().toString(), "-o", "json"), out, folder.resolve("wal.err"));
         if (exit != 0 && exit != 1) {
             throw new IOException("snapshot wal dump exited " + exit + ": " + Files.readString(folder.resolve("wal.err")).strip());
         }

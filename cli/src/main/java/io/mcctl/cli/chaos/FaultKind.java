@@ -28,9 +28,9 @@ public enum FaultKind {
     PARTITION_LEADER_CLIENTS,
     /** A node or a Python worker cut from everyone (its link down). */
     PARTITION_CLIENT,
-    /** Packet loss (10-40%) on a master's, etcd member's or client's link. */
+    /** Packet loss (10-40%) on a link of a master, etcd member or client; where the kernel has no netem, a token bucket with a queue of a few packets. */
     NETEM_LOSS,
-    /** Delay (50-300 ms with jitter) on a master's, etcd member's or client's link. */
+    /** Delay (50-300 ms with jitter) on a link; where the kernel has no netem, a token bucket of 1-4 Mbit/s queueing up to 400 ms. */
     NETEM_DELAY,
     /** The root's filesystem (bucket files and the state directory) filled to the last byte, then freed. */
     FILL_ROOT,

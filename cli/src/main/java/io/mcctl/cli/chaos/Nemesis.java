@@ -132,8 +132,13 @@ final class Nemesis {
     private void checkAlive() throws IOException {
         for (ChaosProcess process : cluster.all()) {
             if (!process.alive()) {
-                findings.add(process.name() + " exited by itself; its log ends: " + process.tail(600).replace('\n', ' '));
-                history.fault("exited", "exited", process.name(), Map.of());
+                String log = process.tail(4000);
+                String sinceStart = log.substring(Math.max(0, log.lastIndexOf("---- chaos: start")));
+                if (sinceStart.contains("serving")) {
+                    findings.add(process.name() + " exited by itself; its log ends: " + process.tail(600).replace('\n', ' '));
+                }
+                // else: it gave up at start, before it served (a node whose first call found no leader): counted, started again
+                history.fault("exited", sinceStart.contains("serving") ? "exited" : "start_failed", process.name(), Map.of());
                 process.start();
             }
         }
@@ -223,8 +228,20 @@ final class Nemesis {
                 ChaosProcess target = pick(targets);
                 String[] args = kind == FaultKind.NETEM_LOSS ? new String[] {"loss", (10 + random.nextInt(31)) + "%"}
                         : new String[] {"delay", (50 + random.nextInt(251)) + "ms", (10 + random.nextInt(40)) + "ms"};
-                cluster.net().netem(target.host(), args);
-                fields.put("netem", String.join(" ", args));
+                try {
+                    cluster.net().netem(target.host(), args);
+                    fields.put("qdisc", "netem " + String.join(" ", args));
+                } catch (IOException e) {
+                    if (!String.valueOf(e.getMessage()).contains("qdisc kind is unknown")) {
+                        throw e;
+                    }
+                    // A kernel without netem: a token bucket slows the link, and with a queue of a few packets drops the rest.
+                    String[] tbf = kind == FaultKind.NETEM_LOSS
+                            ? new String[] {"rate", (256 + random.nextInt(768)) + "kbit", "burst", "4kb", "limit", "6kb"}
+                            : new String[] {"rate", (1 + random.nextInt(4)) + "mbit", "burst", "16kb", "latency", (100 + random.nextInt(300)) + "ms"};
+                    cluster.net().qdisc(target.host(), "tbf", tbf);
+                    fields.put("qdisc", "tbf " + String.join(" ", tbf));
+                }
                 healings.add(() -> cluster.net().netem(target.host()));
                 return target.name();
             }
@@ -292,6 +309,7 @@ final class Nemesis {
                 if (leader.isEmpty()) {
                     return null;
                 }
+                cluster.archiveLog(); // the snapshot lets the master delete the log it covers: the checker needs all of it
                 try (MasterClient client = new MasterClient(ChaosCluster.address(leader.get()), Duration.ofSeconds(10))) {
                     client.createSnapshot();
                     fields.put("snapshot", "taken");

@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The short chaos schedule of every build: real etcd, three HA masters, two nodes, Java and Python workers in network
@@ -28,8 +27,8 @@ class ChaosScheduleTest {
 
     static final Path PYTHON_CLIENT = Path.of("..", "clients", "python").toAbsolutePath().normalize();
 
-    @TempDir
-    Path dir;
+    /** Under the module's build directory, so that a failed run's folder (history, logs, report) outlives the test. */
+    final Path dir = Path.of("target", "chaos-runs").toAbsolutePath();
 
     static String describe(Map<String, Object> report) {
         return "seed " + report.get("seed") + ": findings " + report.get("findings") + ", violations " + report.get("violations")
@@ -39,7 +38,7 @@ class ChaosScheduleTest {
     @Test
     @Timeout(600)
     void a_fixed_seed_with_three_etcd_members_passes_every_check() throws Exception {
-        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(54, Duration.ofSeconds(45), 3, 2, 2, FaultKind.all(), dir,
+        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(54, Duration.ofSeconds(30), 3, 2, 2, FaultKind.all(), dir,
                 PYTHON_CLIENT, false), null);
         assertTrue((boolean) report.get("passed"), describe(report));
         assertTrue((int) report.get("faults_injected") > 0, "no fault was injected: " + report);
@@ -51,7 +50,7 @@ class ChaosScheduleTest {
     void a_random_seed_with_one_etcd_member_passes_every_check() throws Exception {
         long seed = new java.security.SecureRandom().nextLong() & Long.MAX_VALUE;
         System.out.println("chaos schedule: random seed " + seed + " (repeat with mcctl bench chaos --seed " + seed + " --etcd-members 1)");
-        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(seed, Duration.ofSeconds(45), 1, 2, 2, FaultKind.all(), dir,
+        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(seed, Duration.ofSeconds(30), 1, 2, 2, FaultKind.all(), dir,
                 PYTHON_CLIENT, false), null);
         assertTrue((boolean) report.get("passed"), describe(report));
     }
@@ -60,7 +59,7 @@ class ChaosScheduleTest {
     @Timeout(600)
     void a_byte_flipped_where_no_fault_was_recorded_fails_the_run() throws Exception {
         AtomicReference<String> flipped = new AtomicReference<>();
-        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(7, Duration.ofSeconds(20), 1, 2, 0, EnumSet.noneOf(FaultKind.class), dir,
+        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(7, Duration.ofSeconds(15), 1, 2, 0, EnumSet.noneOf(FaultKind.class), dir,
                 null, true), cluster -> {
             try (MasterClient client = new MasterClient(cluster.haUrl(), Duration.ofSeconds(10))) {
                 for (int k = 0; k < JavaWorker.KEYS && flipped.get() == null; k++) {
