@@ -167,6 +167,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota" ];    then _picocli_mcctl; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} events" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node" ];    then _picocli_mcctl; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} promote" ];    then _picocli_mcctl; return $?; fi
@@ -190,6 +191,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bitmap inspect" ];    then _picocli_mcctl_bitmap; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} mount validate" ];    then _picocli_mcctl_mount; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} quota set" ];    then _picocli_mcctl_quota; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} events tail" ];    then _picocli_mcctl_events; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} layout grow" ];    then _picocli_mcctl_layout; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node start" ];    then _picocli_mcctl_node; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} node status" ];    then _picocli_mcctl_node; return $?; fi
@@ -207,7 +209,6 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench failover" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench promotion" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench pages" ];    then _picocli_mcctl_bench; return $?; fi
-  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench chaos" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -224,91 +225,93 @@ function _complete_mcctl() {
   local cmds10=(bitmap)
   local cmds11=(mount)
   local cmds12=(quota)
-  local cmds13=(layout)
-  local cmds14=(node)
-  local cmds15=(promote)
-  local cmds16=(promotions)
-  local cmds17=(demo)
-  local cmds18=(bench)
-  local cmds19=(shell)
-  local cmds20=(config)
-  local cmds21=(completion)
-  local cmds22=(master start)
-  local cmds23=(master status)
-  local cmds24=(snapshot create)
-  local cmds25=(snapshot list)
-  local cmds26=(snapshot inspect)
-  local cmds27=(snapshot verify)
-  local cmds28=(snapshot diff)
-  local cmds29=(snapshot export)
-  local cmds30=(snapshot recover)
-  local cmds31=(snapshot wal)
-  local cmds32=(snapshot wal dump)
-  local cmds33=(bitmap inspect)
-  local cmds34=(mount validate)
-  local cmds35=(quota set)
-  local cmds36=(layout grow)
-  local cmds37=(node start)
-  local cmds38=(node status)
-  local cmds39=(node offload)
-  local cmds40=(node get)
-  local cmds41=(demo owner-death)
-  local cmds42=(bench allocator)
-  local cmds43=(bench master)
-  local cmds44=(bench io)
-  local cmds45=(bench restart)
-  local cmds46=(bench fsck)
-  local cmds47=(bench cache)
-  local cmds48=(bench crossnode)
-  local cmds49=(bench layout)
-  local cmds50=(bench failover)
-  local cmds51=(bench promotion)
-  local cmds52=(bench pages)
-  local cmds53=(bench chaos)
-  local cmds54=(config show)
+  local cmds13=(events)
+  local cmds14=(layout)
+  local cmds15=(node)
+  local cmds16=(promote)
+  local cmds17=(promotions)
+  local cmds18=(demo)
+  local cmds19=(bench)
+  local cmds20=(shell)
+  local cmds21=(config)
+  local cmds22=(completion)
+  local cmds23=(master start)
+  local cmds24=(master status)
+  local cmds25=(snapshot create)
+  local cmds26=(snapshot list)
+  local cmds27=(snapshot inspect)
+  local cmds28=(snapshot verify)
+  local cmds29=(snapshot diff)
+  local cmds30=(snapshot export)
+  local cmds31=(snapshot recover)
+  local cmds32=(snapshot wal)
+  local cmds33=(snapshot wal dump)
+  local cmds34=(bitmap inspect)
+  local cmds35=(mount validate)
+  local cmds36=(quota set)
+  local cmds37=(events tail)
+  local cmds38=(layout grow)
+  local cmds39=(node start)
+  local cmds40=(node status)
+  local cmds41=(node offload)
+  local cmds42=(node get)
+  local cmds43=(demo owner-death)
+  local cmds44=(bench allocator)
+  local cmds45=(bench master)
+  local cmds46=(bench io)
+  local cmds47=(bench restart)
+  local cmds48=(bench fsck)
+  local cmds49=(bench cache)
+  local cmds50=(bench crossnode)
+  local cmds51=(bench layout)
+  local cmds52=(bench failover)
+  local cmds53=(bench promotion)
+  local cmds54=(bench pages)
+  local cmds55=(config show)
 
-  if CompWordsContainsArray "${cmds54[@]}"; then _picocli_mcctl_config_show; return $?; fi
-  if CompWordsContainsArray "${cmds53[@]}"; then _picocli_mcctl_bench_chaos; return $?; fi
-  if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_bench_pages; return $?; fi
-  if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_bench_promotion; return $?; fi
-  if CompWordsContainsArray "${cmds50[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
-  if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
-  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
-  if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
-  if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
-  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
-  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_io; return $?; fi
-  if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_bench_master; return $?; fi
-  if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
-  if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_demo_ownerdeath; return $?; fi
-  if CompWordsContainsArray "${cmds40[@]}"; then _picocli_mcctl_node_get; return $?; fi
-  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_node_offload; return $?; fi
-  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_node_status; return $?; fi
-  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_node_start; return $?; fi
-  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
-  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_quota_set; return $?; fi
-  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
-  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
-  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
-  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
-  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
-  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
-  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
-  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
-  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
-  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
-  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_master_status; return $?; fi
-  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_master_start; return $?; fi
-  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_completion; return $?; fi
-  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_config; return $?; fi
-  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_shell; return $?; fi
-  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_bench; return $?; fi
-  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_demo; return $?; fi
-  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_promotions; return $?; fi
-  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_promote; return $?; fi
-  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_node; return $?; fi
-  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_layout; return $?; fi
+  if CompWordsContainsArray "${cmds55[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds54[@]}"; then _picocli_mcctl_bench_pages; return $?; fi
+  if CompWordsContainsArray "${cmds53[@]}"; then _picocli_mcctl_bench_promotion; return $?; fi
+  if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
+  if CompWordsContainsArray "${cmds51[@]}"; then _picocli_mcctl_bench_layout; return $?; fi
+  if CompWordsContainsArray "${cmds50[@]}"; then _picocli_mcctl_bench_crossnode; return $?; fi
+  if CompWordsContainsArray "${cmds49[@]}"; then _picocli_mcctl_bench_cache; return $?; fi
+  if CompWordsContainsArray "${cmds48[@]}"; then _picocli_mcctl_bench_fsck; return $?; fi
+  if CompWordsContainsArray "${cmds47[@]}"; then _picocli_mcctl_bench_restart; return $?; fi
+  if CompWordsContainsArray "${cmds46[@]}"; then _picocli_mcctl_bench_io; return $?; fi
+  if CompWordsContainsArray "${cmds45[@]}"; then _picocli_mcctl_bench_master; return $?; fi
+  if CompWordsContainsArray "${cmds44[@]}"; then _picocli_mcctl_bench_allocator; return $?; fi
+  if CompWordsContainsArray "${cmds43[@]}"; then _picocli_mcctl_demo_ownerdeath; return $?; fi
+  if CompWordsContainsArray "${cmds42[@]}"; then _picocli_mcctl_node_get; return $?; fi
+  if CompWordsContainsArray "${cmds41[@]}"; then _picocli_mcctl_node_offload; return $?; fi
+  if CompWordsContainsArray "${cmds40[@]}"; then _picocli_mcctl_node_status; return $?; fi
+  if CompWordsContainsArray "${cmds39[@]}"; then _picocli_mcctl_node_start; return $?; fi
+  if CompWordsContainsArray "${cmds38[@]}"; then _picocli_mcctl_layout_grow; return $?; fi
+  if CompWordsContainsArray "${cmds37[@]}"; then _picocli_mcctl_events_tail; return $?; fi
+  if CompWordsContainsArray "${cmds36[@]}"; then _picocli_mcctl_quota_set; return $?; fi
+  if CompWordsContainsArray "${cmds35[@]}"; then _picocli_mcctl_mount_validate; return $?; fi
+  if CompWordsContainsArray "${cmds34[@]}"; then _picocli_mcctl_bitmap_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds33[@]}"; then _picocli_mcctl_snapshot_wal_dump; return $?; fi
+  if CompWordsContainsArray "${cmds32[@]}"; then _picocli_mcctl_snapshot_wal; return $?; fi
+  if CompWordsContainsArray "${cmds31[@]}"; then _picocli_mcctl_snapshot_recover; return $?; fi
+  if CompWordsContainsArray "${cmds30[@]}"; then _picocli_mcctl_snapshot_export; return $?; fi
+  if CompWordsContainsArray "${cmds29[@]}"; then _picocli_mcctl_snapshot_diff; return $?; fi
+  if CompWordsContainsArray "${cmds28[@]}"; then _picocli_mcctl_snapshot_verify; return $?; fi
+  if CompWordsContainsArray "${cmds27[@]}"; then _picocli_mcctl_snapshot_inspect; return $?; fi
+  if CompWordsContainsArray "${cmds26[@]}"; then _picocli_mcctl_snapshot_list; return $?; fi
+  if CompWordsContainsArray "${cmds25[@]}"; then _picocli_mcctl_snapshot_create; return $?; fi
+  if CompWordsContainsArray "${cmds24[@]}"; then _picocli_mcctl_master_status; return $?; fi
+  if CompWordsContainsArray "${cmds23[@]}"; then _picocli_mcctl_master_start; return $?; fi
+  if CompWordsContainsArray "${cmds22[@]}"; then _picocli_mcctl_completion; return $?; fi
+  if CompWordsContainsArray "${cmds21[@]}"; then _picocli_mcctl_config; return $?; fi
+  if CompWordsContainsArray "${cmds20[@]}"; then _picocli_mcctl_shell; return $?; fi
+  if CompWordsContainsArray "${cmds19[@]}"; then _picocli_mcctl_bench; return $?; fi
+  if CompWordsContainsArray "${cmds18[@]}"; then _picocli_mcctl_demo; return $?; fi
+  if CompWordsContainsArray "${cmds17[@]}"; then _picocli_mcctl_promotions; return $?; fi
+  if CompWordsContainsArray "${cmds16[@]}"; then _picocli_mcctl_promote; return $?; fi
+  if CompWordsContainsArray "${cmds15[@]}"; then _picocli_mcctl_node; return $?; fi
+  if CompWordsContainsArray "${cmds14[@]}"; then _picocli_mcctl_layout; return $?; fi
+  if CompWordsContainsArray "${cmds13[@]}"; then _picocli_mcctl_events; return $?; fi
   if CompWordsContainsArray "${cmds12[@]}"; then _picocli_mcctl_quota; return $?; fi
   if CompWordsContainsArray "${cmds11[@]}"; then _picocli_mcctl_mount; return $?; fi
   if CompWordsContainsArray "${cmds10[@]}"; then _picocli_mcctl_bitmap; return $?; fi
@@ -332,7 +335,7 @@ function _picocli_mcctl() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota layout node promote promotions demo bench shell config completion"
+  local commands="master offload get rm ls stat stats top snapshot fsck bitmap mount quota events layout node promote promotions demo bench shell config completion"
   local flag_opts="'-x' '--stacktrace' '-h' '--help' '-V' '--version'"
   local arg_opts=""
 
@@ -371,7 +374,7 @@ function _picocli_mcctl_offload() {
 
   local commands=""
   local flag_opts="'--overwrite' '--pin' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '-o' '--output' '--batch' '--prefix' '--batch-size' '--config' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -427,6 +430,18 @@ function _picocli_mcctl_offload() {
     '--batch-size')
       return
       ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
   esac
 
   if [[ "${curr_word}" == -* ]]; then
@@ -446,7 +461,7 @@ function _picocli_mcctl_get() {
 
   local commands=""
   local flag_opts="'-0' '--null' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--tenant' '--out' '--batch' '--batch-size' '--read-threads' '--config' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -500,6 +515,18 @@ function _picocli_mcctl_get() {
       return
       ;;
     '--read-threads')
+      return
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -857,7 +884,7 @@ function _picocli_mcctl_fsck() {
 
   local commands=""
   local flag_opts="'--deep' '--repair' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file'"
+  local arg_opts="'-o' '--output' '--state-dir' '--snapshot' '--root' '--rate-limit' '--master' '--min-age' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--config' '--io' '--usrbio-library' '--fs-type'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -922,6 +949,21 @@ function _picocli_mcctl_fsck() {
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
       ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
+      return
+      ;;
+    '--fs-type')
+      return
+      ;;
   esac
 
   if [[ "${curr_word}" == -* ]]; then
@@ -975,6 +1017,24 @@ function _picocli_mcctl_quota() {
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
   local commands="set"
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts=""
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `events` subcommand.
+function _picocli_mcctl_events() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+
+  local commands="tail"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1163,7 +1223,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode layout failover promotion pages chaos"
+  local commands="allocator master io restart fsck cache crossnode layout failover promotion pages"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -1244,7 +1304,7 @@ function _picocli_mcctl_master_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -1277,6 +1337,12 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')
@@ -1367,6 +1433,24 @@ function _picocli_mcctl_master_start() {
       return
       ;;
     '--promotion-max-tasks')
+      return
+      ;;
+    '--kv-events-endpoint')
+      return
+      ;;
+    '--kv-events-replay-endpoint')
+      return
+      ;;
+    '--kv-events-topic')
+      return
+      ;;
+    '--kv-events-tenants')
+      return
+      ;;
+    '--kv-events-buffer')
+      return
+      ;;
+    '--kv-events-queue')
       return
       ;;
   esac
@@ -1854,7 +1938,7 @@ function _picocli_mcctl_mount_validate() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate'"
+  local arg_opts="'-o' '--output' '--master' '--timeout' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -1899,6 +1983,12 @@ function _picocli_mcctl_mount_validate() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -1955,6 +2045,54 @@ function _picocli_mcctl_quota_set() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `tail` subcommand.
+function _picocli_mcctl_events_tail() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'--endpoint' '--topic' '--replay-endpoint' '--from' '--count' '--idle-timeout' '-o' '--output'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '--endpoint')
+      return
+      ;;
+    '--topic')
+      return
+      ;;
+    '--replay-endpoint')
+      return
+      ;;
+    '--from')
+      return
+      ;;
+    '--count')
+      return
+      ;;
+    '--idle-timeout')
+      return
       ;;
     '-o'|'--output')
       local IFS=$'\n'
@@ -2043,7 +2181,7 @@ function _picocli_mcctl_node_start() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode'"
+  local arg_opts="'--master' '--timeout' '--tls-ca' '--tls-cert' '--tls-key' '--token-file' '--listen' '--advertise' '--local-disk' '--memory' '--promotion-interval' '--config' '--page-mode' '--io' '--usrbio-library'"
 
   type compopt &>/dev/null && compopt +o default
 
@@ -2103,6 +2241,12 @@ function _picocli_mcctl_node_start() {
       return $?
       ;;
     '--page-mode')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
   esac
@@ -2358,7 +2502,7 @@ function _picocli_mcctl_bench_master() {
   local prev_word=${COMP_WORDS[COMP_CWORD-1]}
 
   local commands=""
-  local flag_opts="'--compare-durability' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local flag_opts="'--compare-durability' '--compare-kv-events' '--security' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts="'-o' '--output' '--master' '--master-pid' '--master-jvm-option' '--master-busy-poll' '--master-heap' '--threads' '--seconds' '--warmup-seconds' '--buckets' '--bucket-size' '--memory-mappings' '--phases' '--transport' '--rounds' '--baseline-jar' '--baseline-jvm-option'"
   local FORMAT_option_args=("text" "json") # --output values
 
@@ -2440,7 +2584,7 @@ function _picocli_mcctl_bench_io() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root'"
+  local arg_opts="'-o' '--output' '--io' '--object-sizes' '--total' '--rounds' '--keys-per-lookup' '--read-threads' '--root' '--config' '--usrbio-library'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2450,6 +2594,12 @@ function _picocli_mcctl_bench_io() {
       local IFS=$'\n'
       COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
       return $?
+      ;;
+    '--io')
+      return
+      ;;
+    '--object-sizes')
+      return
       ;;
     '--total')
       return
@@ -2468,6 +2618,15 @@ function _picocli_mcctl_bench_io() {
       type compopt &>/dev/null && compopt -o filenames
       COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
       return $?
+      ;;
+    '--config')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--usrbio-library')
+      return
       ;;
   esac
 
@@ -2855,69 +3014,6 @@ function _picocli_mcctl_bench_pages() {
   fi
 }
 
-# Generates completions for the options and subcommands of the `chaos` subcommand.
-function _picocli_mcctl_bench_chaos() {
-  # Get completion data
-  local curr_word=${COMP_WORDS[COMP_CWORD]}
-  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
-
-  local commands=""
-  local flag_opts="'--keep' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--minutes' '--seconds' '--seed' '--etcd-members' '--faults' '--java-workers' '--python-workers' '--python-client' '--dir'"
-  local FORMAT_option_args=("text" "json") # --output values
-
-  type compopt &>/dev/null && compopt +o default
-
-  case ${prev_word} in
-    '-o'|'--output')
-      local IFS=$'\n'
-      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
-      return $?
-      ;;
-    '--minutes')
-      return
-      ;;
-    '--seconds')
-      return
-      ;;
-    '--seed')
-      return
-      ;;
-    '--etcd-members')
-      return
-      ;;
-    '--faults')
-      return
-      ;;
-    '--java-workers')
-      return
-      ;;
-    '--python-workers')
-      return
-      ;;
-    '--python-client')
-      local IFS=$'\n'
-      type compopt &>/dev/null && compopt -o filenames
-      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
-      return $?
-      ;;
-    '--dir')
-      local IFS=$'\n'
-      type compopt &>/dev/null && compopt -o filenames
-      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
-      return $?
-      ;;
-  esac
-
-  if [[ "${curr_word}" == -* ]]; then
-    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
-  else
-    local positionals=""
-    local IFS=$'\n'
-    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
-  fi
-}
-
 # Generates completions for the options and subcommands of the `show` subcommand.
 function _picocli_mcctl_config_show() {
   # Get completion data
@@ -2926,7 +3022,7 @@ function _picocli_mcctl_config_show() {
 
   local commands=""
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
-  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks'"
+  local arg_opts="'-o' '--output' '--config' '--page-mode' '--root' '--fs-type' '--bucket-count' '--page-size' '--bucket-size' '--health-check' '--preallocate' '--io' '--usrbio-library' '--port' '--metrics-port' '--bind' '--allocation-deadline' '--allocation-grace' '--read-lease' '--durability' '--state-dir' '--snapshot-interval' '--snapshot-retention' '--bucket-check-interval' '--wal-segment-size' '--busy-poll' '--max-connections' '--connection-idle-timeout' '--session-backlog' '--session-backlog-total' '--eviction' '--eviction-high-watermark' '--eviction-low-watermark' '--tls-cert' '--tls-key' '--tls-client-ca' '--tokens-file' '--ha' '--ha-lease-ttl' '--ha-start-empty' '--client-ttl' '--promotion-reads' '--promotion-max-tasks' '--kv-events-endpoint' '--kv-events-replay-endpoint' '--kv-events-topic' '--kv-events-tenants' '--kv-events-buffer' '--kv-events-queue'"
   local FORMAT_option_args=("text" "json") # --output values
 
   type compopt &>/dev/null && compopt +o default
@@ -2965,6 +3061,12 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--preallocate')
+      return
+      ;;
+    '--io')
+      return
+      ;;
+    '--usrbio-library')
       return
       ;;
     '--port')
@@ -3055,6 +3157,24 @@ function _picocli_mcctl_config_show() {
       return
       ;;
     '--promotion-max-tasks')
+      return
+      ;;
+    '--kv-events-endpoint')
+      return
+      ;;
+    '--kv-events-replay-endpoint')
+      return
+      ;;
+    '--kv-events-topic')
+      return
+      ;;
+    '--kv-events-tenants')
+      return
+      ;;
+    '--kv-events-buffer')
+      return
+      ;;
+    '--kv-events-queue')
       return
       ;;
   esac

@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'bench chaos' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'events' 'events tail' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -35,6 +35,7 @@ complete -c mcctl -n '__mcctl_at' -a 'fsck' -d 'Check the page state of a live m
 complete -c mcctl -n '__mcctl_at' -a 'bitmap' -d 'Inspect page bitmaps.'
 complete -c mcctl -n '__mcctl_at' -a 'mount' -d 'Check a node\'s mount of the shared root.'
 complete -c mcctl -n '__mcctl_at' -a 'quota' -d 'Per-tenant byte quotas (admin).'
+complete -c mcctl -n '__mcctl_at' -a 'events' -d 'The KV events the master publishes for routers.'
 complete -c mcctl -n '__mcctl_at' -a 'layout' -d 'The root\'s bucket layout (admin).'
 complete -c mcctl -n '__mcctl_at' -a 'node' -d 'Nodes: the per-host process that registers with the master, and offloads and reads through one.'
 complete -c mcctl -n '__mcctl_at' -a 'promote' -d 'Queue objects for promotion into the DRAM tier now, whatever their reads (the master also queues an object read promotion_reads times within its admission window).'
@@ -70,6 +71,8 @@ complete -c mcctl -n '__mcctl_at master start' -l page-size -x -d 'bytes per pag
 complete -c mcctl -n '__mcctl_at master start' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at master start' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at master start' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at master start' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at master start' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 complete -c mcctl -n '__mcctl_at master start' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
 complete -c mcctl -n '__mcctl_at master start' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
 complete -c mcctl -n '__mcctl_at master start' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'
@@ -100,6 +103,12 @@ complete -c mcctl -n '__mcctl_at master start' -l ha-start-empty -x -d 'with --h
 complete -c mcctl -n '__mcctl_at master start' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 complete -c mcctl -n '__mcctl_at master start' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
 complete -c mcctl -n '__mcctl_at master start' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-endpoint -x -d 'where the master publishes KV events (vLLM\'s schema, ZeroMQ PUB) for what the shared tier holds; the i-th tenant of kv_events_tenants publishes on the port plus i [env MCCTL_KV_EVENTS_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-replay-endpoint -x -d 'where a subscriber asks for the batches it missed (ZeroMQ ROUTER: it sends the 8-byte sequence to start from); the i-th tenant answers on the port plus i [env MCCTL_KV_EVENTS_REPLAY_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-topic -x -d 'the topic of each tenant\'s KV events (llm-d reads kv@<pod>@<model>: pool:<name> marks a tier shared by every pod) [env MCCTL_KV_EVENTS_TOPIC; default kv@pool:mcctl@{tenant}]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-tenants -x -d 'the tenants whose KV events are published, each on its own endpoints (no subscriber of one learns another\'s keys) [env MCCTL_KV_EVENTS_TENANTS; default default]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-buffer -x -d 'KV event batches kept per tenant for the replay endpoint (and rebuilt from the log after a restart or a fail-over) [env MCCTL_KV_EVENTS_BUFFER; default 1000]'
+complete -c mcctl -n '__mcctl_at master start' -l kv-events-queue -x -d 'KV events waiting to be published at most; past it an event is dropped (counted, and its batch is not sent: subscribers see a gap in the sequence) rather than slowing the master [env MCCTL_KV_EVENTS_QUEUE; default 65536]'
 
 # mcctl master status
 complete -c mcctl -n '__mcctl_at master status' -f
@@ -127,6 +136,9 @@ complete -c mcctl -n '__mcctl_at offload' -l pin -d 'Soft-pin the objects: when 
 complete -c mcctl -n '__mcctl_at offload' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at offload' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at offload' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at offload' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at offload' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at offload' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl get
 complete -c mcctl -n '__mcctl_at get' -f
@@ -145,6 +157,9 @@ complete -c mcctl -n '__mcctl_at get' -l read-threads -x -d 'With --batch: threa
 complete -c mcctl -n '__mcctl_at get' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at get' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at get' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at get' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at get' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at get' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl rm
 complete -c mcctl -n '__mcctl_at rm' -f
@@ -322,6 +337,10 @@ complete -c mcctl -n '__mcctl_at fsck' -l token-file -r -F -d 'File whose first 
 complete -c mcctl -n '__mcctl_at fsck' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at fsck' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at fsck' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at fsck' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at fsck' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at fsck' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
+complete -c mcctl -n '__mcctl_at fsck' -l fs-type -x -d 'filesystem under the root: hf3fs (3FS) or posix (any local or shared POSIX directory) [env MOONCAKE_DISTRIBUTED_FS_TYPE; default posix]'
 
 # mcctl bitmap
 complete -c mcctl -n '__mcctl_at bitmap' -f
@@ -341,7 +360,7 @@ complete -c mcctl -n '__mcctl_at bitmap inspect' -l token-file -r -F -d 'File wh
 complete -c mcctl -n '__mcctl_at bitmap inspect' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l state-dir -r -F -d 'Inspect the state a master would recover from DIR (default <root>/master).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l snapshot -r -F -d 'Inspect the state a snapshot file holds.'
-complete -c mcctl -n '__mcctl_at bitmap inspect' -l bucket -x -d 'Show bucket N in detail (default: a summary across buckets).'
+complete -c mcctl -n '__mcctl_at bitmap inspect' -l bucket -x -d 'Show bucket N in detail: a decimal number, hex with 0x, or its file\'s name (61, 0x3d and bucket_3d.data are one bucket) (default: a summary across buckets).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l regions -x -d 'Regions in a bucket\'s region map, each of ceil(pages / N) pages, so the map may have fewer (default: 64).'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l can-alloc -x -d 'Would a run of N pages fit, and at which page does the first fit start.'
 complete -c mcctl -n '__mcctl_at bitmap inspect' -l extents -d 'List the bucket\'s free extents as FIRST_PAGE~PAGES (needs --bucket).'
@@ -374,6 +393,8 @@ complete -c mcctl -n '__mcctl_at mount validate' -l page-size -x -d 'bytes per p
 complete -c mcctl -n '__mcctl_at mount validate' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at mount validate' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at mount validate' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at mount validate' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at mount validate' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl quota
 complete -c mcctl -n '__mcctl_at quota' -f
@@ -394,6 +415,26 @@ complete -c mcctl -n '__mcctl_at quota set' -s o -l output -x -a 'text json' -d 
 complete -c mcctl -n '__mcctl_at quota set' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at quota set' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at quota set' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl events
+complete -c mcctl -n '__mcctl_at events' -f
+complete -c mcctl -n '__mcctl_at events' -a 'tail' -d 'Print the KV events a master publishes (kv_events_endpoint), one line per event: the batch\'s sequence, the event\'s type, its block hashes and fields.'
+complete -c mcctl -n '__mcctl_at events' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at events' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at events' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl events tail
+complete -c mcctl -n '__mcctl_at events tail' -f
+complete -c mcctl -n '__mcctl_at events tail' -l endpoint -x -d 'The publisher to subscribe to, e.g.'
+complete -c mcctl -n '__mcctl_at events tail' -l topic -x -d 'Only batches whose topic starts with TOPIC (default: every topic).'
+complete -c mcctl -n '__mcctl_at events tail' -l replay-endpoint -x -d 'The publisher\'s replay endpoint: with --from, the kept batches from that sequence are printed first.'
+complete -c mcctl -n '__mcctl_at events tail' -l from -x -d 'Sequence to replay from (needs --replay-endpoint).'
+complete -c mcctl -n '__mcctl_at events tail' -l count -x -d 'Stop after N events (default: run until interrupted).'
+complete -c mcctl -n '__mcctl_at events tail' -l idle-timeout -x -d 'Stop when nothing arrives for this many seconds (default: wait for ever).'
+complete -c mcctl -n '__mcctl_at events tail' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at events tail' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at events tail' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at events tail' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl layout
 complete -c mcctl -n '__mcctl_at layout' -f
@@ -445,6 +486,8 @@ complete -c mcctl -n '__mcctl_at node start' -s V -l version -d 'Print version i
 complete -c mcctl -n '__mcctl_at node start' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 complete -c mcctl -n '__mcctl_at node start' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
 complete -c mcctl -n '__mcctl_at node start' -l page-mode -x -d 'page mode of offloads through a node: true writes pages of the shared bucket files (DISTRIBUTED_DISK, no owner), false one file per key under the node\'s --local-disk (LOCAL_DISK, owned by the node); a node\'s setting, the master serves both [env MOONCAKE_DISTRIBUTED_PAGE_MODE; default true]'
+complete -c mcctl -n '__mcctl_at node start' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at node start' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl node status
 complete -c mcctl -n '__mcctl_at node status' -f
@@ -528,7 +571,7 @@ complete -c mcctl -n '__mcctl_at demo owner-death' -s x -l stacktrace -d 'On err
 complete -c mcctl -n '__mcctl_at bench' -f
 complete -c mcctl -n '__mcctl_at bench' -a 'allocator' -d 'Steady-state free+allocate pairs (runs of 1..16 pages) on fragmented buckets, for mcctl\'s allocator and for the design RFC\'s bit-by-bit scan, from the same state in the same run: 65,536 pages at 50%%, 90%%, 97%% fill and 1,048,576 pages at 90%%.'
 complete -c mcctl -n '__mcctl_at bench' -a 'master' -d 'Offload cycles (BatchAllocate + Notify, no data) and mapping lookups (BatchGetDistributedPageMapping) from client threads at batch sizes 1 and 64 (at 64 also packed: one array of placements per batch), each phase once as unary calls and once over the Session stream, for a fixed time after a warm-up pass of every phase, against a master started as its own process on a temporary root (write-ahead log on) or --master.'
-complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch get (mapping calls, pread, CRC32C check) of 64KiB and 1MiB objects against a plain sequential read of the same bucket file region, both warm in the page cache, with an embedded master on a temporary root (or --root).'
+complete -c mcctl -n '__mcctl_at bench' -a 'io' -d 'Batch offload (allocate, write, fdatasync, notify) and batch get (mapping calls, read, CRC32C check) of objects of each --object-sizes, with an embedded master on a temporary root (or --root), through the bucket-file IO --io names: posix, usrbio (3FS\'s USRBIO; --root must be on a 3FS mount) or both, measured in turns in the same passes.'
 complete -c mcctl -n '__mcctl_at bench' -a 'restart' -d 'Runs each master as its own process, as in production, on temporary roots (256 x 4GiB sparse buckets, 64KiB pages).'
 complete -c mcctl -n '__mcctl_at bench' -a 'fsck' -d 'Builds a master state of --mappings one-page mappings on a temporary root (256 x 4GiB sparse buckets of 64KiB pages: 65,536 pages each) and measures, as the median of --runs runs: a full live fsck (the master\'s page check plus this node\'s bucket file checks), the longest the master\'s check held any one lock, lookup p99 while live checks run back to back against idle p99, and a full offline fsck of the state directory (recovery included).'
 complete -c mcctl -n '__mcctl_at bench' -a 'cache' -d 'Replay a trace of keys drawn from a Zipf distribution over a key space three times the tier\'s capacity, a mapping lookup per request and an offload (BatchAllocate + Notify, no data) on each miss, against an evicting master; replay the same trace through an exact LRU cache of the same capacity in objects; report both hit ratios.'
@@ -537,7 +580,6 @@ complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashe
 complete -c mcctl -n '__mcctl_at bench' -a 'failover' -d 'Starts etcd (one member on free loopback ports over a temporary directory) and two masters with --ha as processes of their own over one temporary root (256 x 4GiB sparse buckets, 64KiB pages), fills the state with --mappings mappings (offload cycles without data, 8 callers, batch 64) and takes a snapshot.'
 complete -c mcctl -n '__mcctl_at bench' -a 'promotion' -d 'Reads of promoted objects from a node\'s DRAM against the same bytes by pread, 64KiB and 1MiB by default, in one run.'
 complete -c mcctl -n '__mcctl_at bench' -a 'pages' -d 'The master\'s page service alone, in this JVM (no gRPC, no write-ahead log): offload cycles (allocate + notify) filling its table to --mappings, then for a fixed time, then lookups of random committed keys and of a few keys that stay in the caches, one thread in batches.'
-complete -c mcctl -n '__mcctl_at bench' -a 'chaos' -d 'Starts etcd (1 or 3 members), three masters with --ha over one root on a small tmpfs, two nodes (one with a DRAM segment) and Python workers, each in a network namespace of its own on a bridge this run creates (needs root; everything it makes is deleted at the end).'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -567,6 +609,7 @@ complete -c mcctl -n '__mcctl_at bench master' -l buckets -x -d 'Buckets of the 
 complete -c mcctl -n '__mcctl_at bench master' -l bucket-size -x -d 'Bucket size of the master started here (default: 4GiB).'
 complete -c mcctl -n '__mcctl_at bench master' -l memory-mappings -x -d 'Mappings for the heap-per-mapping figure; 0 skips it (default: 1000000).'
 complete -c mcctl -n '__mcctl_at bench master' -l compare-durability -d 'Also run every phase against a second master started here with --durability snapshot (the design RFC\'s: nothing logged, periodic snapshots only), after the one with the write-ahead log, with its own warm-up pass, and report snapshot over WAL for each phase.'
+complete -c mcctl -n '__mcctl_at bench master' -l compare-kv-events -d 'Also run every phase against a second master started here with KV events on (kv_events_endpoint on a free loopback port, one subscriber reading every batch), in turns with the first, and report its figures over the first\'s; every offload of both attaches one KV block per object.'
 complete -c mcctl -n '__mcctl_at bench master' -l security -d 'Also run the offload and lookup phases against embedded masters with plaintext, with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).'
 complete -c mcctl -n '__mcctl_at bench master' -l phases -x -d 'The phases to run, comma-separated, in this order whatever the list\'s: offload-1, offload-64, offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all); offload-N, offload-N-packed, lookup-N and lookup-N-packed run batches of N keys a call (1 to 10000), offloads first, smaller batches first.'
 complete -c mcctl -n '__mcctl_at bench master' -l transport -x -d 'Run each phase as unary calls, over the Session stream, or both, unary first (default: both).'
@@ -580,14 +623,18 @@ complete -c mcctl -n '__mcctl_at bench master' -s x -l stacktrace -d 'On error, 
 # mcctl bench io
 complete -c mcctl -n '__mcctl_at bench io' -f
 complete -c mcctl -n '__mcctl_at bench io' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench io' -l io -r -F -d 'Bucket-file IO to measure: posix, usrbio or both (default: posix).'
+complete -c mcctl -n '__mcctl_at bench io' -l object-sizes -x -d 'Object sizes, one case each (default: 64KiB,2MiB).'
 complete -c mcctl -n '__mcctl_at bench io' -l total -x -d 'Bytes of objects per object size (default: 1GiB).'
 complete -c mcctl -n '__mcctl_at bench io' -l rounds -x -d 'Timed passes over the data (default: 5).'
 complete -c mcctl -n '__mcctl_at bench io' -l keys-per-lookup -x -d 'Most keys per mapping call; reads go 64 objects at a time whatever this is (default: 512).'
-complete -c mcctl -n '__mcctl_at bench io' -l read-threads -x -d 'Threads the tier reads a batch on (default: the CPUs this process may use, at most 4); above 1 the tier is timed on one thread as well, in the same passes.'
-complete -c mcctl -n '__mcctl_at bench io' -l root -r -F -d 'Directory for the bucket files (default: a temporary directory, removed after).'
+complete -c mcctl -n '__mcctl_at bench io' -l read-threads -x -d 'Threads the tier reads a batch on (default: the CPUs this process may use, at most 4).'
+complete -c mcctl -n '__mcctl_at bench io' -l root -r -F -d 'Directory for the bucket files (default: a temporary directory, removed after; for usrbio give a directory on the 3FS mount).'
 complete -c mcctl -n '__mcctl_at bench io' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench io' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench io' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+complete -c mcctl -n '__mcctl_at bench io' -l config -r -F -d 'YAML file of settings (default: $MCCTL_CONFIG, if set).'
+complete -c mcctl -n '__mcctl_at bench io' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 
 # mcctl bench restart
 complete -c mcctl -n '__mcctl_at bench restart' -f
@@ -690,23 +737,6 @@ complete -c mcctl -n '__mcctl_at bench pages' -s h -l help -d 'Show this help me
 complete -c mcctl -n '__mcctl_at bench pages' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench pages' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
-# mcctl bench chaos
-complete -c mcctl -n '__mcctl_at bench chaos' -f
-complete -c mcctl -n '__mcctl_at bench chaos' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l minutes -x -d 'Minutes of traffic and faults, 1 to 1440 (default: 5).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l seconds -x -d 'Seconds of traffic and faults instead of --minutes, 10 to 86400.'
-complete -c mcctl -n '__mcctl_at bench chaos' -l seed -x -d 'Seed of the nemesis and the workers (default: a random one, printed).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l etcd-members -x -d 'etcd members, 1 or 3 (default: 3).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l faults -x -d 'Fault kinds the nemesis injects: all, none, or a list of kill_master, kill_node, kill_etcd, kill_client, pause_leader, pause_client, pause_node, pause_etcd, partition_leader_etcd, partition_leader_clients, partition_client, netem_loss, netem_delay, fill_root, flip_byte, truncate_bucket, delete_bucket, idle_flood, snapshot_restart (default: all).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l java-workers -x -d 'Java client workers, 1 to 16 (default: 2).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l python-workers -x -d 'Python client workers, 0 to 16 (default: 2).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l python-client -r -F -d 'The clients/python directory of mcctl (default: clients/python of the checkout this mcctl was built in, or under the working directory).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l dir -r -F -d 'Where the run\'s folder goes (default: the system\'s temporary directory).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l keep -d 'Keep the run\'s folder even when it passed.'
-complete -c mcctl -n '__mcctl_at bench chaos' -s h -l help -d 'Show this help message and exit.'
-complete -c mcctl -n '__mcctl_at bench chaos' -s V -l version -d 'Print version information and exit.'
-complete -c mcctl -n '__mcctl_at bench chaos' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
-
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f
 complete -c mcctl -n '__mcctl_at shell' -s h -l help -d 'Show this help message and exit.'
@@ -735,6 +765,8 @@ complete -c mcctl -n '__mcctl_at config show' -l page-size -x -d 'bytes per page
 complete -c mcctl -n '__mcctl_at config show' -l bucket-size -x -d 'bytes per bucket file [env MOONCAKE_DISTRIBUTED_BUCKET_SIZE; default 4GiB]'
 complete -c mcctl -n '__mcctl_at config show' -l health-check -x -d 'run the checks of mcctl mount validate before laying out the root; any FAIL stops the master [env MOONCAKE_DISTRIBUTED_HEALTH_CHECK; default false]'
 complete -c mcctl -n '__mcctl_at config show' -l preallocate -x -d 'reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, not as failed writes later [env MOONCAKE_DISTRIBUTED_PREALLOCATE_BUCKETS; default false]'
+complete -c mcctl -n '__mcctl_at config show' -l io -x -d 'how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS\'s USRBIO rings, past FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto (usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix) [env MOONCAKE_DISTRIBUTED_IO; default auto]'
+complete -c mcctl -n '__mcctl_at config show' -l usrbio-library -x -d '3FS\'s USRBIO client library, which mcctl loads but does not ship [env MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY; default hf3fs_api_shared]'
 complete -c mcctl -n '__mcctl_at config show' -l port -x -d 'gRPC port of the master [env MCCTL_MASTER_PORT; default 50051]'
 complete -c mcctl -n '__mcctl_at config show' -l metrics-port -x -d 'HTTP port for Prometheus metrics (/metrics) and health (/-/healthy) [env MCCTL_METRICS_PORT; default 9003]'
 complete -c mcctl -n '__mcctl_at config show' -l bind -x -d 'address the master listens on [env MCCTL_MASTER_BIND; default 0.0.0.0]'
@@ -765,6 +797,12 @@ complete -c mcctl -n '__mcctl_at config show' -l ha-start-empty -x -d 'with --ha
 complete -c mcctl -n '__mcctl_at config show' -l client-ttl -x -d 'a node the master has not heard from (Ping) within this long is dead: its MEMORY and LOCAL_DISK replicas are removed (Mooncake\'s client_ttl) [env MCCTL_CLIENT_TTL; default 10s]'
 complete -c mcctl -n '__mcctl_at config show' -l promotion-reads -x -d 'reads of a DISTRIBUTED_DISK object within the admission window (about the last 262144 lookups) that queue it for promotion into a node\'s DRAM segment; 0: only mcctl promote queues objects [env MCCTL_PROMOTION_READS; default 3]'
 complete -c mcctl -n '__mcctl_at config show' -l promotion-max-tasks -x -d 'most promotion tasks queued or in progress at once; admitted objects past it wait for the next admission [env MCCTL_PROMOTION_MAX_TASKS; default 1024]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-endpoint -x -d 'where the master publishes KV events (vLLM\'s schema, ZeroMQ PUB) for what the shared tier holds; the i-th tenant of kv_events_tenants publishes on the port plus i [env MCCTL_KV_EVENTS_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-replay-endpoint -x -d 'where a subscriber asks for the batches it missed (ZeroMQ ROUTER: it sends the 8-byte sequence to start from); the i-th tenant answers on the port plus i [env MCCTL_KV_EVENTS_REPLAY_ENDPOINT; default computed]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-topic -x -d 'the topic of each tenant\'s KV events (llm-d reads kv@<pod>@<model>: pool:<name> marks a tier shared by every pod) [env MCCTL_KV_EVENTS_TOPIC; default kv@pool:mcctl@{tenant}]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-tenants -x -d 'the tenants whose KV events are published, each on its own endpoints (no subscriber of one learns another\'s keys) [env MCCTL_KV_EVENTS_TENANTS; default default]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-buffer -x -d 'KV event batches kept per tenant for the replay endpoint (and rebuilt from the log after a restart or a fail-over) [env MCCTL_KV_EVENTS_BUFFER; default 1000]'
+complete -c mcctl -n '__mcctl_at config show' -l kv-events-queue -x -d 'KV events waiting to be published at most; past it an event is dropped (counted, and its batch is not sent: subscribers see a gap in the sequence) rather than slowing the master [env MCCTL_KV_EVENTS_QUEUE; default 65536]'
 
 # mcctl completion
 complete -c mcctl -n '__mcctl_at completion' -f

@@ -382,6 +382,9 @@ class BucketFiles:
     closed, until the client closes: another thread may be reading or writing through it, and a closed fd's number could
     be handed to another file under that thread. Replacements are rare (an operator's act), so few are ever kept.
 
+    With ``registrar`` (USRBIO's library), each fd is registered for USRBIO's IOs as it is opened and deregistered before
+    it is closed; the identity rules are the same for both IOs.
+
     ``_lock`` guards ``_fds``, ``_identity``, ``_retired``, ``_closed`` and the creation of ``_sync_pool``; it is held
     only to look up, open or replace an fd, never for IO.
     """
@@ -391,8 +394,9 @@ class BucketFiles:
     # instead of adding up.
     SYNC_THREADS = 16
 
-    def __init__(self, root: str, master_root: str, bucket_size: int, bucket_count: int):
+    def __init__(self, root: str, master_root: str, bucket_size: int, bucket_count: int, registrar: Any = None):
         self.root = os.path.abspath(root)
+        self._registrar = registrar
         self.master_root = os.path.normpath(master_root)
         self.bucket_size = bucket_size
         self.bucket_count = bucket_count
@@ -406,6 +410,9 @@ class BucketFiles:
         self._by_bucket: List[Optional[int]] = [None] * bucket_count
         self._closed = False
         self._sync_pool: Optional[ThreadPoolExecutor] = None
+        # fds replaced so far: a read that failed through an fd taken before a replacement reads again (written under the
+        # lock, read without it)
+        self.replacements = 0
 
     def bucket_path(self, bucket: int) -> str:
         """The local path of bucket file ``bucket`` (the layout names them <root>/bucket_%02x.data)."""
@@ -459,6 +466,12 @@ class BucketFiles:
             if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a read-only mount still serves reads
+        if self._registrar is not None:
+            try:
+                self._registrar.register(fd, path)
+            except OSError:
+                os.close(fd)
+                raise
         opened = os.fstat(fd)
         self._identity[fd] = (opened.st_dev, opened.st_ino)
         return fd
@@ -504,6 +517,7 @@ class BucketFiles:
             self._fds[path] = fd
             if old is not None:
                 self._retired.append(old)
+                self.replacements += 1
             bucket = bucket_of_file_name(path)
             if bucket is not None and 0 <= bucket < self.bucket_count and self._by_bucket[bucket] is not None \
                     and os.path.dirname(path) == self.root:
@@ -555,4 +569,6 @@ class BucketFiles:
         if pool is not None:
             pool.shutdown(wait=True)
         for fd in fds:
+            if self._registrar is not None:
+                self._registrar.deregister(fd)  # before the close: a number closed while registered never registers again
             os.close(fd)

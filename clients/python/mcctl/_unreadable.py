@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Iterable, List, Sequence
+from typing import Any, Iterable, List, Optional, Sequence
 
 from . import errors
 
@@ -69,16 +69,20 @@ def note_reads(keys: Sequence[str], codes: Sequence[int], wanted: Sequence[int],
     return loaded
 
 
-def put_all(client: Any, keys: Sequence[str], buffers: Sequence[Any], unreadable: UnreadableKeys) -> List[bool]:
+def put_all(client: Any, keys: Sequence[str], buffers: Sequence[Any], unreadable: UnreadableKeys,
+            kv_blocks: Optional[Sequence[Any]] = None) -> List[bool]:
     """Writes key i from buffers[i]; per key, whether it is stored. A key already committed counts as stored (keys name
-    their content), except an unreadable one: it is written with overwrite, and readable again once that succeeds."""
+    their content), except an unreadable one: it is written with overwrite, and readable again once that succeeds.
+    ``kv_blocks``: None, or per key the engine blocks it holds (mcctl.kv_events.KvBlocks or None), for KV-aware
+    routers."""
     again = unreadable.which(keys)
     stored = [False] * len(keys)
     for overwrite in (False, True):
         picked = [i for i, flag in enumerate(again) if flag == overwrite]
         if not picked:
             continue
-        codes = client.batch_put_from([keys[i] for i in picked], [buffers[i] for i in picked], overwrite=overwrite)
+        codes = client.batch_put_from([keys[i] for i in picked], [buffers[i] for i in picked], overwrite=overwrite,
+                                      kv_blocks=None if kv_blocks is None else [kv_blocks[i] for i in picked])
         for i, code in zip(picked, codes):
             stored[i] = code == 0 or (code == errors.OBJECT_ALREADY_EXISTS and not overwrite)
     if any(again):

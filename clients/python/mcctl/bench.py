@@ -20,6 +20,10 @@ batch throughput from several threads.
 4. with --memory (a node started with --memory must be running): 128 objects promoted into the nodes' DRAM,
    batch_get_into served by their MEMORY replicas against the same reads from the shared files
    (read_memory_replicas=False), in turns; medians over the rounds.
+5. with --io posix, usrbio or both: only the bucket-file IO: the same batch_put_from and batch_get_into batches (64 KiB
+   objects 128 to a batch, 2 MiB objects 8 to a batch) through a client of each IO asked for, in turns, the order swapped
+   every round; best GiB/s of the rounds and this process's CPU seconds per GiB moved, and with both the USRBIO/POSIX
+   ratios. USRBIO needs the master's root on a 3FS mount and the library (--usrbio-library).
 """
 
 from __future__ import annotations
@@ -303,6 +307,68 @@ def throughput(client: Client, threads: int, batches: int, batch: int, object_si
             "free_calls": delta.get("BatchFreeDistributedPage", 0)}
 
 
+def io_paths(master: str, tenant: str, modes, library: str, total: int, rounds: int):
+    """Section 5: per object size, per IO, best write and read GiB/s and CPU seconds per GiB over the timed rounds."""
+    clients = {mode: Client(master=master, tenant=tenant, io=mode, usrbio_library=library) for mode in modes}
+    try:
+        for mode, c in clients.items():
+            print(f"  {mode}: {c.io_reason}")
+        figures = []
+        for size, batch in ((64 << 10, 128), (2 << 20, 8)):
+            n = max(batch, total // size // batch * batch)
+            tensor = _tensor(size * batch)
+            tensor.random_(0, 256)
+            slices = [tensor[i * size:(i + 1) * size] for i in range(batch)]
+            write_keys = [f"bench/io/w/{size}/{i}" for i in range(n)]  # written again and again, never read: freed at once
+            read_keys = [f"bench/io/r/{size}/{i}" for i in range(n)]  # written once, read again and again
+            first = next(iter(clients.values()))
+            for start in range(0, n, batch):
+                codes = first.batch_put_from(read_keys[start:start + batch], slices, overwrite=True)
+                if any(codes):
+                    raise McctlError(f"the benchmark's write failed: {codes}")
+            into = _tensor(size * batch)
+            into_slices = [into[i * size:(i + 1) * size] for i in range(batch)]
+
+            def write(c):
+                for start in range(0, n, batch):
+                    codes = c.batch_put_from(write_keys[start:start + batch], slices, overwrite=True)
+                    if any(codes):
+                        raise McctlError(f"the benchmark's write through {c.io_mode} failed: {codes}")
+
+            def read(c):
+                for start in range(0, n, batch):
+                    got = c.batch_get_into(read_keys[start:start + batch], into_slices)
+                    if got != [size] * batch:
+                        raise McctlError(f"the benchmark's read through {c.io_mode} failed: {got}")
+
+            best = {(mode, op): float("inf") for mode in clients for op in ("write", "read")}
+            cpu = {(mode, op): 0.0 for mode in clients for op in ("write", "read")}
+            order = list(clients)
+            for round_ in range(rounds + 1):  # the first round warms up, untimed
+                for mode in order[round_ % len(order):] + order[:round_ % len(order)]:
+                    for op, run in (("write", write), ("read", read)):
+                        started, started_cpu = time.perf_counter(), time.process_time()
+                        run(clients[mode])
+                        if round_:
+                            best[mode, op] = min(best[mode, op], time.perf_counter() - started)
+                            cpu[mode, op] += time.process_time() - started_cpu
+            gib = n * size / 2**30
+            row = {"object_size": size, "objects": n, "batch": batch}
+            for mode in clients:
+                for op in ("write", "read"):
+                    row[f"{mode}_{op}_gib_s"] = gib / best[mode, op]
+                    row[f"{mode}_{op}_cpu_s_per_gib"] = cpu[mode, op] / (gib * rounds)
+            if len(clients) == 2:
+                for op in ("write", "read"):
+                    row[f"usrbio_over_posix_{op}"] = row[f"usrbio_{op}_gib_s"] / row[f"posix_{op}_gib_s"]
+                    row[f"usrbio_over_posix_{op}_cpu"] = row[f"usrbio_{op}_cpu_s_per_gib"] / row[f"posix_{op}_cpu_s_per_gib"]
+            figures.append(row)
+        return figures
+    finally:
+        for c in clients.values():
+            c.close()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m mcctl.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--master", default=os.environ.get("MCCTL_MASTER", "localhost:50051"), help="host:port of the master")
@@ -314,9 +380,31 @@ def main(argv=None) -> int:
                         help="only time reads served by nodes' MEMORY replicas against the shared files (needs a node started with --memory)")
     parser.add_argument("--warmup-seconds", type=float, default=10.0,
                         help="seconds of untimed reads and writes first, so the master's call paths are compiled (default: 10)")
+    parser.add_argument("--io", choices=("posix", "usrbio", "both"),
+                        help="only time batch writes and reads through this bucket-file IO, or both in turns (section 5)")
+    parser.add_argument("--usrbio-library", default=os.environ.get("MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY", "hf3fs_api_shared"),
+                        help="with --io: the USRBIO library, by name on the library path or by path (default: hf3fs_api_shared)")
+    parser.add_argument("--io-total", type=int, default=256 << 20, help="with --io: bytes of objects per object size (default: 256 MiB)")
     args = parser.parse_args(argv)
     if not 0 <= args.warmup_seconds <= 3600:
         parser.error(f"invalid --warmup-seconds {args.warmup_seconds:g}: allowed is 0 to 3600")
+    if args.io:
+        modes = ["posix", "usrbio"] if args.io == "both" else [args.io]
+        try:
+            print(f"mcctl.bench --io {args.io}: batch_put_from and batch_get_into, best of {args.rounds} rounds, CPU of this process")
+            for r in io_paths(args.master, args.tenant, modes, args.usrbio_library, args.io_total, args.rounds):
+                for mode in modes:
+                    print(f"{r['object_size'] // 1024} KiB x {r['objects']} in batches of {r['batch']}, {mode}: write "
+                          f"{r[mode + '_write_gib_s']:.3f} GiB/s ({r[mode + '_write_cpu_s_per_gib']:.3f} CPU s/GiB), read "
+                          f"{r[mode + '_read_gib_s']:.3f} GiB/s ({r[mode + '_read_cpu_s_per_gib']:.3f} CPU s/GiB)")
+                if len(modes) == 2:
+                    print(f"{r['object_size'] // 1024} KiB usrbio/posix: write {r['usrbio_over_posix_write']:.3f}x "
+                          f"(CPU {r['usrbio_over_posix_write_cpu']:.3f}x), read {r['usrbio_over_posix_read']:.3f}x "
+                          f"(CPU {r['usrbio_over_posix_read_cpu']:.3f}x)")
+        except (McctlError, OSError) as e:
+            print(f"mcctl.bench: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:
         with Client(master=args.master, tenant=args.tenant) as client:
             print(f"mcctl.bench: master {args.master}, root {client.root}, page size {client.layout.page_size}, "

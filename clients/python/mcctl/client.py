@@ -6,6 +6,10 @@ pages freed at once (BatchFreeDistributedPage). Get: BatchGetDistributedPageMapp
 lease) -> preadv into the caller's memory -> CRC32C check (a mismatch is a miss, never data). A key whose mapping
 carries MEMORY replicas (a promotion copied it into nodes' DRAM) is read from one of those nodes first (mcctl/_nodes.py)
 and by the pread when none serves it.
+
+The reads and writes of bucket files go through POSIX (preadv/pwritev) or, on 3FS, through USRBIO (mcctl/_usrbio.py):
+the ``io`` option (or MOONCAKE_DISTRIBUTED_IO), as the Java tier chooses it. The CRC32C, the fence, short reads, the end
+of a file and the bucket-file identity checks are the same for both.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from . import _io, _leader, _nodes, errors
+from . import _io, _leader, _nodes, _usrbio, errors
+from . import kv_events as _kv_events
 from ._placements import DONE, Allocation, Placements, Remembered
 from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
@@ -45,6 +50,25 @@ _LEASE_KEPT_FOR_READ = 0.1  # a read starts only while 90% of its lease is left
 REMEMBERED_KEYS = 1 << 14  # placements kept for reads during their lookup (read_during_lookup): about 5 MiB
 _READ_DURING_LOOKUP_MIN_S = 0.02  # a remembered placement is read during the lookup only with this much of its window left
 _QUEUED_HOLDER = "00000000-0000-0000-0000-000000000000"  # a promotion task's holder while any node may take it
+
+
+def _io_settings(io: Optional[str], library: Optional[str]) -> Tuple[str, str, str]:
+    """The io mode, where it came from, and the USRBIO library: the arguments, else the environment, else the defaults,
+    checked as the Java settings are (one line naming the value and what is allowed)."""
+    if io is not None:
+        value, source = io, "argument io"
+    elif os.environ.get(_usrbio.IO_ENV):
+        value, source = os.environ[_usrbio.IO_ENV], f"environment {_usrbio.IO_ENV}"
+    else:
+        value, source = "auto", "default"
+    if not isinstance(value, str) or value.lower() not in _usrbio.MODES:
+        raise InvalidParams(f"invalid io {value!r} from {source}: allowed is auto, posix or usrbio")
+    if library is None:
+        library = os.environ.get(_usrbio.LIBRARY_ENV) or _usrbio.DEFAULT_NAME
+    if not isinstance(library, str) or not library.strip():
+        raise InvalidParams(f"invalid usrbio_library {library!r}: allowed is a library name on the library path "
+                            f"(hf3fs_api_shared) or a path to the .so")
+    return value.lower(), source, library
 
 
 def check_master(master: str) -> str:
@@ -274,8 +298,8 @@ class Client:
 
     ``root`` is where this node mounts the shared root (default: the master's root_dir, from GetLayout).
     ``write_margin`` is how many seconds before an allocation's deadline this client stops starting writes
-    (default: a tenth of the deadline, at least 50 ms and at most 2 s: the rule the Java writer follows), so a slow
-    writer never writes pages the master may reclaim.
+    (default: a tenth of the deadline, at least 50 ms and at most 2 s: docs/durability.md's rule, which the Java
+    writer follows too), so a slow writer never writes pages the master may reclaim.
     ``tls_ca`` (a PEM file of the CAs to trust) turns TLS on; ``tls_cert`` and ``tls_key`` add this client's
     own certificate for a master that wants one. ``token`` is the bearer token (default: $MCCTL_TOKEN, if set).
 
@@ -295,7 +319,16 @@ class Client:
     Batches read at the same time from several threads share ``read_threads``: each caller is a reading thread
     already.
 
-    ``read_during_lookup`` (default True): a batch whose keys this client looked up before, while that lookup's
+    ``io`` (default: MOONCAKE_DISTRIBUTED_IO, else "auto") is how bucket-file bytes move, with the Java tier's values and
+    rules: "posix" (preadv and pwritev), "usrbio" (3FS's USRBIO rings, past FUSE: refused here in one line, an
+    ``mcctl._usrbio.UsrbioUnavailable``, when the library, a function of it or a 3FS mount under the root is missing, or
+    no ring can be made), or "auto" (USRBIO when the master's fs_type is hf3fs, the root is on a 3FS mount and the library
+    loads; POSIX otherwise, decided here and never while the client serves). ``usrbio_library`` (default:
+    MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY, else "hf3fs_api_shared") names the library on the library path, or is its path.
+    ``io_mode`` and ``io_reason`` say which IO is in force and why. With USRBIO a batch's writes are submitted together,
+    and a batch's reads are split among the reading threads, each submitting its share on a ring of its own.
+
+    ``read_during_lookup`` (default True, POSIX only): a batch whose keys this client looked up before, while that lookup's
     lease lasts, is read at the placements it answered while the batch's own lookup is in flight, and a read is
     kept only for a key the new answer places on the same pages (see _read_during_lookup for why that is exact).
     Reading a batch again soon, as a cache's hot blocks are, then costs about the longer of the two rather than
@@ -309,7 +342,7 @@ class Client:
                  root: Optional[str] = None, write_margin: Optional[float] = None, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None, token: Optional[str] = None,
                  read_memory_replicas: bool = True, node_timeout: float = 2.0, read_threads: Optional[int] = None,
-                 read_during_lookup: bool = True):
+                 read_during_lookup: bool = True, io: Optional[str] = None, usrbio_library: Optional[str] = None):
         self.master = check_master(master)
         self.tenant = check_tenant(tenant)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -328,6 +361,7 @@ class Client:
             raise InvalidParams(f"read_threads {read_threads!r} must be a whole number from 1 to {MAX_READ_THREADS}")
         self.read_threads = read_threads
         self.read_during_lookup = read_during_lookup
+        io_mode, io_source, library = _io_settings(io, usrbio_library)
         self._remembered = Remembered(REMEMBERED_KEYS)
         self.timeout = float(timeout)
         self.write_margin = write_margin
@@ -348,14 +382,24 @@ class Client:
         else:
             self._channel = _channel(self.master, tls_ca, tls_cert, tls_key)
         self._stub = pb_grpc.MasterServiceStub(self._channel) if self._follower is None else None
+        self._rings: Optional[_usrbio.Rings] = None
         try:
             self.layout = self._read("GetLayout", pb.GetLayoutRequest())
             self.root = os.path.abspath(root if root is not None else self.layout.root_dir)
             self._check_mount()
+            choice = _usrbio.choose(io_mode, io_source, self.layout.fs_type, self.root, library)
+            if choice.mode == "usrbio":
+                # One ring set per reading thread and one for the writer; the first is made now, so a mount that cannot
+                # give one fails here.
+                self._rings = _usrbio.Rings(choice.library, choice.mount_point, max_rings=read_threads + 1)
         except BaseException:
             self._channel.close()
             raise
-        self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size, self.layout.bucket_count)
+        self.io_mode, self.io_reason = choice.mode, choice.reason
+        self._files = _io.BucketFiles(self.root, self.layout.root_dir, self.layout.bucket_size, self.layout.bucket_count,
+                                      registrar=choice.library if self._rings is not None else None)
+        self._pool_lock = threading.Lock()  # guards the creation of _helpers; nests inside no other lock
+        self._helpers: Optional[Any] = None  # the USRBIO reader's helper threads, made on first use
         node_options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), *_RECONNECT_OPTIONS]
         self._memory = _nodes.MemoryReader(float(node_timeout), node_options) if read_memory_replicas else None
 
@@ -369,7 +413,13 @@ class Client:
 
     def close(self) -> None:
         """Closes the connection and the bucket files; no call may be running or start after it."""
+        with self._pool_lock:
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.shutdown(wait=True)
         self._files.close()
+        if self._rings is not None:
+            self._rings.close()
         if self._memory is not None:
             self._memory.close()
         self._channel.close()
@@ -452,11 +502,32 @@ class Client:
     def _margin(self, deadline_s: float) -> float:
         if self.write_margin is not None:
             return self.write_margin
-        # The Java writer's rule (TierWriter), so that every writer of a tier fences itself alike: room for one pwrite
-        # once started, while the master's allocation grace covers a write that runs past the deadline.
+        # The one rule every writer of a tier fences itself by, the Java writer's too (docs/durability.md, "The writer
+        # fences itself"): room for one pwrite once started, while the master's allocation grace covers a write that
+        # runs past the deadline.
         return min(2.0, max(0.05, deadline_s / 10))
 
-    def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool) -> List[Tuple[int, str]]:
+    def _write(self, targets: Sequence[Tuple[int, int, str]], views: List[List[memoryview]], offsets: Sequence[int],
+               fence: float) -> List[Optional[BaseException]]:
+        """Writes object i of each (i, fd, path) of ``targets`` at offsets[i]; per target None when written, else why not
+        (WriteFenced or Fenced: the fence passed first; an OSError). POSIX writes them one by one, checking the fence
+        before each; USRBIO submits them together, the fence checked before each round."""
+        if self._rings is None:
+            problems: List[Optional[BaseException]] = []
+            for i, fd, _ in targets:
+                try:
+                    _io.pwrite_all(fd, views[i], offsets[i], fence)
+                    problems.append(None)
+                except (_io.WriteFenced, OSError) as e:
+                    problems.append(e)
+            return problems
+        if not targets:
+            return []
+        results = self._rings.execute([("w", fd, offsets[i], views[i], path) for i, fd, path in targets], fence)
+        return [result if isinstance(result, OSError) else None for result in results]
+
+    def _put(self, keys: List[str], views: List[List[memoryview]], overwrite: bool,
+             kv_blocks: Optional[List[Any]] = None) -> List[Tuple[int, str]]:
         """Offloads one batch of at most MAX_BATCH keys; a (code, message) per key. The allocation is answered packed
         and the notify sends the placements back packed (docs/wire-protocol.md, "Packed offloads")."""
         n = len(keys)
@@ -476,6 +547,7 @@ class Client:
         written: List[Tuple[int, int, int]] = []  # (index, fd, crc) of each object written
         failed: List[int] = []  # indices of allocations to free
         paths: Dict[int, str] = {}  # fd -> path of files written
+        targets: List[Tuple[int, int, str]] = []  # (index, fd, path) of each object to write
         for i in range(n):
             if not allocation.allocated(i):
                 outcomes[i] = allocation.outcome(i)
@@ -487,17 +559,21 @@ class Client:
                     raise OSError(f"the master allocated {allocation.sizes[i]} bytes for an object of {sizes[i]}")
                 path = self._files.bucket_path(bucket)
                 self._files.check_range(path, offset, sizes[i])
-                fd = self._files.bucket_fd(bucket)
-                _io.pwrite_all(fd, views[i], offset, fence)
+                targets.append((i, self._files.bucket_fd(bucket), path))
+            except OSError as e:
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
+                failed.append(i)
+        for (i, fd, path), problem in zip(targets, self._write(targets, views, allocation.offsets, fence)):
+            if problem is None:
                 paths[fd] = path
                 written.append((i, fd, _io.crc32c(views[i])))
-            except _io.WriteFenced:
+            elif isinstance(problem, (_io.WriteFenced, _usrbio.Fenced)):
                 self._count("writes_fenced")
                 outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: the allocation's deadline of {answer.deadline_ms} ms "
                                f"was within the write margin before the write could start; not written")
                 failed.append(i)
-            except OSError as e:
-                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
+            else:
+                outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {problem}")
                 failed.append(i)
         written = self._flush_and_check(written, paths, views, allocation.offsets, fence, outcomes, failed)
         if failed:
@@ -508,7 +584,8 @@ class Client:
                 # them), until the allocations' deadline on this client's clock.
                 notified = self._call("NotifyDistributedDiskSuccess", pb.NotifyDistributedDiskSuccessRequest(
                     keys=[keys[i] for i, _, _ in written], tenant_ids=[self.tenant] * len(written),
-                    placements=allocation.records([(i, crc) for i, _, crc in written])), False, resend_until=started + deadline_s)
+                    placements=allocation.records([(i, crc) for i, _, crc in written]),
+                    kv_blocks=[kv_blocks[i] for i, _, _ in written] if kv_blocks else None), False, resend_until=started + deadline_s)
                 for (i, _, _), outcome in zip(written, Allocation.notified(notified, len(written))):
                     outcomes[i] = outcome
             except McctlError as e:
@@ -557,21 +634,19 @@ class Client:
                     checked.extend(objects)
                     continue
                 paths[now] = path
-                for i, _, crc in objects:
-                    try:
-                        _io.pwrite_all(now, views[i], offsets[i], fence)
-                    except _io.WriteFenced:
+                targets = [(i, now, path) for i, _, _ in objects]
+                for (i, _, crc), problem in zip(objects, self._write(targets, views, offsets, fence)):
+                    if isinstance(problem, (_io.WriteFenced, _usrbio.Fenced)):
                         self._count("writes_fenced")
                         outcomes[i] = (errors.WRITE_FAIL, "WRITE_FAIL: the allocation's deadline was within the write margin "
                                                           "before its bucket file, replaced under this client, could be written again")
                         failed.append(i)
-                        continue
-                    except OSError as e:
-                        outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {e}")
+                    elif problem is not None:
+                        outcomes[i] = (errors.WRITE_FAIL, f"WRITE_FAIL: write of {path} failed: {problem}")
                         failed.append(i)
-                        continue
-                    self._count("stale_file_rewrites")
-                    again.setdefault(now, []).append((i, now, crc))
+                    else:
+                        self._count("stale_file_rewrites")
+                        again.setdefault(now, []).append((i, now, crc))
             by_fd = again
         return checked
 
@@ -612,10 +687,15 @@ class Client:
                 code, message = outcomes[i]
                 outcomes[i] = (code, f"{message}; freeing its pages failed too ({e}), the master reclaims them at the deadline")
 
-    def _put_all(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool) -> List[Tuple[int, str]]:
+    def _put_all(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool,
+                 kv_blocks: Optional[Sequence[Any]] = None) -> List[Tuple[int, str]]:
         keys = _check_keys(keys)
         if len(buffers) != len(keys):
             raise InvalidParams(f"{len(keys)} keys but {len(buffers)} buffers: pass one buffer per key")
+        try:
+            blocks = _kv_events.to_protos(kv_blocks, len(keys))
+        except (TypeError, ValueError) as e:
+            raise InvalidParams(str(e)) from None
         views = []
         for i, buffer in enumerate(buffers):
             v = _io.views_of(buffer, _BufferOf(keys, i), writable=False)
@@ -630,20 +710,23 @@ class Client:
             self._remembered.forget(keys)  # moved by the overwrite: not worth reading during a lookup
         outcomes: List[Tuple[int, str]] = []
         for start, end in _chunks(len(keys)):
-            outcomes.extend(self._put(keys[start:end], views[start:end], overwrite))
+            outcomes.extend(self._put(keys[start:end], views[start:end], overwrite, blocks[start:end] if blocks else None))
         return outcomes
 
-    def batch_put_from(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool = False) -> List[int]:
+    def batch_put_from(self, keys: Sequence[str], buffers: Sequence[Any], overwrite: bool = False,
+                       kv_blocks: Optional[Sequence[Any]] = None) -> List[int]:
         """Writes key i from buffers[i] in place; 0 or a negative code (mcctl.errors) per key.
 
         A buffer is anything with the buffer protocol (bytes, bytearray, memoryview, numpy array), a CPU
         torch tensor, a (pointer, size) pair, or a list of those written one after another as one object.
+        ``kv_blocks``: None, or per key the engine KV blocks the object holds (an mcctl.kv_events.KvBlocks, a dict of
+        its fields, or None), kept with the mapping and announced to KV-aware routers (docs/wire-protocol.md, "KV events").
         """
-        return [code for code, _ in self._put_all(keys, buffers, overwrite)]
+        return [code for code, _ in self._put_all(keys, buffers, overwrite, kv_blocks)]
 
-    def put(self, key: str, data: Any, overwrite: bool = False) -> None:
-        """Writes one object; raises the McctlError subclass of what went wrong."""
-        code, message = self._put_all([check_key(key)], [data], overwrite)[0]
+    def put(self, key: str, data: Any, overwrite: bool = False, kv_blocks: Any = None) -> None:
+        """Writes one object; raises the McctlError subclass of what went wrong. ``kv_blocks``: as batch_put_from's, for this key."""
+        code, message = self._put_all([check_key(key)], [data], overwrite, None if kv_blocks is None else [kv_blocks])[0]
         if code:
             raise _error_of(code, message)
 
@@ -676,12 +759,12 @@ class Client:
             else:
                 try:
                     early = None
-                    if self.read_during_lookup and _io.native is not None and self._stub is not None:
+                    if self.read_during_lookup and _io.native is not None and self._stub is not None and self._rings is None:
                         early = self._read_during_lookup(keys, destination, outcomes, counts)
                     found, safe_until, done = early if early is not None else (*self._lookup(keys), [])
                 except McctlError as e:
                     return [(e.result, str(e))] * n
-            read_from = self._read_native if _io.native is not None else self._read_python
+            read_from = self._read_usrbio if self._rings is not None else self._read_native if _io.native is not None else self._read_python
             if self._memory is not None and found.memory:
                 done = sorted(done + self._read_memory_replicas(sorted(found.memory), keys, found, destination, outcomes, counts))
             i = 0
@@ -840,7 +923,7 @@ class Client:
             try:
                 path = self._files.bucket_path(bucket)
                 self._files.check_range(path, offset, size)
-                _io.pread_all(self._files.bucket_fd(bucket), views, offset, path)
+                self._read_exactly(self._files.bucket_fd(bucket), views, offset, path)
             except EOFError as e:
                 if self._replaced(bucket, checked):
                     continue
@@ -853,6 +936,124 @@ class Client:
                     continue
                 return self._checksum_failed(keys[i], path, offset, found.crcs[i], actual, counts)
             return size, ""
+
+    def _read_exactly(self, fd: int, views: List[memoryview], offset: int, path: str) -> None:
+        """Fills ``views`` from ``offset`` of ``fd`` through the client's IO; the end of the file first is an EOFError."""
+        if self._rings is None:
+            _io.pread_all(fd, views, offset, path)
+            return
+        result = self._rings.execute([("r", fd, offset, views, path)])[0]
+        if isinstance(result, OSError):
+            raise result
+        if result < _io.total_size(views):
+            raise EOFError(f"{path} ends at {os.fstat(fd).st_size} bytes, before the object at offset {offset + result} does")
+
+    # Most bytes of objects one reading thread submits at once on its ring set (its shared memory is 16 MiB).
+    USRBIO_GROUP_BYTES = 16 << 20
+
+    def _read_usrbio(self, start: int, keys, found: Placements, destination, safe_until: float, outcomes, counts) -> int:
+        """Reads objects ``start``... through USRBIO: cut into groups of consecutive keys, one per reading thread at most
+        and none over USRBIO_GROUP_BYTES, each submitted at once on a ring set of its own by the calling thread or one of
+        the client's helper threads, then checked against its CRC32C (natively). A group starts only while the lease
+        holds (the first always), and groups start in order: the index of the first key left for a fresh lease."""
+        planned: List[Tuple[int, int, List[Tuple[int, int]]]] = []
+        planned_bytes = 0
+        for i in range(start, len(keys)):
+            target = self._target(i, keys, found, destination, outcomes)
+            if target is not None:
+                planned.append((i, *target))
+                planned_bytes += target[0]
+        if not planned:
+            return len(keys)
+        threads = self._start_reading(planned_bytes)
+        try:
+            most = -(-len(planned) // threads)
+            groups: List[List[Tuple[int, int, List[Tuple[int, int]]]]] = []
+            group_bytes = 0
+            for entry in planned:
+                if not groups or len(groups[-1]) == most or group_bytes + entry[1] > self.USRBIO_GROUP_BYTES:
+                    groups.append([])
+                    group_bytes = 0
+                groups[-1].append(entry)
+                group_bytes += entry[1]
+            taken = [0]
+            lock = threading.Lock()  # guards taken
+
+            def take() -> Counter:
+                mine: Counter = Counter()  # counted apart per thread, added up below
+                while True:
+                    with lock:
+                        g = taken[0]
+                        if g == len(groups) or (g > 0 and time.monotonic() > safe_until):
+                            return mine
+                        taken[0] = g + 1
+                    self._read_group(groups[g], keys, found, outcomes, mine)
+
+            helpers = [self._helper_pool().submit(take) for _ in range(min(threads, len(groups)) - 1)]
+            mine = take()
+            for helper in helpers:
+                mine.update(helper.result())
+            counts.update(mine)
+        finally:
+            self._stop_reading()
+        return groups[taken[0]][0][0] if taken[0] < len(groups) else len(keys)
+
+    def _helper_pool(self):
+        with self._pool_lock:
+            if self._helpers is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._helpers = ThreadPoolExecutor(MAX_READ_THREADS, thread_name_prefix="mcctl-usrbio-read")
+            return self._helpers
+
+    def _read_group(self, group, keys, found: Placements, outcomes, counts: Counter) -> None:
+        """Reads one group's objects in one submission and sets their outcomes; an object that failed its checksum or met
+        the end of its file is read again when its bucket file was replaced under this client's fd."""
+        files = self._files
+        ops = []
+        meta = []
+        for i, size, regions in group:
+            bucket, offset = found.buckets[i], found.offsets[i]
+            try:
+                path = files.bucket_path(bucket)
+                files.check_range(path, offset, size)
+                fd = files.bucket_fd(bucket)
+            except OSError as e:
+                outcomes[i] = self._read_failed(keys[i], self._path_of(bucket), e, counts)
+                continue
+            views = [_io.region_view(address, length) for address, length in regions]
+            ops.append(("r", fd, offset, views, path))
+            meta.append((i, size, regions, views, path))
+        replacements = files.replacements
+        results = self._rings.execute(ops) if ops else []
+        checked: set = set()  # buckets whose files were checked for a replacement
+        replaced: set = set()  # buckets whose failed objects are read again from the file now at the path
+        for (i, size, regions, views, path), result in zip(meta, results):
+            bucket, offset = found.buckets[i], found.offsets[i]
+            if isinstance(result, OSError):
+                outcomes[i] = self._read_failed(keys[i], path, result, counts)
+                continue
+            failure: Optional[Tuple[int, str]] = None
+            if result < size:
+                failure = self._read_failed(keys[i], path, EOFError(
+                    f"{path} ends at {os.path.getsize(path)} bytes, before the object at offset {offset + result} does"), Counter())
+            else:
+                actual = _io.crc32c(views)
+                if actual != found.crcs[i]:
+                    failure = (None, actual)  # a checksum failure, named below unless the file was replaced
+            if failure is None:
+                outcomes[i] = (size, "")
+                counts["reads"] += 1
+            elif bucket in replaced or files.replacements != replacements or self._replaced(bucket, checked):
+                # Replaced here, or by another thread while this group read through the fd it had taken before.
+                replaced.add(bucket)
+                outcomes[i] = self._read_one(i, keys, found, (size, regions), counts, checked)
+                if outcomes[i][0] >= 0:
+                    counts["reads"] += 1
+            elif failure[0] is None:
+                outcomes[i] = self._checksum_failed(keys[i], path, offset, found.crcs[i], failure[1], counts)
+            else:
+                counts["read_errors"] += 1
+                outcomes[i] = failure
 
     def _replaced(self, bucket: int, checked: set) -> bool:
         """Whether ``bucket``'s file was replaced under this client's fd, which now is open on the new file: asked once per

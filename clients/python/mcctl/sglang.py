@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import errors
 from ._unreadable import UnreadableKeys, note_reads, put_all
 from .client import Client, RecentLookups
+from .kv_events import KvBlocks
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,33 @@ def key_suffix(config: Any, tp_rank: Optional[int] = None, tp_size: Optional[int
     return suffix
 
 
+def page_block_hash(key: Any) -> Optional[int]:
+    """The block hash SGLang's own KV events give the page whose HiCache key is ``key`` (the page's SHA-256 in hex):
+    its first 16 hex digits as a 64-bit number (SGLang's ``hash_str_to_int64``, read unsigned). None for a key that is
+    not such a hash: its page is stored without blocks and announced not at all."""
+    if not isinstance(key, str) or len(key) < 16:
+        return None
+    try:
+        return int(key[:16], 16)
+    except ValueError:
+        return None
+
+
+def page_blocks(keys: Sequence[str], extra_info: Any, page_size: int) -> Optional[List[Optional[KvBlocks]]]:
+    """Per page, the KV block it holds for KV-aware routers: its hash, the hash of the page before it as parent (the
+    previous key of the call, or for the first the last of ``extra_info.prefix_keys`` when SGLang passes them), and the
+    page size in tokens. HiCache passes no token ids to a backend, so none are given. None when no key is a hash."""
+    prefix = getattr(extra_info, "prefix_keys", None) or []
+    parent = page_block_hash(prefix[-1]) if prefix else None
+    blocks: List[Optional[KvBlocks]] = []
+    for key in keys:
+        own = page_block_hash(key)
+        blocks.append(None if own is None else KvBlocks(block_hashes=[own], parent_block_hash=parent,
+                                                        block_size=max(0, int(page_size or 0))))
+        parent = own
+    return blocks if any(b is not None for b in blocks) else None
+
+
 def _head_sharded(host_pool: Any) -> bool:
     """Whether a pool holds this TP rank's share of the heads (SGLang's MHA host pools), so its pages differ per rank
     even in an MLA model."""
@@ -85,6 +113,12 @@ class _Pages:
         """Pages [first, last)."""
         a, b = first * self.per_page, last * self.per_page
         return _Pages(self.names[a:b], self.regions[a:b], self.per_page)
+
+    def per_object(self, per_page: Optional[Sequence[Any]]) -> Optional[List[Any]]:
+        """A value per page spread to each of the page's objects (None stays None)."""
+        if per_page is None:
+            return None
+        return [per_page[j // self.per_page] for j in range(len(self.names))]
 
     def by_page(self, per_object: Sequence[bool]) -> List[bool]:
         return [all(per_object[p * self.per_page:(p + 1) * self.per_page]) for p in range(len(per_object) // self.per_page)]
@@ -146,7 +180,8 @@ class McctlStore(HiCacheStorage):
         self.client = Client(master=extra["master"], tenant=extra.get("tenant", "default"),
                              timeout=float(extra.get("timeout", 10.0)), root=extra.get("root"),
                              read_memory_replicas=extra.get("read_memory_replicas", True),
-                             read_threads=extra.get("read_threads"))
+                             read_threads=extra.get("read_threads"), io=extra.get("io"),
+                             usrbio_library=extra.get("usrbio_library"))
         self.mem_pool_host = None
         self.registered_pools: Dict[str, Any] = {}
         # What the existence checks looked up, for the reads of the prefetch that follows (on another thread).
@@ -225,13 +260,18 @@ class McctlStore(HiCacheStorage):
             loaded.extend(note_reads(names, codes, wanted, self.unreadable))
         return _leading(pages.by_page(loaded))
 
-    def _write(self, pages: _Pages) -> List[bool]:
+    def _write(self, pages: _Pages, blocks: Optional[List[Optional[KvBlocks]]] = None) -> List[bool]:
+        """Writes the pages; ``blocks``: per page, the KV block every one of its objects announces (a page stored as
+        several objects, one per TP or virtual rank, names its block with each: a router applying the events in order
+        sees the block gone as soon as one part of it is)."""
         stored: List[bool] = []
         step = STORAGE_BATCH_SIZE * pages.per_page
+        per_object = pages.per_object(blocks)
         for start in range(0, len(pages.names), step):
             names = pages.names[start:start + step]
             try:
-                stored.extend(put_all(self.client, names, pages.regions[start:start + step], self.unreadable))
+                stored.extend(put_all(self.client, names, pages.regions[start:start + step], self.unreadable,
+                                      None if per_object is None else per_object[start:start + step]))
             except errors.McctlError as e:  # refused before any write (an object larger than a bucket): not stored
                 logger.error("mcctl HiCache backend: write of %d objects refused: %s", len(names), e)
                 stored.extend([False] * len(names))
@@ -256,9 +296,10 @@ class McctlStore(HiCacheStorage):
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
         if not keys:
             return []
-        if not self.writes or self._logical(self._kv_pool()):
+        host = self._kv_pool()
+        if not self.writes or self._logical(host):
             return [True] * len(keys)
-        return self._write(self._kv_pages(keys, host_indices))
+        return self._write(self._kv_pages(keys, host_indices), page_blocks(keys, extra_info, getattr(host, "page_size", 0)))
 
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
         """The number of leading pages present. Looked up with their mappings (one master call per 128 pages), kept
@@ -311,18 +352,18 @@ class McctlStore(HiCacheStorage):
         return PoolTransferResult(max(ends, default=0), hits)
 
     def batch_get_v2(self, transfers: List[Any], extra_info: Any = None) -> Dict[Any, List[bool]]:
-        return {t.name: self._transfer(t, write=False) for t in transfers}
+        return {t.name: self._transfer(t, write=False, extra_info=extra_info) for t in transfers}
 
     def batch_set_v2(self, transfers: List[Any], extra_info: Any = None) -> Dict[Any, List[bool]]:
-        return {t.name: self._transfer(t, write=True) for t in transfers}
+        return {t.name: self._transfer(t, write=True, extra_info=extra_info) for t in transfers}
 
-    def _transfer(self, transfer: Any, write: bool) -> List[bool]:
+    def _transfer(self, transfer: Any, write: bool, extra_info: Any = None) -> List[bool]:
         name = pool_name(transfer.name)
         keys = list(transfer.keys or [])
         if not keys:
             return []
         if name == KV:
-            return (self.batch_set_v1 if write else self.batch_get_v1)(keys, transfer.host_indices)
+            return (self.batch_set_v1 if write else self.batch_get_v1)(keys, transfer.host_indices, extra_info)
         host_pool = self.registered_pools.get(name)
         if host_pool is None:
             logger.error("mcctl HiCache backend: pool %r was never registered (register_mem_host_pool_v2); its %d pages "

@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 from . import errors
 from ._unreadable import UnreadableKeys, note_reads, put_all
 from .client import Client, RecentLookups
+from .kv_events import KvBlocks
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ try:
     from vllm.v1.kv_offload.base import RequestOffloadingContext
 except ImportError:
     RequestOffloadingContext = None  # type: ignore[assignment,misc]
+try:
+    from vllm.v1.kv_offload.base import get_offload_block_hash
+except ImportError:
+    get_offload_block_hash = None  # type: ignore[assignment]
 
 # The current interface answers a lookup with LookupResult and reports jobs through get_finished_jobs; the one of
 # 041410b9 with True, False or None and get_finished.
@@ -70,7 +75,7 @@ VERDICTS_KEPT = 1 << 16  # lookup verdicts kept at most; the oldest are forgotte
 MODULE_PATH = "mcctl.vllm"
 CLASS_NAME = "McctlTier"
 CONFIG_KEYS = ("master", "tenant", "root", "timeout", "key_prefix", "io_threads", "lookup_ttl", "read_memory_replicas",
-               "read_threads")
+               "read_threads", "io", "usrbio_library")
 
 
 def register() -> None:
@@ -94,6 +99,28 @@ def _ids(job: Any) -> List[int]:
     return [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
 
 
+def block_hash_of(key: Any) -> Optional[bytes]:
+    """The engine block hash inside an offload key: vLLM's ``get_offload_block_hash`` where it has one, else the key
+    less its last 4 bytes (the KV cache group index vLLM's ``make_offload_key`` appends). None for a key too short to
+    hold one: its block is stored without blocks and announced not at all."""
+    if get_offload_block_hash is not None:
+        return bytes(get_offload_block_hash(key))
+    if isinstance(key, (bytes, bytearray)) and len(key) > 4:
+        return bytes(key[:-4])
+    return None
+
+
+def key_blocks(keys: Sequence[Any]) -> Optional[List[Optional[KvBlocks]]]:
+    """Per key, the block it holds for KV-aware routers, named as vLLM's own OffloadingConnector names the blocks of
+    its tiers in KV events: the block hash only (its last 8 bytes as routers read a bytes hash), no parent, no tokens,
+    block size 0. Every KV cache group's object of a block names the block's hash, as vLLM's own events do."""
+    blocks: List[Optional[KvBlocks]] = []
+    for key in keys:
+        own = block_hash_of(key)
+        blocks.append(None if own is None else KvBlocks(block_hashes=[own]))
+    return blocks if any(b is not None for b in blocks) else None
+
+
 def _result(job_id: int, success: bool, successful_keys: Optional[List[bytes]], seconds: float, size: int) -> Any:
     """A JobResult with what the installed class has room for; ``successful_keys`` only for a load that failed in
     part (None: every key shares the job's fate)."""
@@ -110,7 +137,7 @@ class McctlTier(SecondaryTierManager):
     parallel layout: vLLM's block hashes do not name the model), ``io_threads`` (default 2), ``lookup_ttl`` (seconds a
     lookup verdict is reused, default 2), ``read_memory_replicas`` (default true: read promoted blocks from the nodes'
     DRAM; see mcctl.Client), ``read_threads`` (threads reading one load's blocks side by side; default and meaning as
-    mcctl.Client's).
+    mcctl.Client's), ``io`` and ``usrbio_library`` (how block bytes move: POSIX or 3FS's USRBIO; see mcctl.Client).
 
     Locks: ``_lock`` guards ``_verdicts``, ``_asking``, ``_to_ask``, ``_asker_running``, ``_storing`` and ``_pending``
     (and ``_idle`` waits on it); the unreadable keys' own lock nests inside it, the kept lookups' lock nests in no other;
@@ -124,7 +151,8 @@ class McctlTier(SecondaryTierManager):
     def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str = TIER_TYPE,
                  master: Optional[str] = None, tenant: str = "default", root: Optional[str] = None,
                  timeout: float = 10.0, key_prefix: str = "", io_threads: int = 2, lookup_ttl: float = 2.0,
-                 read_memory_replicas: bool = True, read_threads: Optional[int] = None, **rest: Any):
+                 read_memory_replicas: bool = True, read_threads: Optional[int] = None, io: Optional[str] = None,
+                 usrbio_library: Optional[str] = None, **rest: Any):
         base = {name: rest.pop(name) for name in ("backpressure", "backpressure_detector") if name in rest}
         if not master:
             raise ValueError("mcctl vLLM tier: tier config has no 'master' (host:port of mcctl's master), e.g. "
@@ -147,7 +175,8 @@ class McctlTier(SecondaryTierManager):
         self._prefix = key_prefix
         self._lookup_ttl = lookup_ttl
         self.client = Client(master=master, tenant=tenant, timeout=timeout, root=root,
-                             read_memory_replicas=read_memory_replicas, read_threads=read_threads)
+                             read_memory_replicas=read_memory_replicas, read_threads=read_threads, io=io,
+                             usrbio_library=usrbio_library)
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="mcctl-vllm")
         self._lock = threading.Lock()
         self._verdicts: "OrderedDict[bytes, tuple]" = OrderedDict()  # key -> (present, monotonic time answered)
@@ -279,7 +308,8 @@ class McctlTier(SecondaryTierManager):
     def _store(self, keys: List[bytes], blocks: List[int]) -> List[bool]:
         stored: Optional[List[bool]] = None
         try:
-            stored = put_all(self.client, [self.object_key(k) for k in keys], [self._block(b) for b in blocks], self.unreadable)
+            stored = put_all(self.client, [self.object_key(k) for k in keys], [self._block(b) for b in blocks], self.unreadable,
+                             key_blocks(keys))
         except errors.McctlError:
             stored = [False] * len(keys)
         finally:

@@ -20,6 +20,9 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 JAR = os.environ.get("MCCTL_JAR", os.path.join(REPO, "cli", "target", "mcctl-all.jar"))
 JAVA = os.environ.get("MCCTL_JAVA", "/usr/bin/java")
 SERVING = re.compile(r"serving gRPC on [^:]+:(\d+)")
+# The USRBIO stand-in the storage module's build compiles from its test sources (it is not 3FS: it runs the IOs with
+# pread and pwrite on a directory that holds a 3fs-virt directory, which it takes for the top of a 3FS mount).
+STANDIN = os.environ.get("MCCTL_USRBIO_STANDIN", os.path.join(REPO, "storage", "target", "native", "libhf3fs_api_shared.so"))
 NODE_SERVING = re.compile(r"mcctl node (\S+) serving on (\S+)")
 
 
@@ -78,10 +81,13 @@ class Master(ServingProcess):
     """``mcctl master start`` as a real process on 127.0.0.1 and a free port, over its own root."""
 
     def __init__(self, root: str, *args: str):
-        """``args``: flags of mcctl master start; a flag given here replaces the default below."""
+        """``args``: flags of mcctl master start; a flag given here replaces the default below. The root is the top of a 3FS
+        mount to the USRBIO stand-in (a 3fs-virt directory in it) and fs_type is hf3fs, so that a client may read and
+        write it through either IO (io auto falls back to POSIX: the stand-in is not on the library path)."""
         self.root = root
+        os.makedirs(os.path.join(root, "3fs-virt"), exist_ok=True)
         flags = {"--root": root, "--bind": "127.0.0.1", "--port": "0", "--metrics-port": "0", "--bucket-count": "4",
-                 "--bucket-size": "256MiB"}
+                 "--bucket-size": "256MiB", "--fs-type": "hf3fs"}
         flags.update(zip(args[::2], args[1::2]))
         super().__init__("master", ["master", "start", *[x for pair in flags.items() for x in pair]], SERVING)
         self.port = int(self.serving.group(1))
@@ -121,6 +127,33 @@ def tenant():
 def client(master, tenant):
     import mcctl
     with mcctl.Client(master=master.address, tenant=tenant) as c:
+        yield c
+
+
+def standin() -> str:
+    if not os.path.isfile(STANDIN):
+        pytest.fail(f"the USRBIO stand-in {STANDIN} is missing: the storage module's build compiles it (mvn -B verify, or "
+                    f"mvn -pl storage generate-test-resources)")
+    return STANDIN
+
+
+@pytest.fixture(params=["posix", "usrbio"])
+def io(request) -> str:
+    """The IO a test's client moves bytes through: tests that take it run over POSIX and over USRBIO (the stand-in)."""
+    return request.param
+
+
+def io_options(io: str) -> dict:
+    """The Client arguments for ``io``."""
+    return {"io": io, "usrbio_library": standin()} if io == "usrbio" else {"io": io}
+
+
+@pytest.fixture
+def io_client(master, tenant, io):
+    """A client of the shared master whose bucket-file bytes move through ``io``."""
+    import mcctl
+    with mcctl.Client(master=master.address, tenant=tenant, **io_options(io)) as c:
+        assert c.io_mode == io, c.io_reason
         yield c
 
 

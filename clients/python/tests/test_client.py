@@ -16,60 +16,60 @@ from mcctl import errors
 from mcctl._placements import Placements
 from mcctl._proto import master_pb2 as pb
 
-from conftest import Master, free_port
+from conftest import Master, free_port, io_options
 
 
 def pattern(seed: int, size: int) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
 
 
-def test_put_get_round_trip_and_lookups(client):
+def test_put_get_round_trip_and_lookups(io_client):
     data = pattern(1, 200_000)
-    client.put("a/1", data)
-    client.put("a/2", b"x")
-    client.put("b/1", pattern(2, 65536))
-    assert client.get("a/1") == data
-    assert client.get("a/2") == b"x"
-    assert client.get("missing") is None
-    assert client.is_exist("a/1") and not client.is_exist("missing")
-    assert client.batch_is_exist(["a/2", "missing", "b/1"]) == [True, False, True]
-    assert client.get_size("a/1") == 200_000
-    assert client.list_keys("a/") == ["a/1", "a/2"]
-    assert client.list_keys() == ["a/1", "a/2", "b/1"]
-    client.remove("a/2")
-    assert client.get("a/2") is None
+    io_client.put("a/1", data)
+    io_client.put("a/2", b"x")
+    io_client.put("b/1", pattern(2, 65536))
+    assert io_client.get("a/1") == data
+    assert io_client.get("a/2") == b"x"
+    assert io_client.get("missing") is None
+    assert io_client.is_exist("a/1") and not io_client.is_exist("missing")
+    assert io_client.batch_is_exist(["a/2", "missing", "b/1"]) == [True, False, True]
+    assert io_client.get_size("a/1") == 200_000
+    assert io_client.list_keys("a/") == ["a/1", "a/2"]
+    assert io_client.list_keys() == ["a/1", "a/2", "b/1"]
+    io_client.remove("a/2")
+    assert io_client.get("a/2") is None
     with pytest.raises(mcctl.ObjectNotFound):
-        client.remove("a/2")
+        io_client.remove("a/2")
     with pytest.raises(mcctl.ObjectNotFound):
-        client.get_size("a/2")
-    assert client.batch_remove(["a/1", "nope"]) == [0, errors.OBJECT_NOT_FOUND]
+        io_client.get_size("a/2")
+    assert io_client.batch_remove(["a/1", "nope"]) == [0, errors.OBJECT_NOT_FOUND]
 
 
-def test_put_of_committed_key_needs_overwrite(client):
-    client.put("k", b"first")
+def test_put_of_committed_key_needs_overwrite(io_client):
+    io_client.put("k", b"first")
     with pytest.raises(mcctl.ObjectAlreadyExists) as raised:
-        client.put("k", b"second")
+        io_client.put("k", b"second")
     assert raised.value.code == "OBJECT_ALREADY_EXISTS"
-    assert client.batch_put_from(["k"], [b"second"]) == [errors.OBJECT_ALREADY_EXISTS]
-    assert client.get("k") == b"first"
-    client.put("k", b"second!", overwrite=True)
-    assert client.get("k") == b"second!"
+    assert io_client.batch_put_from(["k"], [b"second"]) == [errors.OBJECT_ALREADY_EXISTS]
+    assert io_client.get("k") == b"first"
+    io_client.put("k", b"second!", overwrite=True)
+    assert io_client.get("k") == b"second!"
 
 
-def test_a_batch_with_refused_keys_among_new_ones_commits_each_new_key_with_its_own_bytes(client):
+def test_a_batch_with_refused_keys_among_new_ones_commits_each_new_key_with_its_own_bytes(io_client):
     """The allocation answers and the notify's placements are packed records in the keys' order, the refused keys
     left out of the notify: each committed key must hold its own bytes, not its neighbour's."""
-    client.put("taken-1", b"already here 1")
-    client.put("taken-3", b"already here 3")
+    io_client.put("taken-1", b"already here 1")
+    io_client.put("taken-3", b"already here 3")
     keys = ["new-0", "taken-1", "new-2", "taken-3", "new-4"]
     data = [pattern(40 + i, 1000 + 4096 * i) for i in range(len(keys))]
-    assert client.batch_put_from(keys, data) == [0, errors.OBJECT_ALREADY_EXISTS, 0, errors.OBJECT_ALREADY_EXISTS, 0]
-    assert [client.get(k) for k in keys] == [data[0], b"already here 1", data[2], b"already here 3", data[4]]
-    assert client.batch_put_from(["new-0", "new-5"], [b"x", b"fifth"]) == [errors.OBJECT_ALREADY_EXISTS, 0]
-    assert client.get("new-5") == b"fifth"
+    assert io_client.batch_put_from(keys, data) == [0, errors.OBJECT_ALREADY_EXISTS, 0, errors.OBJECT_ALREADY_EXISTS, 0]
+    assert [io_client.get(k) for k in keys] == [data[0], b"already here 1", data[2], b"already here 3", data[4]]
+    assert io_client.batch_put_from(["new-0", "new-5"], [b"x", b"fifth"]) == [errors.OBJECT_ALREADY_EXISTS, 0]
+    assert io_client.get("new-5") == b"fifth"
 
 
-def test_batch_from_and_into_every_kind_of_buffer(client):
+def test_batch_from_and_into_every_kind_of_buffer(io_client):
     n = 6
     sources = [pattern(10 + i, 4096 * (i + 1) + i) for i in range(n)]
     tensor_src = torch.frombuffer(bytearray(sources[3]), dtype=torch.uint8)
@@ -84,7 +84,7 @@ def test_batch_from_and_into_every_kind_of_buffer(client):
         [memoryview(sources[5])[:100], (ctypes.addressof(tail_src), len(sources[5]) - 100)],  # gather of two regions
     ]
     keys = [f"kind/{i}" for i in range(n)]
-    assert client.batch_put_from(keys, buffers) == [0] * n
+    assert io_client.batch_put_from(keys, buffers) == [0] * n
 
     pool = torch.zeros(sum(len(s) for s in sources) + 16, dtype=torch.uint8)
     offsets = np.cumsum([0] + [len(s) for s in sources])
@@ -100,7 +100,7 @@ def test_batch_from_and_into_every_kind_of_buffer(client):
         (ctypes.addressof(dest_ptr), len(sources[4])),
         [dest_a, dest_b],                                      # scatter into two regions
     ]
-    sizes = client.batch_get_into(keys, targets)
+    sizes = io_client.batch_get_into(keys, targets)
     assert sizes == [len(s) for s in sources]
     assert bytes(targets[0][:len(sources[0])]) == sources[0] and bytes(targets[0][len(sources[0]):]) == bytes(50)
     assert bytes(pool[offsets[1]:offsets[2]].numpy()) == sources[1]
@@ -111,11 +111,11 @@ def test_batch_from_and_into_every_kind_of_buffer(client):
     assert bytes(dest_a) + dest_b.tobytes() == sources[5]
 
 
-def test_buffer_smaller_than_object_gets_overflow_and_nothing_written(client):
-    client.put("big", pattern(3, 10_000))
+def test_buffer_smaller_than_object_gets_overflow_and_nothing_written(io_client):
+    io_client.put("big", pattern(3, 10_000))
     backing = bytearray(b"\xee" * 20_000)
     small = memoryview(backing)[:9_999]
-    assert client.batch_get_into(["big", "missing"], [small, bytearray(10)]) == [errors.BUFFER_OVERFLOW, errors.OBJECT_NOT_FOUND]
+    assert io_client.batch_get_into(["big", "missing"], [small, bytearray(10)]) == [errors.BUFFER_OVERFLOW, errors.OBJECT_NOT_FOUND]
     assert backing == bytearray(b"\xee" * 20_000)
 
 
@@ -288,10 +288,10 @@ def test_a_notify_sent_while_the_master_restarts_is_sent_again_and_commits(tmp_p
             m.close()
 
 
-def test_a_file_whose_flush_fails_fails_its_keys_alone_and_frees_their_pages(master, tenant, monkeypatch):
+def test_a_file_whose_flush_fails_fails_its_keys_alone_and_frees_their_pages(master, tenant, monkeypatch, io):
     """A batch's files are flushed at once; the one whose fdatasync fails (made to fail here for one bucket file) fails
     the keys written to it, whose pages are freed, and the keys in every other file commit."""
-    with mcctl.Client(master=master.address, tenant=tenant) as c:
+    with mcctl.Client(master=master.address, tenant=tenant, **io_options(io)) as c:
         keys = [f"flush/{i}" for i in range(40)]
         data = [pattern(60 + i, 3000 + i) for i in range(len(keys))]
         failing_fd = c._files.bucket_fd(0)
@@ -335,24 +335,24 @@ def descriptor_of(c: mcctl.Client, key: str):
     return c._read("GetDistributedPageMapping", pb.GetDistributedPageMappingRequest(tenant_id=c.tenant, key=key)).distributed_disk
 
 
-def test_checksum_mismatch_is_a_miss_and_a_counter(client):
+def test_checksum_mismatch_is_a_miss_and_a_counter(io_client):
     data = pattern(4, 70_000)
-    client.put("victim", data)
-    place = descriptor_of(client, "victim")
+    io_client.put("victim", data)
+    place = descriptor_of(io_client, "victim")
     with open(place.file_path, "r+b") as f:
         f.seek(place.offset + 12345)
         f.write(bytes([data[12345] ^ 0xFF]))
-    assert client.get("victim") is None
+    assert io_client.get("victim") is None
     dest = bytearray(70_000)
-    assert client.batch_get_into(["victim"], [dest]) == [errors.INVALID_READ]
-    assert client.stats()["checksum_failures"] == 2
+    assert io_client.batch_get_into(["victim"], [dest]) == [errors.INVALID_READ]
+    assert io_client.stats()["checksum_failures"] == 2
 
 
-def test_write_that_would_pass_the_fence_is_never_written_and_is_freed(tmp_path):
+def test_write_that_would_pass_the_fence_is_never_written_and_is_freed(tmp_path, io):
     m = Master(str(tmp_path / "root"), "--bucket-size", "1MiB", "--allocation-deadline", "60s")
     try:
         # A margin as long as the deadline: the fence has passed before any write could start.
-        with mcctl.Client(master=m.address, write_margin=60.0) as fenced:
+        with mcctl.Client(master=m.address, write_margin=60.0, **io_options(io)) as fenced:
             assert fenced.batch_put_from(["f1", "f2"], [b"\x01" * 5000, b"\x02" * 70_000]) == [errors.WRITE_FAIL] * 2
             assert fenced.stats()["writes_fenced"] == 2
             assert fenced.stats()["page_leaks_prevented"] == 2
@@ -364,11 +364,19 @@ def test_write_that_would_pass_the_fence_is_never_written_and_is_freed(tmp_path)
         for path in buckets:
             with open(path, "rb") as f:
                 assert f.read().count(0) == os.path.getsize(path)
-        with mcctl.Client(master=m.address, write_margin=1.0) as writer:
+        with mcctl.Client(master=m.address, write_margin=1.0, **io_options(io)) as writer:
             assert writer.batch_put_from(["f1"], [b"\x01" * 5000]) == [0]
             assert writer.get("f1") == b"\x01" * 5000
     finally:
         m.close()
+
+
+def test_the_default_write_margin_is_the_documented_rule(client):
+    # docs/durability.md, "The writer fences itself": a tenth of the deadline, at least 50 ms and at most 2 s
+    assert client.write_margin is None
+    assert client._margin(0.1) == 0.05
+    assert client._margin(10.0) == 1.0
+    assert client._margin(60.0) == 2.0
 
 
 def test_batches_over_the_master_limit_are_split(client):
@@ -388,7 +396,7 @@ def test_batches_over_the_master_limit_are_split(client):
     assert len(client.list_keys("many/")) == n
 
 
-def test_one_client_shared_by_threads(client):
+def test_one_client_shared_by_threads(io_client):
     import threading
     failures = []
 
@@ -397,9 +405,9 @@ def test_one_client_shared_by_threads(client):
             for round_ in range(5):
                 keys = [f"thr/{t}/{round_}/{i}" for i in range(32)]
                 values = [pattern(t * 1000 + round_ * 100 + i, 3000 + i) for i in range(32)]
-                assert client.batch_put_from(keys, values) == [0] * 32
+                assert io_client.batch_put_from(keys, values) == [0] * 32
                 dest = [bytearray(4000) for _ in range(32)]
-                assert client.batch_get_into(keys, dest) == [3000 + i for i in range(32)]
+                assert io_client.batch_get_into(keys, dest) == [3000 + i for i in range(32)]
                 assert all(bytes(d[:3000 + i]) == values[i] for i, d in enumerate(dest))
         except BaseException as e:  # reported on the main thread
             failures.append(e)
@@ -410,7 +418,7 @@ def test_one_client_shared_by_threads(client):
     for t in threads:
         t.join()
     assert not failures, failures
-    assert client.open_files() <= client.layout.bucket_count
+    assert io_client.open_files() <= io_client.layout.bucket_count
 
 
 def test_short_read_lease_reads_right_bytes(tmp_path):

@@ -17,7 +17,7 @@ import torch
 
 from mcctl._proto import master_pb2 as pb
 
-from conftest import HERE
+from conftest import HERE, io_options
 from engines import engine
 from sglang_controller import CacheController, Operation
 from sglang_pools import LogicalAnchorPool, MambaPoolHost, MHATokenToKVPoolHost, MLATokenToKVPoolHost, same, token_indices
@@ -91,11 +91,12 @@ def kv_pool(kind: str, layout: str, seed: int, pages: int = 400):
 
 
 @pytest.mark.parametrize("kind,layout", KV_POOLS)
-def test_prefetch_and_backup_threads_move_every_byte(sg, master, tenant, kind, layout):
+def test_prefetch_and_backup_threads_move_every_byte(sg, master, tenant, kind, layout, io):
     backend, hicache = sg
     pool = kv_pool(kind, layout, seed=1)
-    config = storage_config(hicache, master, tenant, mla=kind == "mla", layout=layout)
+    config = storage_config(hicache, master, tenant, mla=kind == "mla", layout=layout, **io_options(io))
     store = make_store(config, pool)
+    assert store.client.io_mode == io, store.client.io_reason
     controller = CacheController(hicache, store, page_size=4)
     keys = hashes("h", 260)
     # Pages 0-129 first; then pages 130-259 are backed up while the prefetch thread reads 0-129 into pages 260-389.
@@ -369,12 +370,13 @@ def test_pages_written_by_a_tp2_instance_are_read_by_a_tp4_instance_byte_exact_p
         store.close()
 
 
-def test_a_page_failing_its_crc32c_is_false_counted_and_not_loaded_nor_any_page_after_it(sg, master, tenant):
+def test_a_page_failing_its_crc32c_is_false_counted_and_not_loaded_nor_any_page_after_it(sg, master, tenant, io):
     backend, hicache = sg
     PoolName, PoolHitPolicy, PoolTransfer = hicache.PoolName, hicache.PoolHitPolicy, hicache.PoolTransfer
     kv, mamba = kv_pool("mha", "page_first", seed=70, pages=32), mamba_pool(71, size=8)
-    config = storage_config(hicache, master, tenant)
+    config = storage_config(hicache, master, tenant, **io_options(io))
     writer = make_store(config, kv, {"mamba": mamba})
+    assert writer.client.io_mode == io, writer.client.io_reason
     keys = hashes("crc", 8)
     assert writer.batch_set_v1(keys, token_indices(range(8), 4)) == [True] * 8
     assert writer.batch_set_v2([PoolTransfer(name=PoolName.MAMBA, host_indices=torch.tensor([0, 1]), keys=keys[6:8])]) \

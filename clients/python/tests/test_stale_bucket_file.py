@@ -14,7 +14,7 @@ from mcctl import errors
 from mcctl._placements import Placements
 from mcctl._proto import master_pb2 as pb
 
-from conftest import Master, free_port
+from conftest import Master, free_port, io_options
 
 KEYS = 1000
 
@@ -41,14 +41,14 @@ def bucket_state(master: Master, bucket: int) -> int:
 
 
 @pytest.mark.timeout(240)
-def test_a_long_lived_client_never_acknowledges_a_put_into_a_deleted_bucket_file(tmp_path):
+def test_a_long_lived_client_never_acknowledges_a_put_into_a_deleted_bucket_file(tmp_path, io):
     root = str(tmp_path / "root")
     port = str(free_port())
     # The master checks its files only when a write fails: its periodic check could otherwise find the deleted file
     # before the first put after the delete, and the keys would never be placed there.
     flags = ("--port", port, "--bucket-check-interval", "1h")
     master = Master(root, *flags)
-    old = mcctl.Client(master=master.address, tenant="t", timeout=10.0)
+    old = mcctl.Client(master=master.address, tenant="t", timeout=10.0, **io_options(io))
     try:
         keys, codes = put(old, "before")
         assert codes == [0] * KEYS
@@ -88,10 +88,10 @@ def test_a_long_lived_client_never_acknowledges_a_put_into_a_deleted_bucket_file
 
 
 @pytest.mark.timeout(120)
-def test_a_long_lived_reader_reads_a_bucket_file_replaced_under_it(tmp_path):
+def test_a_long_lived_reader_reads_a_bucket_file_replaced_under_it(tmp_path, io):
     root = str(tmp_path / "root")
     master = Master(root, "--bucket-check-interval", "1h")
-    reader = mcctl.Client(master=master.address, tenant="t")
+    reader = mcctl.Client(master=master.address, tenant="t", **io_options(io))
     try:
         keys, codes = put(reader, "before")
         assert codes == [0] * KEYS

@@ -19,6 +19,7 @@ import torch
 
 from mcctl._proto import master_pb2 as pb
 
+from conftest import io_options
 from engines import engine
 
 BLOCKS, BLOCK_BYTES = 16, 32 * 1024
@@ -115,11 +116,12 @@ def close(*tiers):
         t.shutdown()
 
 
-def test_store_then_load_into_other_blocks_byte_exact(vllm, master, tenant):
+def test_store_then_load_into_other_blocks_byte_exact(vllm, master, tenant, io):
     v = vllm
     source, view = primary(1)
-    tier = make_tier(v, master, tenant, view)
+    tier = make_tier(v, master, tenant, view, **io_options(io))
     assert isinstance(tier, v.base.SecondaryTierManager)
+    assert tier.client.io_mode == io, tier.client.io_reason
     keys = keys_of(v, 4)
     assert lookup(v, tier, keys[0]) == miss(v)
     tier.submit_store(job(v, 1, keys, [3, 5, 7, 9], promotion=False))
@@ -128,7 +130,7 @@ def test_store_then_load_into_other_blocks_byte_exact(vllm, master, tenant):
     assert all(lookup(v, tier, k) == hit(v) for k in keys)
 
     dest, dest_view = primary(2)
-    reader = make_tier(v, master, tenant, dest_view)
+    reader = make_tier(v, master, tenant, dest_view, **io_options(io))
     assert lookup(v, reader, keys[2]) == hit(v)
     reader.submit_load(job(v, 7, keys, [0, 1, 2, 15], promotion=True))
     assert reader.has_pending_work()

@@ -10,6 +10,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.List;
+import io.mcctl.storage.config.Setting;
+import io.mcctl.storage.config.StorageSettings;
+import io.mcctl.storage.io.BucketIoSelector;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -44,13 +48,23 @@ public final class ClientOptions {
         return address.connect(spec);
     }
 
+    /** The settings a command that moves bucket-file bytes takes: how they move ({@code io}, {@code usrbio_library}). */
+    public static final List<Setting<?>> IO_SETTINGS = List.of(StorageSettings.IO, StorageSettings.USRBIO_LIBRARY);
+
+    /** How the command of {@code spec} moves bucket-file bytes: its {@link #IO_SETTINGS} from flags, environment and file. */
+    public static BucketIoSelector.Wanted ioWanted(picocli.CommandLine.Model.CommandSpec spec) {
+        return BucketIoSelector.Wanted.of(SettingsOptions.resolve(spec, IO_SETTINGS));
+    }
+
     /**
-     * This node's view of the master's root, checked against the master's layout. A root that is not there (the
-     * shared filesystem not mounted) is {@link ExitCodes#UNAVAILABLE}, naming the bucket file that was expected.
+     * This node's view of the master's root, checked against the master's layout, moving bytes through the IO {@code
+     * wanted} (chosen for the master's root and fs_type; {@code io usrbio} that cannot be used here is a one-line
+     * {@link ExitCodes#USAGE}). A root that is not there (the shared filesystem not mounted) is {@link
+     * ExitCodes#UNAVAILABLE}, naming the bucket file that was expected.
      */
-    public static TierNode node(MasterClient master, boolean writable) throws IOException {
+    public static TierNode node(MasterClient master, boolean writable, BucketIoSelector.Wanted wanted) throws IOException {
         try {
-            return TierNode.connect(master, writable, new ClientMetrics());
+            return TierNode.connect(master, writable, new ClientMetrics(), wanted);
         } catch (NoSuchFileException e) {
             GetLayoutResponse layout = master.layout();
             Path root = Path.of(layout.getRootDir());

@@ -13,7 +13,7 @@ import java.util.regex.Pattern;
  * Transparent huge pages for the master's heap. The master's tables are millions of records reached at random: on
  * 4 KiB pages almost every lookup and commit misses the TLB as well as the caches, and on a virtual machine each TLB
  * miss is a walk of two page tables. With the heap on 2 MiB pages its offload cycles at batch 64 took about a fifth
- * less CPU per key (docs/benchmarks.md, "Huge pages for the master's heap"). Where the kernel gives them only to
+ * less CPU per key (docs/benchmarks.md, "bench master"). Where the kernel gives them only to
  * memory that asks (its mode {@code madvise}, the common default), the JVM asks with {@value #JVM_OPTION}: the
  * {@code mcctl} launcher passes it to {@code mcctl master}, and {@link io.mcctl.cli.bench.MasterProcess} to the masters
  * benchmarks and tests start, so that they measure what operators run. {@code -XX:-UseTransparentHugePages} in

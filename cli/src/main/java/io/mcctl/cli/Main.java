@@ -180,7 +180,8 @@ public final class Main {
         if (ex instanceof StateInUseException) {
             return ExitCodes.IN_USE;
         }
-        if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException) {
+        if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException
+                || ex instanceof io.mcctl.storage.io.usrbio.UsrbioUnavailableException) {
             return ExitCodes.USAGE;
         }
         if (ex instanceof BucketFileMissingException) {

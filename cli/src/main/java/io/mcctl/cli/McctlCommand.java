@@ -15,6 +15,7 @@ import io.mcctl.cli.command.MountCommand;
 import io.mcctl.cli.command.NodeCommand;
 import io.mcctl.cli.command.OffloadCommand;
 import io.mcctl.cli.command.QuotaCommand;
+import io.mcctl.cli.command.EventsCommand;
 import io.mcctl.cli.command.LayoutCommand;
 import io.mcctl.cli.command.RmCommand;
 import io.mcctl.cli.command.ShellCommand;
@@ -45,7 +46,7 @@ public final class McctlCommand extends GroupCommand {
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
             LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-            QuotaCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+            QuotaCommand.class, EventsCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
 
     /**
      * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all

@@ -59,7 +59,7 @@ class AddressAndOutputProcessTest {
     }
 
     @Test
-    void ls_and_stat_escape_control_characters_and_stat_shows_the_bucket_as_its_file_name_does() throws Exception {
+    void ls_and_stat_escape_control_characters_and_stat_shows_the_bucket_in_decimal_beside_its_file() throws Exception {
         String key = "a\nb\tc\u001b[31mred\\";
         try (McctlProcess.Master master = startMaster()) {
             DistributedDiskDescriptor place = null;
@@ -95,9 +95,9 @@ class AddressAndOutputProcessTest {
             McctlProcess.Done stat = McctlProcess.run(dir, env, "stat", statKey);
             assertEquals(0, stat.exitCode(), stat.err());
             String fileName = Path.of(place.getFilePath()).getFileName().toString(); // bucket_HH.data
-            String hex = fileName.substring("bucket_".length(), fileName.indexOf('.'));
+            int bucket = Integer.parseInt(fileName.substring("bucket_".length(), fileName.indexOf('.')), 16);
             String row = stat.out().lines().skip(1).findFirst().orElseThrow();
-            assertEquals(hex, row.trim().split("\\s+")[5], "BUCKET column of:\n" + stat.out());
+            assertEquals(Integer.toString(bucket), row.trim().split("\\s+")[5], "BUCKET column of:\n" + stat.out());
         }
     }
 }

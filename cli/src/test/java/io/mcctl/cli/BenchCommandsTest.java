@@ -21,6 +21,26 @@ import org.junit.jupiter.api.io.TempDir;
 class BenchCommandsTest {
 
     @Test
+    void bench_io_times_the_same_writes_and_reads_through_both_ios_and_gives_their_ratios(@TempDir Path dir) throws Exception {
+        Path mount = Standin.markMount(dir.resolve("mnt"));
+        CliRun run = CliRun.run("bench", "io", "--io", "both", "--usrbio-library", Standin.library().toString(), "--root",
+                mount.resolve("bench").toString(), "--total", "4MiB", "--object-sizes", "64KiB,2MiB", "--rounds", "1", "-o", "json").expectOk();
+        JsonNode report = new ObjectMapper().readTree(run.out());
+        assertEquals(2, report.get("cases").size(), run.out());
+        for (JsonNode c : report.get("cases")) {
+            for (String io : new String[] {"posix", "usrbio"}) {
+                assertTrue(c.get(io).get("write_gib_per_s").asDouble() > 0 && c.get(io).get("read_gib_per_s").asDouble() > 0, run.out());
+                assertTrue(c.get(io).has("write_cpu_s_per_gib") && c.get(io).has("read_cpu_s_per_gib"), run.out()); // 0 below the clock's tick
+            }
+            assertTrue(c.get("usrbio_over_posix_read").asDouble() > 0 && c.has("usrbio_over_posix_write_cpu"), run.out());
+        }
+        CliRun offMount = CliRun.run("bench", "io", "--io", "usrbio", "--usrbio-library", Standin.library().toString(), "--total", "4MiB")
+                .expectExit(ExitCodes.USAGE);
+        assertTrue(offMount.err().contains("is not on a 3FS mount"), offMount.err());
+        assertEquals(ExitCodes.USAGE, CliRun.run("bench", "io", "--io", "fast").exitCode());
+    }
+
+    @Test
     void bench_master_reports_each_phase_on_both_transports_with_the_masters_cpu_the_echo_floor_and_heap_per_mapping() throws Exception {
         CliRun run = CliRun.run("bench", "master", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2", "--memory-mappings", "20000",
                 "--master-heap", "256MiB", "-o", "json").expectOk();
@@ -328,12 +348,12 @@ class BenchCommandsTest {
         assertEquals(2, cases.size());
         assertEquals(65536, cases.get(0).get("object_size").asLong());
         assertEquals(128, cases.get(0).get("objects").asInt());
-        assertEquals(1048576, cases.get(1).get("object_size").asLong());
+        assertEquals(2 << 20, cases.get(1).get("object_size").asLong());
         for (JsonNode c : cases) {
-            assertTrue(c.get("tier_gib_per_s").asDouble() > 0, c::toString);
+            assertTrue(c.get("posix").get("read_gib_per_s").asDouble() > 0, c::toString); // POSIX unless --io says otherwise
+            assertTrue(c.get("posix").get("write_gib_per_s").asDouble() > 0, c::toString);
             assertTrue(c.get("plain_read_gib_per_s").asDouble() > 0, c::toString);
-            assertTrue(c.get("tier_one_thread_gib_per_s").asDouble() > 0, c::toString); // the same passes on the caller alone
-            assertTrue(c.has("fio_gib_per_s"), c::toString);
+            assertTrue(c.has("fio_gib_per_s") && !c.has("usrbio"), c::toString);
         }
     }
 

@@ -230,11 +230,23 @@ class BitmapInspectCommandTest {
     }
 
     @Test
+    void a_bucket_is_given_in_decimal_in_hex_with_0x_or_by_its_file_name_and_printed_with_its_file() throws Exception {
+        int bucket = fullestBucket();
+        JsonNode decimal = inspect("--master", target, "--bucket", String.valueOf(bucket));
+        assertEquals(decimal, inspect("--master", target, "--bucket", String.format("0x%x", bucket)));
+        assertEquals(decimal, inspect("--master", target, "--bucket", BucketLayout.bucketFileName(bucket)));
+        String out = CliRun.run("bitmap", "inspect", "--master", target, "--bucket", String.valueOf(bucket)).expectOk().out();
+        assertTrue(out.lines().anyMatch(line -> line.matches("bucket\\s+" + bucket + " \\(" + BucketLayout.bucketFileName(bucket).replace(".", "\\.") + "\\)")), out);
+    }
+
+    @Test
     void bad_input_gives_one_error_line_and_exit_2() {
         String dir = root.resolve("master").toString();
         List<String[]> bad = List.of(
                 new String[] {"bitmap", "inspect", "--master", target, "--bucket", "4"},
                 new String[] {"bitmap", "inspect", "--master", target, "--bucket", "-1"},
+                new String[] {"bitmap", "inspect", "--master", target, "--bucket", "3d"},
+                new String[] {"bitmap", "inspect", "--master", target, "--bucket", "bucket_04.data"},
                 new String[] {"bitmap", "inspect", "--master", target, "--bucket", "0", "--can-alloc", "0"},
                 new String[] {"bitmap", "inspect", "--master", target, "--regions", "0"},
                 new String[] {"bitmap", "inspect", "--master", target, "--extents"},

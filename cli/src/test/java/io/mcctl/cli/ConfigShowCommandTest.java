@@ -33,6 +33,26 @@ class ConfigShowCommandTest {
     }
 
     @Test
+    void the_bucket_file_io_in_force_is_shown_with_its_reason_and_a_refused_usrbio_is_the_error_a_start_gives() throws Exception {
+        CliRun defaults = CliRun.run("config", "show").expectOk();
+        assertEquals("io in force: posix: io is auto and fs_type is posix; USRBIO is tried only with fs_type hf3fs",
+                defaults.out().lines().reduce((a, b) -> b).orElseThrow());
+        assertEquals("posix", json(CliRun.run("config", "show", "-o", "json").expectOk()).get("io").get("mode").asText());
+
+        Path mount = Standin.markMount(dir.resolve("mnt"));
+        Path root = mount.resolve("root");
+        JsonNode usrbio = json(CliRun.run("config", "show", "--root", root.toString(), "--fs-type", "hf3fs", "--usrbio-library",
+                Standin.library().toString(), "-o", "json").expectOk());
+        assertEquals("usrbio", usrbio.get("io").get("mode").asText());
+        assertEquals("usrbio: root " + root + " is on 3FS mount " + mount + ", library " + Standin.library(), usrbio.get("io").get("reason").asText());
+
+        Path absent = dir.resolve("lib").resolve("libhf3fs_api_shared.so");
+        CliRun refused = CliRun.run("config", "show", "--io", "usrbio", "--usrbio-library", absent.toString()).expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: io is usrbio (flag --io) but USRBIO library " + absent + " cannot be loaded: no such file",
+                refused.err().strip());
+    }
+
+    @Test
     void defaults_are_the_design_values_with_a_local_root() throws Exception {
         JsonNode report = json(CliRun.run("config", "show", "-o", "json").expectOk());
         assertEquals(65536, setting(report, "page_size").get("value").asLong());

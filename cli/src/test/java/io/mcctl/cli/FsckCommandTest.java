@@ -33,6 +33,8 @@ import org.junit.jupiter.api.DisplayNameGenerator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@code mcctl fsck} over real state: a real master on a temp root, objects offloaded through a real node, a
@@ -134,8 +136,20 @@ class FsckCommandTest {
         assertTrue(run.out().contains("bucket file 3 is missing"), run.out());
     }
 
-    @Test
-    void deep_says_a_bucket_file_created_again_empty_lost_all_its_objects() throws Exception {
+    /** fsck --deep args reading through {@code io}: the root's parent made a 3FS mount to the stand-in for usrbio. */
+    String[] deep(String io, String... args) throws Exception {
+        if (io.equals("usrbio")) {
+            Standin.markMount(temp);
+        }
+        List<String> all = new ArrayList<>(List.of(args));
+        all.add("--deep");
+        all.addAll(Standin.ioFlags(io));
+        return all.toArray(String[]::new);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void deep_says_a_bucket_file_created_again_empty_lost_all_its_objects(String io) throws Exception {
         Map<Integer, Long> perBucket = mappings().stream().collect(java.util.stream.Collectors.groupingBy(
                 m -> m.getPlacement().getBucket(), java.util.stream.Collectors.counting()));
         int bucket = perBucket.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
@@ -143,7 +157,7 @@ class FsckCommandTest {
         BucketFiles.initialise(layout); // as a master start does: the missing file created again, empty
 
         assertEquals(0, fsck("fsck", "--state-dir", stateDir.toString()).exitCode(), "without --deep the bytes are not read");
-        CliRun run = fsck("fsck", "--state-dir", stateDir.toString(), "--deep").expectExit(4);
+        CliRun run = fsck(deep(io, "fsck", "--state-dir", stateDir.toString())).expectExit(4);
         assertTrue(run.out().contains("bucket file " + bucket + ": every one of its " + perBucket.get(bucket) + " objects fails its checksum"),
                 run.out());
     }
@@ -152,22 +166,25 @@ class FsckCommandTest {
     void an_unexpected_file_in_the_root_is_a_warning_and_exits_0() throws Exception {
         Files.writeString(root.resolve(".mcctl-probe-left-over"), "x");
         Files.writeString(root.resolve("notes.txt"), "x");
+        Files.createDirectories(root.resolve("3fs-virt")); // a root at the top of a 3FS mount: 3FS's own, not a stray
         CliRun run = fsck("fsck", "--state-dir", stateDir.toString()).expectExit(0);
         assertTrue(run.out().contains("warning: " + root.resolve(".mcctl-probe-left-over")), run.out());
         assertTrue(run.out().contains("warning: " + root.resolve("notes.txt")), run.out());
         assertTrue(run.out().contains("0 errors, 2 warnings"), run.out());
     }
 
-    @Test
-    void deep_on_clean_state_reads_every_mapping() throws Exception {
-        CliRun run = fsck("fsck", "--state-dir", stateDir.toString(), "--deep", "--rate-limit", "1000", "-o", "json").expectExit(0);
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void deep_on_clean_state_reads_every_mapping(String io) throws Exception {
+        CliRun run = fsck(deep(io, "fsck", "--state-dir", stateDir.toString(), "--rate-limit", "1000", "-o", "json")).expectExit(0);
         JsonNode json = JSON.readTree(run.out());
         assertEquals(OBJECTS, json.get("checked").get("objects_read").asLong(), run.out());
         assertEquals(json.get("checked").get("mappings").asLong(), json.get("checked").get("objects_read").asLong());
     }
 
-    @Test
-    void deep_names_the_key_whose_bytes_were_corrupted() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void deep_names_the_key_whose_bytes_were_corrupted(String io) throws Exception {
         MappingRecord victim = mappings().get(5);
         PlacementRecord p = victim.getPlacement();
         Path file = layout.bucketPath(p.getBucket());
@@ -178,7 +195,7 @@ class FsckCommandTest {
             raf.write(b ^ 0xff);
         }
         assertEquals(0, fsck("fsck", "--state-dir", stateDir.toString()).exitCode(), "without --deep the bytes are not read");
-        CliRun run = fsck("fsck", "--state-dir", stateDir.toString(), "--deep", "-o", "json").expectExit(4);
+        CliRun run = fsck(deep(io, "fsck", "--state-dir", stateDir.toString(), "-o", "json")).expectExit(4);
         JsonNode errors = JSON.readTree(run.out()).get("errors");
         assertEquals(1, errors.size(), run.out());
         JsonNode error = errors.get(0);
@@ -187,7 +204,7 @@ class FsckCommandTest {
         assertEquals(victim.getKey(), error.get("key").asText());
         assertEquals(file.toString(), error.get("file").asText());
         assertEquals(p.getOffset(), error.get("offset").asLong());
-        CliRun text = fsck("fsck", "--state-dir", stateDir.toString(), "--deep").expectExit(4);
+        CliRun text = fsck(deep(io, "fsck", "--state-dir", stateDir.toString())).expectExit(4);
         assertTrue(text.out().contains("object " + victim.getKey() + " of tenant tenant-a"), text.out());
         assertTrue(text.out().contains("fails its checksum"), text.out());
     }

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The {@code ./mcctl} launcher in a copy of the source tree whose {@code mvn} is a stand-in that prints what Maven
+ * The {@code ./mcctl} launcher (with the release's launcher it hands over to) in a copy of the source tree whose {@code mvn} is a stand-in that prints what Maven
  * prints (colour codes included) and "builds" a jar that runs this module's classes.
  */
 @Timeout(120)
@@ -72,6 +72,9 @@ class LauncherProcessTest {
     private Path treeWithFakeMaven(Path bin) throws IOException {
         Path tree = Files.createDirectories(dir.resolve("tree"));
         Files.copy(Path.of("..", "mcctl"), tree.resolve("mcctl"), StandardCopyOption.COPY_ATTRIBUTES);
+        Path releaseLauncher = Path.of("dist", "src", "bin", "mcctl");
+        Files.createDirectories(tree.resolve(releaseLauncher).getParent());
+        Files.copy(Path.of("..").resolve(releaseLauncher), tree.resolve(releaseLauncher), StandardCopyOption.COPY_ATTRIBUTES);
         Files.writeString(tree.resolve("pom.xml"), "<project/>\n");
         executable(bin.resolve("mvn"), "#!/usr/bin/env bash\n"
                 + "printf '\\033[0m\\033[0m[INFO] Scanning for projects...\\n'\n"

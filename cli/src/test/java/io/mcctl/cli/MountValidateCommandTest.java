@@ -64,6 +64,31 @@ class MountValidateCommandTest {
     }
 
     @Test
+    void the_io_check_says_which_bucket_file_io_is_in_force_and_why() throws Exception {
+        Path mount = dir.resolve("mnt");
+        Path root = mount.resolve("root");
+        BucketFiles.initialise(small(root));
+        assertTrue(line(validate(root).expectOk(), "io").contains("PASS    posix: io is auto and fs_type is posix"), validate(root).out());
+
+        Standin.markMount(mount);
+        CliRun usrbio = validate(root, "--io", "usrbio", "--usrbio-library", Standin.library().toString(), "-o", "json").expectOk();
+        JsonNode io = check(json(usrbio), "io");
+        assertEquals("PASS", io.get("status").asText());
+        assertEquals("usrbio: root " + root + " is on 3FS mount " + mount + ", library " + Standin.library() + "; a ring was made",
+                io.get("detail").asText());
+        assertEquals("usrbio", json(usrbio).get("summary").get("io").asText());
+
+        CliRun refused = validate(root, "--io", "usrbio", "--usrbio-library", Standin.library("libhf3fs_without_wait.so").toString())
+                .expectExit(ExitCodes.FAILED);
+        assertTrue(line(refused, "io").contains("FAIL") && line(refused, "io").contains("lacks the function hf3fs_wait_for_ios"),
+                refused.out());
+
+        CliRun fallback = validate(root, "--fs-type", "hf3fs", "--usrbio-library", "hf3fs_api_shared_absent");
+        assertTrue(line(fallback, "io").contains("WARN    posix: io is auto but USRBIO library libhf3fs_api_shared_absent.so is not on "
+                + "the library path"), fallback.out());
+    }
+
+    @Test
     void a_laid_out_root_passes_with_a_table_and_a_summary_and_leaves_no_probe_file() throws Exception {
         Path root = dir.resolve("root");
         BucketFiles.initialise(small(root));
@@ -84,7 +109,7 @@ class MountValidateCommandTest {
         Path root = dir.resolve("root");
         BucketFiles.initialise(small(root));
         JsonNode report = json(validate(root, "-o", "json").expectOk());
-        assertEquals(9, report.get("checks").size());
+        assertEquals(10, report.get("checks").size());
         for (JsonNode check : report.get("checks")) {
             assertTrue(check.has("name") && check.has("status") && check.has("detail"), check.toString());
         }
@@ -182,7 +207,7 @@ class MountValidateCommandTest {
         for (int i = 1; i < checks.size(); i++) {
             assertEquals("SKIP", checks.get(i).get("status").asText(), checks.get(i).toString());
         }
-        assertEquals(8, report.get("summary").get("skip").asInt());
+        assertEquals(9, report.get("summary").get("skip").asInt());
     }
 
     @Test

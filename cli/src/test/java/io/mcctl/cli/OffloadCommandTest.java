@@ -18,6 +18,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** {@code mcctl offload} of what a directory or a path really holds, against a real master on a loopback port. */
 @Timeout(120)
@@ -90,6 +92,39 @@ class OffloadCommandTest {
         assertEquals(5, report.get("refused").size());
         assertEquals("sub/", report.get("refused").get(4).get("entry").asText(), report.toString());
         assertEquals("is a directory", report.get("refused").get(4).get("reason").asText());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void a_batch_offloaded_and_read_back_through_either_io_is_byte_exact(String io) throws Exception {
+        if (io.equals("usrbio")) {
+            Standin.markMount(dir); // the root, dir/root, is on a 3FS mount to the stand-in
+        }
+        Path in = Files.createDirectories(dir.resolve("objects"));
+        java.util.Random random = new java.util.Random(7);
+        java.util.Map<String, byte[]> written = new java.util.TreeMap<>();
+        for (int size : new int[] {1, 4095, 70_000, 300_000}) {
+            byte[] bytes = new byte[size];
+            random.nextBytes(bytes);
+            written.put("k" + size, bytes);
+            Files.write(in.resolve("k" + size), bytes);
+        }
+        List<String> flags = Standin.ioFlags(io);
+        List<String> offload = new java.util.ArrayList<>(List.of("offload", "--master", address, "--batch", in.toString()));
+        offload.addAll(flags);
+        CliRun.run(offload.toArray(String[]::new)).expectOk();
+        Path keys = Files.writeString(dir.resolve("keys"), String.join("\n", written.keySet()) + "\n");
+        List<String> get = new java.util.ArrayList<>(List.of("get", "--master", address, "--batch", keys.toString(), "--out",
+                dir.resolve("back").toString()));
+        get.addAll(flags);
+        CliRun.run(get.toArray(String[]::new)).expectOk();
+        for (java.util.Map.Entry<String, byte[]> e : written.entrySet()) {
+            assertArrayEquals(e.getValue(), Files.readAllBytes(dir.resolve("back").resolve(e.getKey())), e.getKey());
+        }
+        CliRun refused = CliRun.run("get", "--master", address, "k1", "--io", "usrbio", "--usrbio-library", dir.resolve("none.so").toString())
+                .expectExit(ExitCodes.USAGE);
+        assertEquals("mcctl: error: io is usrbio (flag --io) but USRBIO library " + dir.resolve("none.so") + " cannot be loaded: no such file",
+                refused.err().strip());
     }
 
     @Test

@@ -43,6 +43,8 @@ import org.junit.jupiter.api.DisplayNameGenerator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Promotion into a node's DRAM segment with real processes: a master, node A with a segment and node B without. An
@@ -72,8 +74,22 @@ class PromotionProcessTest {
     }
 
     private NodeProcess node(String master, String... args) throws Exception {
+        return node(Map.of(), master, args);
+    }
+
+    /** A node whose environment has {@code env} too. */
+    private NodeProcess node(Map<String, String> env, String master, String... args) throws Exception {
         return NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(builder.directory(dir.toFile()),
-                Map.of()), master, args);
+                env), master, args);
+    }
+
+    /** The environment of a node moving bucket-file bytes through {@code io}; for usrbio the root is made a stand-in 3FS mount. */
+    private Map<String, String> io(String io) throws Exception {
+        if (io.equals("posix")) {
+            return Map.of("MOONCAKE_DISTRIBUTED_IO", "posix");
+        }
+        Standin.markMount(dir.resolve("root"));
+        return Map.of("MOONCAKE_DISTRIBUTED_IO", "usrbio", "MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY", Standin.library().toString());
     }
 
     private static byte[] bytes(int size, long seed) {
@@ -153,19 +169,22 @@ class PromotionProcessTest {
         return JSON.readTree(get.out());
     }
 
-    @Test
-    void a_promoted_object_is_read_from_the_holders_segment_and_from_the_bucket_file_once_the_holder_is_killed() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void a_promoted_object_is_read_from_the_holders_segment_and_from_the_bucket_file_once_the_holder_is_killed(String io) throws Exception {
+        Map<String, String> env = io(io);
         try (McctlProcess.Master master = startMaster();
              MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10));
              Promotions promotions = Promotions.of(master.address());
-             NodeProcess a = node(master.address(), "--memory", "8MiB", "--promotion-interval", "100ms");
-             NodeProcess b = node(master.address());
+             NodeProcess a = node(env, master.address(), "--memory", "8MiB", "--promotion-interval", "100ms");
+             NodeProcess b = node(env, master.address());
              NodeClient viaB = new NodeClient(b.endpoint(), Duration.ofSeconds(20))) {
             byte[] data = bytes(300_000, 1); // more than one message of the stream
             assertEquals(ReplicaType.DISTRIBUTED_DISK, viaB.write("default", "hot", ByteBuffer.wrap(data), OffloadMode.PAGE_MODE)
                     .getReplica().getType());
             promotions.promote("hot");
             assertTrue(await(() -> completeMemoryOn(client, "hot", a.clientId())), "no COMPLETE MEMORY replica on A: " + a.log());
+            assertTrue(a.log().contains("bucket-file IO " + io + ": "), a.log());
             assertEquals(ReplicaType.MEMORY, client.replicaList("default", "hot").getReplicas(0).getType(), "MEMORY is listed first");
             assertTrue(await(() -> !promotions.holdsTaskFor("hot")), "the task ended");
 
@@ -194,12 +213,14 @@ class PromotionProcessTest {
         }
     }
 
-    @Test
-    void a_promotion_whose_source_fails_its_checksum_leaves_no_task_no_replica_and_no_segment_bytes() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"posix", "usrbio"})
+    void a_promotion_whose_source_fails_its_checksum_leaves_no_task_no_replica_and_no_segment_bytes(String io) throws Exception {
+        Map<String, String> env = io(io);
         try (McctlProcess.Master master = startMaster();
              MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10));
              Promotions promotions = Promotions.of(master.address());
-             NodeProcess a = node(master.address(), "--memory", "4MiB", "--promotion-interval", "100ms");
+             NodeProcess a = node(env, master.address(), "--memory", "4MiB", "--promotion-interval", "100ms");
              NodeClient viaA = new NodeClient(a.endpoint(), Duration.ofSeconds(20))) {
             byte[] data = bytes(100_000, 2);
             DistributedDiskDescriptor place = viaA.write("default", "rotten", ByteBuffer.wrap(data), OffloadMode.PAGE_MODE).getReplica()

@@ -39,11 +39,13 @@ public final class TierCluster implements AutoCloseable {
     }
 
     private final MasterServer master;
+    private final TestIo nodeIo;
     private final List<Node> nodes = new ArrayList<>();
     private final List<MasterClient> looseClients = new ArrayList<>();
 
-    private TierCluster(MasterServer master) {
+    private TierCluster(MasterServer master, TestIo io) {
         this.master = master;
+        this.nodeIo = io;
     }
 
     /** The layout most tests use: {@code buckets} files of 1 MiB in 4 KiB pages under {@code root}. */
@@ -62,6 +64,12 @@ public final class TierCluster implements AutoCloseable {
         return start(options(layout, allocationDeadline, readLease, allocationGrace), nodeCount);
     }
 
+    /** As {@link #start(BucketLayout, Duration, Duration, Duration, int)}, the nodes moving bytes through {@code io}. */
+    public static TierCluster start(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace,
+                                    int nodeCount, TestIo io) throws IOException {
+        return start(options(layout, allocationDeadline, readLease, allocationGrace), nodeCount, io);
+    }
+
     /** WAL durability under the root, no periodic snapshots, the given deadline, lease and grace. */
     public static MasterServer.Options options(BucketLayout layout, Duration allocationDeadline, Duration readLease, Duration allocationGrace) {
         return new MasterServer.Options(layout, "test", "127.0.0.1", 0, 0, allocationDeadline, readLease,
@@ -76,8 +84,14 @@ public final class TierCluster implements AutoCloseable {
     }
 
     public static TierCluster start(MasterServer.Options options, int nodeCount) throws IOException {
+        return start(options, nodeCount, TestIo.POSIX);
+    }
+
+    /** A cluster whose nodes move bucket-file bytes through {@code io}. */
+    public static TierCluster start(MasterServer.Options options, int nodeCount, TestIo io) throws IOException {
+        io.prepare(options.layout().root());
         MasterServer master = MasterServer.start(options);
-        TierCluster cluster = new TierCluster(master);
+        TierCluster cluster = new TierCluster(master, io);
         try {
             for (int i = 0; i < nodeCount; i++) {
                 cluster.addNode();
@@ -91,7 +105,18 @@ public final class TierCluster implements AutoCloseable {
 
     /** A cluster with long deadlines and leases, so nothing expires under a test unless it waits for it. */
     public static TierCluster start(Path root, int buckets, int nodeCount) throws IOException {
-        return start(smallLayout(root, buckets), Duration.ofSeconds(60), Duration.ofSeconds(5), nodeCount);
+        return start(root, buckets, nodeCount, TestIo.POSIX);
+    }
+
+    /** As {@link #start(Path, int, int)}, the nodes moving bytes through {@code io}. */
+    public static TierCluster start(Path root, int buckets, int nodeCount, TestIo io) throws IOException {
+        return start(options(smallLayout(root, buckets), Duration.ofSeconds(60), Duration.ofSeconds(5),
+                MasterServer.Options.DEFAULT_ALLOCATION_GRACE), nodeCount, io);
+    }
+
+    /** The IO this cluster's nodes use. */
+    public TestIo io() {
+        return nodeIo;
     }
 
     public String target() {
@@ -114,7 +139,11 @@ public final class TierCluster implements AutoCloseable {
         ClientMetrics metrics = new ClientMetrics();
         TierNode tier;
         try {
-            tier = TierNode.connect(client, writable, metrics);
+            tier = TierNode.connect(client, writable, metrics, nodeIo.wanted());
+            if (!tier.ioChoice().mode().name().equals(nodeIo.name())) {
+                tier.close();
+                throw new IllegalStateException("the node chose " + tier.ioChoice().reason() + " instead of " + nodeIo);
+            }
         } catch (IOException | RuntimeException e) {
             client.close();
             throw e;

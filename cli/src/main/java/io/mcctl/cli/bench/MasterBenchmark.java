@@ -79,6 +79,29 @@ public final class MasterBenchmark {
     }
 
     /** Reads the master's CPU from {@code serverCpu} before and after each phase. */
+    /** What each offloaded object's notify attaches (null: nothing), as an engine connector attaches its KV blocks. */
+    private io.mcctl.master.proto.v1.KvBlocks kvBlocks;
+
+    /**
+     * Attaches engine KV blocks to every object offloaded (one block of 16 tokens, as a connector would), so that a master
+     * with KV events on announces each commit.
+     */
+    public MasterBenchmark withKvBlocks(boolean attach) {
+        if (attach) {
+            io.mcctl.master.proto.v1.KvBlocks.Builder b = io.mcctl.master.proto.v1.KvBlocks.newBuilder().addBlockHashes(0x1234_5678_9abc_def0L)
+                    .setParentBlockHash(42).setBlockSize(16);
+            for (int t = 0; t < 16; t++) {
+                b.addTokenIds(1000 + t);
+            }
+            kvBlocks = b.build();
+        }
+        return this;
+    }
+
+    private List<io.mcctl.master.proto.v1.KvBlocks> kvBlocksFor(int keys) {
+        return kvBlocks == null ? null : Collections.nCopies(keys, kvBlocks);
+    }
+
     public MasterBenchmark withServerCpu(java.util.function.LongSupplier serverCpu) {
         this.serverCpu = serverCpu;
         return this;
@@ -216,7 +239,8 @@ public final class MasterBenchmark {
         if (okKeys.isEmpty()) {
             return okKeys;
         }
-        NotifyDistributedDiskSuccessResponse notified = client.notifySuccess(okKeys, tenants.subList(0, okKeys.size()), places);
+        NotifyDistributedDiskSuccessResponse notified = client.notifySuccess(okKeys, tenants.subList(0, okKeys.size()), places,
+                kvBlocksFor(okKeys.size()));
         List<String> committed = new ArrayList<>(okKeys.size());
         for (int i = 0; i < okKeys.size(); i++) {
             if (notified.getResults(i).getError() == ErrorCode.OK) {
@@ -246,7 +270,7 @@ public final class MasterBenchmark {
             toNotify.place(k, places.get(k));
         }
         NotifyDistributedDiskSuccessResponse notified = client.notifySuccessPacked(okKeys, tenants.subList(0, okKeys.size()),
-                toNotify.toByteString());
+                toNotify.toByteString(), kvBlocksFor(okKeys.size()));
         List<String> committed = new ArrayList<>(okKeys.size());
         for (int k = 0; k < okKeys.size(); k++) {
             if (!notified.containsErrors(k)) {

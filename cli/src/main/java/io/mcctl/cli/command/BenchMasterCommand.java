@@ -131,6 +131,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
             + "write-ahead log, with its own warm-up pass, and report snapshot over WAL for each phase.")
     boolean compareDurability;
 
+    @Option(names = "--compare-kv-events", description = "Also run every phase against a second master started here with KV "
+            + "events on (kv_events_endpoint on a free loopback port, one subscriber reading every batch), in turns with the first, "
+            + "and report its figures over the first's; every offload of both attaches one KV block per object.")
+    boolean compareKvEvents;
+
     @Option(names = "--security", description = "Also run the offload and lookup phases against embedded masters with plaintext, "
             + "with tokens, and with TLS and tokens, one after the other in this run (needs openssl on PATH for the certificates).")
     boolean security;
@@ -263,7 +268,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --baseline-jar " + baselineJar + ": no such file (allowed is an mcctl jar, such as "
                     + "cli/target/mcctl-all.jar of another build)");
         }
-        int mastersStarted = master != null ? 0 : 1 + (compareDurability ? 1 : 0) + (baseline ? 1 : 0);
+        if (compareKvEvents && master != null) {
+            throw new CliException(ExitCodes.USAGE, "--compare-kv-events starts both masters here: leave out --master");
+        }
+        int mastersStarted = master != null ? 0 : 1 + (compareDurability ? 1 : 0) + (baseline ? 1 : 0) + (compareKvEvents ? 1 : 0);
         this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap(Math.max(1, mastersStarted))) : parseMasterHeap(masterHeap);
         String target = master == null ? null : MasterClient.checkTarget(master);
         Map<String, Object> report = new LinkedHashMap<>();
@@ -276,6 +284,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
             if (baseline) {
                 masters.add(start("baseline master", baselineJar, baselineJvmOptions(), "wal"));
             }
+            if (compareKvEvents) {
+                masters.add(startWithKvEvents());
+            }
             runRounds(masters);
         } catch (Exception e) {
             closeAll(masters, e); // what failed first is what is reported
@@ -284,7 +295,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
         closeAll(masters, null);
         List<PhaseRounds> phases = masters.get(0).phases();
         List<PhaseRounds> snapshotPhases = compareDurability ? masters.get(1).phases() : List.of();
-        List<PhaseRounds> baselinePhases = baseline ? masters.get(masters.size() - 1).phases() : List.of();
+        List<PhaseRounds> baselinePhases = baseline ? masters.get(masters.size() - (compareKvEvents ? 2 : 1)).phases() : List.of();
+        List<PhaseRounds> kvEventPhases = compareKvEvents ? masters.get(masters.size() - 1).phases() : List.of();
+        long kvEventBatches = compareKvEvents ? masters.get(masters.size() - 1).kvEventBatchesReceived() : 0;
         List<Map<String, Object>> securityRows = security ? securityComparison() : List.of();
         LatencyRecorder echo = TcpEcho.measure(20_000);
         double echoP50 = echo.percentileMicros(0.5);
@@ -327,6 +340,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
             report.put("baseline", described);
             report.put("baseline_phases", baselineRows);
             report.put("this_over_baseline", baselineRatios);
+        }
+        List<Map<String, Object>> kvEventRows = rows(kvEventPhases);
+        List<Map<String, Object>> kvEventRatios = ratios(phases, kvEventPhases);
+        if (compareKvEvents) {
+            report.put("kv_events_phases", kvEventRows);
+            report.put("kv_events_over_off", kvEventRatios);
+            report.put("kv_event_batches_received", kvEventBatches);
         }
         List<Map<String, Object>> gains = "both".equals(transport) ? gains(phases) : List.of();
         if ("both".equals(transport)) {
@@ -390,6 +410,10 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 out.println("the baseline master (" + (baselineJar == null ? "this build" : baselineJar) + "; JVM options: "
                         + String.join(" ", MasterProcess.jvmOptionsFor(baselineJvmOptions())) + "), in the same run:");
                 out.print(comparisonTable(baselineRows, baselineRatios, "this/baseline"));
+            }
+            if (compareKvEvents) {
+                out.println("with KV events on (a subscriber read " + kvEventBatches + " batches), in the same run:");
+                out.print(comparisonTable(kvEventRows, kvEventRatios, "events/off"));
             }
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
@@ -517,8 +541,42 @@ public final class BenchMasterCommand implements Callable<Integer> {
             }
         }
 
+        /** Batches the subscriber of {@link #subscribe} has read. */
+        private final java.util.concurrent.atomic.AtomicLong kvEventBatches = new java.util.concurrent.atomic.AtomicLong();
+        private Thread subscriber;
+        private volatile boolean subscribed;
+
+        /** Reads (and drops) every batch the master publishes at {@code endpoint}, on a thread of its own, as a router would. */
+        void subscribe(String endpoint) {
+            subscribed = true;
+            subscriber = new Thread(() -> {
+                try (org.zeromq.ZContext context = new org.zeromq.ZContext()) {
+                    org.zeromq.ZMQ.Socket sub = context.createSocket(org.zeromq.SocketType.SUB);
+                    sub.setReceiveTimeOut(200);
+                    sub.connect(endpoint);
+                    sub.subscribe(new byte[0]);
+                    while (subscribed) {
+                        org.zeromq.ZMsg message = org.zeromq.ZMsg.recvMsg(sub);
+                        if (message != null) {
+                            kvEventBatches.incrementAndGet();
+                        }
+                    }
+                }
+            }, "kv-events-subscriber");
+            subscriber.setDaemon(true);
+            subscriber.start();
+        }
+
+        long kvEventBatchesReceived() {
+            return kvEventBatches.get();
+        }
+
         @Override
         public void close() throws Exception {
+            subscribed = false;
+            if (subscriber != null) {
+                subscriber.join(5_000);
+            }
             for (MasterClient client : clients) {
                 client.close();
             }
@@ -548,11 +606,29 @@ public final class BenchMasterCommand implements Callable<Integer> {
      * {@code durability}, on a temporary root of its own, which goes with it.
      */
     private MasterUnderTest start(String label, Path jar, List<String> jvmOptions, String durability) throws Exception {
+        return start(label, jar, jvmOptions, durability, List.of());
+    }
+
+    /** A master of this build with KV events on a free loopback port, and a subscriber reading every batch it sends. */
+    private MasterUnderTest startWithKvEvents() throws Exception {
+        int port;
+        try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = free.getLocalPort();
+        }
+        String endpoint = "tcp://127.0.0.1:" + port;
+        MasterUnderTest m = start("kv-events master", null, masterJvmOptions(), "wal", List.of("--kv-events-endpoint", endpoint,
+                "--kv-events-tenants", "bench"));
+        m.subscribe(endpoint);
+        return m;
+    }
+
+    private MasterUnderTest start(String label, Path jar, List<String> jvmOptions, String durability, List<String> extra) throws Exception {
         Path root = Files.createTempDirectory("mcctl-bench-master");
         MasterProcess started;
         try {
             List<String> args = new ArrayList<>(List.of("--root", root.toString(), "--bucket-count", String.valueOf(buckets), "--bucket-size", bucketSize,
                     "--page-size", PAGE_SIZE, "--allocation-deadline", "10m", "--durability", durability));
+            args.addAll(extra);
             if (!busyPoll.isZero()) {
                 args.addAll(List.of("--busy-poll", DurationParser.format(busyPoll))); // only when asked: an earlier build has no such flag
             }
@@ -629,7 +705,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             }
             for (MasterClient client : m.clients) {
                 MasterBenchmark bench = new MasterBenchmark(client, callers, OBJECT_SIZE, passId).withServerCpu(m.cpu)
-                        .withServerCpuByThread(m.cpuByThread);
+                        .withServerCpuByThread(m.cpuByThread).withKvBlocks(compareKvEvents);
                 phases.add(phase.offload() ? bench.offloadFor(phase.batch(), seconds, m.written, keepPerCaller, phase.packed())
                         : bench.lookupFor(phase.batch(), m.written, seconds, phase.packed()));
             }

@@ -9,6 +9,7 @@ import io.mcctl.cli.Table;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
+import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.tools.bitmap.BitmapReport;
 import io.mcctl.tools.bitmap.BucketBitmap;
 import io.mcctl.tools.bitmap.ClusterSummary;
@@ -56,8 +57,12 @@ public final class BitmapInspectCommand implements Callable<Integer> {
     @Option(names = "--snapshot", paramLabel = "FILE", description = "Inspect the state a snapshot file holds.")
     Path snapshot;
 
-    @Option(names = "--bucket", paramLabel = "N", description = "Show bucket N in detail (default: a summary across buckets).")
-    Integer bucket;
+    @Option(names = "--bucket", paramLabel = "N", description = "Show bucket N in detail: a decimal number, hex with 0x, or its file's "
+            + "name (61, 0x3d and bucket_3d.data are one bucket) (default: a summary across buckets).")
+    String bucketText;
+
+    /** {@code --bucket}, parsed by {@link #checkInput()}. */
+    private Integer bucket;
 
     @Option(names = "--regions", paramLabel = "N", defaultValue = "64",
             description = "Regions in a bucket's region map, each of ceil(pages / N) pages, so the map may have fewer (default: ${DEFAULT-VALUE}).")
@@ -119,8 +124,12 @@ public final class BitmapInspectCommand implements Callable<Integer> {
         if (sources > 1) {
             throw new CliException(ExitCodes.USAGE, "--master, --state-dir and --snapshot exclude each other: give one of them");
         }
-        if (bucket != null && bucket < 0) {
-            throw new CliException(ExitCodes.USAGE, "invalid --bucket " + bucket + ": allowed is 0 or more");
+        if (bucketText != null) {
+            try {
+                bucket = BucketLayout.parseBucketNumber(bucketText);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCodes.USAGE, "invalid --bucket " + e.getMessage());
+            }
         }
         if (regions < 1) {
             throw new CliException(ExitCodes.USAGE, "invalid --regions " + regions + ": allowed is 1 or more");
@@ -217,7 +226,7 @@ public final class BitmapInspectCommand implements Callable<Integer> {
 
     private void printBucket(PrintWriter out, Source source, BitmapReport r, boolean live) {
         Table head = new Table("source", sourceText(source));
-        head.row("bucket", r.bucket());
+        head.row("bucket", BucketLayout.describeBucket(r.bucket()));
         head.row("capacity", r.pageCount() + " pages of " + r.pageSize() + " bytes");
         head.row("used", r.usedPages() + " pages (" + percent(r.usedPages(), r.pageCount()) + ")");
         head.row("free", r.freePages() + " pages in " + SnapshotListCommand.plural(r.space().freeRunCount(), "run"));

@@ -52,7 +52,8 @@ import picocli.CommandLine.Unmatched;
                         + "The root is --root, else the state directory's parent, else the snapshot's recorded root; the layout "
                         + "is the snapshot's, else <root>/mooncake.layout.json.",
                 "--deep also reads every object back and checks its CRC32C (live: from a snapshot the master writes for it; a "
-                        + "failing key is looked up again and reported only if still mapped there)."},
+                        + "failing key is looked up again and reported only if still mapped there), in batches through the io setting's "
+                        + "IO (POSIX, or USRBIO on 3FS)."},
         footer = {"", "Exit codes (after fsck(8)):",
                 "  0  no errors (warnings may have been printed)",
                 "  1  errors corrected (--repair), none left",
@@ -60,7 +61,14 @@ import picocli.CommandLine.Unmatched;
                 "  8  operational error: bad arguments; no such state directory, snapshot or",
                 "     root; state that does not recover; the master unreachable",
                 ""})
-public final class FsckCommand implements Callable<Integer> {
+public final class FsckCommand implements Callable<Integer>, io.mcctl.cli.SettingsOptions.UsesSettings {
+
+    /** How --deep reads the objects: the io settings, and fs_type for io auto. */
+    @Override
+    public List<io.mcctl.storage.config.Setting<?>> settings() {
+        return List.of(io.mcctl.storage.config.StorageSettings.IO, io.mcctl.storage.config.StorageSettings.USRBIO_LIBRARY,
+                io.mcctl.storage.config.StorageSettings.FS_TYPE);
+    }
 
     @Spec
     CommandSpec spec;
@@ -133,6 +141,13 @@ public final class FsckCommand implements Callable<Integer> {
             throw operational("--root applies offline: a live check uses the master's root", null);
         }
         long rateLimitBytes = parseRateLimit();
+        io.mcctl.storage.config.EffectiveConfig config;
+        try {
+            config = io.mcctl.cli.SettingsOptions.resolve(spec, settings());
+        } catch (io.mcctl.storage.config.ConfigException e) {
+            throw operational(e.getMessage(), e);
+        }
+        io.mcctl.storage.io.BucketIoSelector.Wanted deepIo = io.mcctl.storage.io.BucketIoSelector.Wanted.of(config);
         Fsck.Report report;
         Progress[] bar = {null};
         Fsck.DeepProgress progress = new Fsck.DeepProgress() {
@@ -158,13 +173,14 @@ public final class FsckCommand implements Callable<Integer> {
                     throw operational(e.getMessage(), e);
                 }
                 try (MasterClient client = newClient(target, deadline, security)) {
-                    report = LiveFsck.run(client, new LiveFsck.Options(repair, minAgeMs, deep, rateLimitBytes), progress);
+                    report = LiveFsck.run(client, new LiveFsck.Options(repair, minAgeMs, deep, rateLimitBytes, deepIo), progress);
                 } catch (MasterException e) {
                     throw operational("master " + target + ": " + e.getMessage(), e);
                 }
             } else {
                 io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), stateDir, snapshot);
-                report = Fsck.run(new Fsck.Options(stateDir, snapshot, root, deep, rateLimitBytes), progress);
+                report = Fsck.run(new Fsck.Options(stateDir, snapshot, root, deep, rateLimitBytes, deepIo,
+                        config.get(io.mcctl.storage.config.StorageSettings.FS_TYPE)), progress);
             }
         } catch (NoSuchFileException e) {
             throw operational((e.getReason() != null ? e.getReason() : "no such file") + ": " + e.getFile(), e);

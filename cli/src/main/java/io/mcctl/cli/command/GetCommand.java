@@ -51,7 +51,12 @@ import picocli.CommandLine.Spec;
                         + "With --out FILE the bytes go to a temporary file beside FILE, renamed to FILE once their CRC32C matched: "
                         + "FILE is never left holding bytes that failed their checksum. On stdout the bytes are written as they are "
                         + "read; a mismatch found at the end is reported (exit 5): discard what was written."})
-public final class GetCommand implements Callable<Integer> {
+public final class GetCommand implements Callable<Integer>, io.mcctl.cli.SettingsOptions.UsesSettings {
+
+    @Override
+    public java.util.List<io.mcctl.storage.config.Setting<?>> settings() {
+        return io.mcctl.cli.ClientOptions.IO_SETTINGS;
+    }
 
     /** Bytes read and written at a time when one key is streamed. */
     static final int CHUNK_BYTES = 1 << 20;
@@ -168,7 +173,7 @@ public final class GetCommand implements Callable<Integer> {
         }
         String tenant = client.tenant();
         try (MasterClient master = client.connect(spec);
-             TierNode node = ClientOptions.node(master, false)) {
+             TierNode node = ClientOptions.node(master, false, io.mcctl.cli.ClientOptions.ioWanted(spec))) {
             BatchGetDistributedPageMappingResponse response = master.batchGetMapping(List.of(key), List.of(tenant));
             MappingResult result = response.getResults(0);
             if (result.getStatus().getError() != ErrorCode.OK) {
@@ -257,7 +262,7 @@ public final class GetCommand implements Callable<Integer> {
         int[] worst = {ExitCodes.OK};
         int[] read = {0};
         try (MasterClient master = client.connect(spec);
-             TierNode node = ClientOptions.node(master, false);
+             TierNode node = ClientOptions.node(master, false, io.mcctl.cli.ClientOptions.ioWanted(spec));
              Progress progress = new Progress("get", keys.size())) {
             new TierReader(node, readThreads).getPipelined(tenant, keys, Math.min(READ_BATCH, batchSize), batchSize, new TierReader.BatchSink() {
                 @Override

@@ -213,6 +213,10 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         }
         BucketLayout layout = StorageSettings.layout(config);
         requireDirectoryRoot(layout.root());
+        // The master moves no bucket-file bytes itself, but the io setting is checked here, before anything is laid out,
+        // so that a cluster configured for USRBIO where it cannot work stops at once, saying what is missing.
+        LOG.info("bucket-file IO for this root: {} (each node and client chooses its own by the same setting)",
+                io.mcctl.storage.io.BucketIoSelector.choose(config).reason());
         LOG.info("{}", describeRoot(config, layout.root()));
         LOG.info("{}", io.mcctl.cli.HeapPages.describe());
         if (!config.get(MasterSettings.BUSY_POLL).isZero()) {

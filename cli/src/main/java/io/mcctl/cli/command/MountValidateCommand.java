@@ -16,6 +16,7 @@ import io.mcctl.storage.config.DurationParser;
 import io.mcctl.storage.config.EffectiveConfig;
 import io.mcctl.storage.config.Setting;
 import io.mcctl.storage.config.StorageSettings;
+import io.mcctl.storage.io.BucketIoSelector;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import io.mcctl.storage.config.SizeParser;
@@ -43,6 +44,8 @@ import picocli.CommandLine.Spec;
         description = {"Check that this node's mount of the root is fit to join the tier: the root, its filesystem (3FS or not), "
                 + "stat latency, capacity, the layout record, the bucket files, the open-file limit, and a write + fsync + "
                 + "read-back probe in a scratch file (never a bucket file).",
+                "The io check says which bucket-file IO this node would use (posix or usrbio, from the io setting) and why; io usrbio "
+                        + "that cannot be used here FAILs naming what is missing (the library, a function of it, a 3FS mount, a ring).",
                 "The layout checked is the root's layout record (mooncake.layout.json) where it has one; --bucket-count, --page-size and "
                         + "--bucket-size (or their environment or file settings) override it, with a note on stderr when they disagree.",
                 "With --master, also the master's own view of the bucket files: a bucket whose file it found missing or replaced "
@@ -99,6 +102,10 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
             }
         }
         List<CheckResult> results = new ArrayList<>(MountValidator.validate(layout, fsType, expected, limit));
+        CheckResult ioCheck = results.get(0).status() == CheckResult.Status.FAIL
+                ? CheckResult.skip(MountValidator.IO, "the root is not usable")
+                : MountValidator.ioCheck(BucketIoSelector.Wanted.of(config), fsType, layout.root());
+        results.add(ioCheck);
         if (masterBuckets != null) {
             results.add(masterBuckets);
         }
@@ -122,6 +129,8 @@ public final class MountValidateCommand implements Callable<Integer>, SettingsOp
             Map<String, Object> summary = new LinkedHashMap<>();
             summary.put("root", layout.root().toString());
             summary.put("fs_type", fsType);
+            summary.put("io", ioCheck.measured().get("io"));
+            summary.put("io_reason", ioCheck.detail());
             summary.put("master", master == null ? "" : master);
             summary.put("timeout_ms", limit.toMillis());
             for (CheckResult.Status status : CheckResult.Status.values()) {

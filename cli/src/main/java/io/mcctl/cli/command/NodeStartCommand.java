@@ -71,7 +71,7 @@ public final class NodeStartCommand implements Callable<Integer>, SettingsOption
 
     @Override
     public List<Setting<?>> settings() {
-        return List.of(StorageSettings.PAGE_MODE);
+        return List.of(StorageSettings.PAGE_MODE, StorageSettings.IO, StorageSettings.USRBIO_LIBRARY);
     }
 
     static String[] hostAndPort(String text, String option) {
@@ -120,7 +120,8 @@ public final class NodeStartCommand implements Callable<Integer>, SettingsOption
         NodeServer node;
         try {
             node = NodeServer.start(new NodeServer.Options(master.target(spec), address[0], Integer.parseInt(address[1]), advertise,
-                    localDisk, pageMode, master.callTimeout(), master.security(spec), memoryBytes, interval));
+                    localDisk, pageMode, master.callTimeout(), master.security(spec), memoryBytes, interval,
+                    io.mcctl.storage.io.BucketIoSelector.Wanted.of(config)));
         } catch (DramSegment.AllocationException e) {
             throw new CliException(ExitCodes.USAGE, "invalid --memory '" + memory + "': " + e.getMessage());
         }
@@ -129,8 +130,9 @@ public final class NodeStartCommand implements Callable<Integer>, SettingsOption
             node.close();
         }, "mcctl-node-shutdown"));
         PrintWriter out = spec.commandLine().getOut();
-        out.printf("mcctl node %s serving on %s (master %s, ttl %d ms, page mode %s%s, local disk %s, memory %s)%n", node.clientId(),
+        out.printf("mcctl node %s serving on %s (master %s, ttl %d ms, page mode %s%s, io %s, local disk %s, memory %s)%n", node.clientId(),
                 node.endpoint(), master.target(spec), node.ttlMillis(), pageMode, node.tierProblem() == null ? "" : " but no shared root here",
+                node.ioMode(),
                 localDisk == null ? "none" : node.localDisk().root(), memoryBytes == 0 ? "none"
                         : SizeParser.format(memoryBytes) + (node.tierProblem() == null ? ", promotion every " + DurationParser.format(interval)
                         : ", no promotion without the shared root"));

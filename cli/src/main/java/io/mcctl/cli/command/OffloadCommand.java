@@ -40,7 +40,12 @@ import picocli.CommandLine.Spec;
                 "Exit 0 when every entry was stored; 1 when any was refused or failed; 2 on bad input (a single FILE that is a "
                         + "directory, not a regular file, empty or larger than a bucket); 3 when FILE does not exist (or is a dangling symlink) or DIR is empty; "
                         + "4 when the master was lost part way (the report says how many keys were stored and which are in doubt)."})
-public final class OffloadCommand implements Callable<Integer> {
+public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.SettingsOptions.UsesSettings {
+
+    @Override
+    public java.util.List<io.mcctl.storage.config.Setting<?>> settings() {
+        return io.mcctl.cli.ClientOptions.IO_SETTINGS;
+    }
 
     @Spec
     CommandSpec spec;
@@ -125,7 +130,7 @@ public final class OffloadCommand implements Callable<Integer> {
         Batch batch = new Batch(entries);
         if (entries.stream().anyMatch(Entry::ok)) {
             try (MasterClient master = client.connect(spec);
-                 TierNode node = io.mcctl.cli.ClientOptions.node(master, true)) {
+                 TierNode node = io.mcctl.cli.ClientOptions.node(master, true, io.mcctl.cli.ClientOptions.ioWanted(spec))) {
                 long bucketSize = node.layout().getBucketSize();
                 for (int i = 0; i < entries.size(); i++) {
                     Entry entry = entries.get(i);

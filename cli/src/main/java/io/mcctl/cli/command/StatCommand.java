@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
 /** {@code mcctl stat}: a key's replicas, best first. */
 @Command(name = "stat", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Show a key's replicas, best first: type, status, file, offset, size, bucket, pages, CRC32C.",
-                "BUCKET is in hex, as in the bucket file's name (bucket_3d.data is bucket 3d); -o json gives it as a number. "
+                "BUCKET is the bucket's number, in decimal as everywhere in mcctl; FILE names its file (bucket 61 is bucket_3d.data). "
                         + "Control characters in text output are shown escaped (\\n, \\t, \\e, \\xHH; a backslash as \\\\)."})
 public final class StatCommand implements Callable<Integer> {
 
@@ -77,10 +77,9 @@ public final class StatCommand implements Callable<Integer> {
             for (Replica replica : replicas) {
                 DistributedDiskDescriptor d = replica.getDistributedDisk();
                 Map<String, Object> p = place(geometry, d);
-                // The bucket in hex, as in its file's name (bucket_3d.data); JSON keeps the number.
                 int bucket = (Integer) p.get("bucket");
                 table.row(replica.getType().name(), replica.getStatus().name(), d.getFilePath(), d.getOffset(), d.getObjectSize(),
-                        bucket < 0 ? "-" : String.format("%02x", bucket), p.get("pages"), p.get("crc32c"));
+                        bucket < 0 ? "-" : bucket, p.get("pages"), p.get("crc32c"));
             }
             out.print(table.render());
             out.printf("last used %s ago%s%n", age(answer.getLastUseAgeMs()), answer.getPinned() ? "; pinned" : "");

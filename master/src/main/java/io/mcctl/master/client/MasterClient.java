@@ -349,6 +349,31 @@ public final class MasterClient implements AutoCloseable {
                 .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written).build());
     }
 
+    /**
+     * {@link #notifySuccess(List, List, List)} committing the engine KV blocks each object holds ({@code kvBlocks}: null,
+     * or one per key, an empty message for a key without), announced to KV-aware routers.
+     */
+    public NotifyDistributedDiskSuccessResponse notifySuccess(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written,
+                                                              List<io.mcctl.master.proto.v1.KvBlocks> kvBlocks) {
+        NotifyDistributedDiskSuccessRequest.Builder request = NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).addAllDescriptors(written);
+        if (kvBlocks != null) {
+            request.addAllKvBlocks(kvBlocks);
+        }
+        return notifySuccess(request.build());
+    }
+
+    /** {@link #notifySuccessPacked(List, List, ByteString)} with the engine KV blocks of each object (null: none). */
+    public NotifyDistributedDiskSuccessResponse notifySuccessPacked(List<String> keys, List<String> tenants, ByteString written,
+                                                                    List<io.mcctl.master.proto.v1.KvBlocks> kvBlocks) {
+        NotifyDistributedDiskSuccessRequest.Builder request = NotifyDistributedDiskSuccessRequest.newBuilder()
+                .addAllKeys(keys).addAllTenantIds(tenants).setPlacements(written);
+        if (kvBlocks != null) {
+            request.addAllKvBlocks(kvBlocks);
+        }
+        return notifySuccess(request.build());
+    }
+
     private NotifyDistributedDiskSuccessResponse notifySuccess(NotifyDistributedDiskSuccessRequest request) {
         return mutate(() -> viaStream(SessionRequest.newBuilder().setNotify(request), SessionResponse::getNotify,
                 () -> stub().notifyDistributedDiskSuccess(request)));

@@ -5,7 +5,9 @@ import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import com.google.protobuf.ByteString;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.storage.io.BucketFileIo;
-import io.mcctl.storage.io.BucketFilePool;
+import io.mcctl.storage.io.BucketIo;
+import io.mcctl.storage.io.BucketIoSelector;
+import io.mcctl.storage.io.OpenFiles;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import io.mcctl.storage.layout.LayoutMismatchException;
@@ -25,37 +27,60 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One node of the tier: a master client plus this node's view of the shared root (fd pool and IO), with
- * the root checked against the master's layout so a node that mounted another cluster, or nothing, is
- * stopped before it reads or writes a byte.
+ * One node of the tier: a master client plus this node's view of the shared root (its bucket-file IO, POSIX or USRBIO,
+ * and the object rules above it), with the root checked against the master's layout so a node that mounted another
+ * cluster, or nothing, is stopped before it reads or writes a byte.
+ *
+ * <p>The IO is chosen once, when the node connects, from the {@code io} setting and the master's root and fs_type
+ * ({@link BucketIoSelector}); {@code auto} falls back to POSIX only then, never while the node serves.
  */
 public final class TierNode implements AutoCloseable {
 
     private final MasterClient master;
     /** The master's layout as this node last asked for it; replaced when a descriptor shows the buckets grew. */
     private volatile GetLayoutResponse layout;
-    private final BucketFilePool pool;
+    private final BucketIoSelector.Choice ioChoice;
+    private final BucketIo bucketIo;
     private volatile BucketFileIo io;
     private final ClientMetrics metrics;
 
-    private TierNode(MasterClient master, GetLayoutResponse layout, BucketFilePool pool, ClientMetrics metrics) {
+    private TierNode(MasterClient master, GetLayoutResponse layout, BucketIoSelector.Choice ioChoice, BucketIo bucketIo, ClientMetrics metrics) {
         this.master = master;
         this.layout = layout;
-        this.pool = pool;
-        this.io = new BucketFileIo(pool, layout.getBucketSize());
+        this.ioChoice = ioChoice;
+        this.bucketIo = bucketIo;
+        this.io = new BucketFileIo(bucketIo, layout.getBucketSize());
         this.metrics = metrics;
         this.dram = new DramReader(java.time.Duration.ofMillis(Math.max(200, master.callTimeout().toMillis() / 10)), metrics);
     }
 
     /**
-     * Asks the master for its layout and checks this node's mount of the root against it.
+     * Asks the master for its layout and checks this node's mount of the root against it; the IO is as this process's
+     * environment says ({@code MOONCAKE_DISTRIBUTED_IO}, ...; auto by default).
      *
      * @param writable open bucket files for writing (offload) or only for reading (get)
      */
     public static TierNode connect(MasterClient master, boolean writable, ClientMetrics metrics) throws IOException {
+        return connect(master, writable, metrics, BucketIoSelector.Wanted.fromEnvironment());
+    }
+
+    /**
+     * As {@link #connect(MasterClient, boolean, ClientMetrics)}, with the IO {@code wanted}.
+     *
+     * @throws io.mcctl.storage.io.usrbio.UsrbioUnavailableException when io is usrbio and USRBIO cannot be used here (one
+     *     line naming what is missing)
+     */
+    public static TierNode connect(MasterClient master, boolean writable, ClientMetrics metrics, BucketIoSelector.Wanted wanted)
+            throws IOException {
         GetLayoutResponse layout = master.layout();
         checkMount(layout);
-        return new TierNode(master, layout, new BucketFilePool(writable), metrics);
+        BucketIoSelector.Choice choice = wanted.choose(layout.getFsType(), Path.of(layout.getRootDir()));
+        return new TierNode(master, layout, choice, choice.open(writable), metrics);
+    }
+
+    /** The IO in force on this node and why. */
+    public BucketIoSelector.Choice ioChoice() {
+        return ioChoice;
     }
 
     /** Throws a one-line explanation when this node's view of the root differs from the master's. */
@@ -150,7 +175,7 @@ public final class TierNode implements AutoCloseable {
         GetLayoutResponse fresh = master.layout();
         if (fresh.getBucketSize() > known.getBucketSize() && fresh.getBucketCount() == known.getBucketCount()
                 && fresh.getPageSize() == known.getPageSize()) {
-            io = new BucketFileIo(pool, fresh.getBucketSize());
+            io = new BucketFileIo(bucketIo, fresh.getBucketSize());
             layout = fresh;
         }
     }
@@ -183,12 +208,12 @@ public final class TierNode implements AutoCloseable {
     }
 
     public int openFiles() {
-        return pool.openCount();
+        return bucketIo.openFileCount();
     }
 
     /** The open file writes to {@code file} go through now: a writer remembers it before its first write there, for {@link #syncAll}. */
-    BucketFilePool.OpenFile openForWrite(Path file) throws IOException {
-        return pool.open(file);
+    OpenFiles.OpenFile<?> openForWrite(Path file) throws IOException {
+        return bucketIo.open(file);
     }
 
     /**
@@ -197,7 +222,7 @@ public final class TierNode implements AutoCloseable {
      * file now at the path, through which the batch's objects there must be written again; or it {@code failed} (the
      * flush failed, or the file is gone from its path).
      */
-    record Flushed(BucketFilePool.OpenFile current, IOException failed) {
+    record Flushed(OpenFiles.OpenFile<?> current, IOException failed) {
     }
 
     /**
@@ -212,22 +237,23 @@ public final class TierNode implements AutoCloseable {
 
     /**
      * Makes the writes through each open file of {@code written} durable and checks that it is still the bucket file at
-     * its path (one stat of the path each; {@link BucketFilePool#verify}), the files at once.
+     * its path (one stat of the path each; {@link OpenFiles#verify}), the files at once. The flush is the IO's one
+     * fdatasync-equivalent before notify (an fsync of the registered fd for USRBIO).
      */
-    Map<Path, Flushed> syncAll(Map<Path, BucketFilePool.OpenFile> written) {
+    Map<Path, Flushed> syncAll(Map<Path, OpenFiles.OpenFile<?>> written) {
         Map<Path, Flushed> flushed = new ConcurrentHashMap<>();
-        List<Map.Entry<Path, BucketFilePool.OpenFile>> list = new ArrayList<>(written.entrySet());
+        List<Map.Entry<Path, OpenFiles.OpenFile<?>>> list = new ArrayList<>(written.entrySet());
         shareOut(0, list.size(), IO_THREADS - 1, () -> true, i -> {
             Path file = list.get(i).getKey();
-            BucketFilePool.OpenFile through = list.get(i).getValue();
+            OpenFiles.OpenFile<?> through = list.get(i).getValue();
             try {
                 try {
-                    through.channel().force(false);
-                } catch (java.nio.channels.ClosedChannelException replaced) {
-                    // Closed under this writer: replaced by another thread (the check below finds the file now there), or
-                    // by an interrupt; either way what was written through it is written again.
+                    bucketIo.sync(file);
+                } catch (java.nio.channels.ClosedChannelException interrupted) {
+                    // Closed under this writer by an interrupt: the check below finds the file open again, or not, and
+                    // what was written through a file no longer the one at the path is written again.
                 }
-                flushed.put(file, new Flushed(pool.verify(file, through), null));
+                flushed.put(file, new Flushed(bucketIo.verify(file, through), null));
             } catch (IOException e) {
                 flushed.put(file, new Flushed(null, e));
             }
@@ -330,6 +356,6 @@ public final class TierNode implements AutoCloseable {
             }
         }
         dram.close();
-        pool.close();
+        bucketIo.close();
     }
 }

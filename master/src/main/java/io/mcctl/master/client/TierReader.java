@@ -10,6 +10,7 @@ import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.KeyRules;
 import io.mcctl.master.service.Quoted;
+import io.mcctl.storage.io.BucketFileIo;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.IOException;
@@ -22,9 +23,9 @@ import java.util.List;
 import com.google.common.util.concurrent.ListenableFuture;
 
 /**
- * Get: one BatchGetDistributedPageMapping for the whole batch (answered packed), then a direct pread of each object from the
- * shared bucket file and a CRC32C check, a batch's objects read on several threads at once when they are large enough
- * to gain from it. No byte passes through the node that wrote the object. A read that would start after the mapping's
+ * Get: one BatchGetDistributedPageMapping for the whole batch (answered packed), then a direct read of each object from the
+ * shared bucket file (pread, or USRBIO: the node's IO) and a CRC32C check, a batch's objects read in groups submitted
+ * together, on several threads at once when they are large enough to gain from it. No byte passes through the node that wrote the object. A read that would start after the mapping's
  * read lease has run out asks for the mapping again first.
  *
  * <p>Thread-safe: batches may be read from several threads at once, and share the reader's threads.
@@ -233,14 +234,22 @@ public final class TierReader {
     }
 
     /**
-     * Reads one batch whose mappings arrived, its keys taken in order by the calling thread and up to
-     * {@link #helpers} of the node's IO threads. A key whose lease has run short is looked up again, together
-     * with the rest of the batch (what is left unread is always its tail), before it is read; the fresh lease covers
-     * only this batch's keys.
+     * Most bytes of objects one reading thread submits at once: a group of a batch's keys is read as one submission
+     * (USRBIO: one round of one ring, whose shared memory is 16 MiB), and the lease is checked before each group.
+     */
+    static final long GROUP_BYTES = 16L << 20;
+
+    /**
+     * Reads one batch whose mappings arrived, its keys taken in order, in groups read as one submission each, by the
+     * calling thread and up to {@link #helpers} of the node's IO threads (each with its own ring on USRBIO). A key whose
+     * lease has run short is looked up again, together with the rest of the batch (what is left unread is always its
+     * tail), before it is read; the fresh lease covers only this batch's keys.
      */
     private List<Outcome> readBatch(String tenant, List<String> keys, List<ByteBuffer> destinations, List<MappingResult> results, Lease lease) {
         Outcome[] outcomes = new Outcome[keys.size()];
         int helpers = helpers(results, destinations);
+        // A buffer named for several keys is filled in key order, one key after another, as each read moves its position.
+        boolean oneByOne = !distinct(destinations);
         try {
             int from = 0;
             while (from < keys.size()) {
@@ -262,8 +271,10 @@ public final class TierReader {
                 }
                 List<MappingResult> mappings = results;
                 Lease held = lease;
-                from = node.shareOut(from, keys.size(), helpers, held::safeNow,
-                        i -> outcomes[i] = readOne(tenant, keys.get(i), mappings.get(i), destinations == null ? null : destinations.get(i)));
+                int[] starts = groups(mappings, from, keys.size(), oneByOne ? 1 : (keys.size() - from + helpers) / (helpers + 1));
+                int taken = node.shareOut(0, starts.length - 1, helpers, held::safeNow,
+                        g -> readGroup(tenant, keys, mappings, destinations, starts[g], starts[g + 1], outcomes));
+                from = starts[taken];
             }
         } finally {
             readHelpers.release(helpers);
@@ -271,15 +282,132 @@ public final class TierReader {
         return new ArrayList<>(Arrays.asList(outcomes));
     }
 
-    /** Key {@code key}'s read, its mapping being {@code result}: from a node's DRAM where it has a copy, else the shared file. */
-    private Outcome readOne(String tenant, String key, MappingResult result, ByteBuffer destination) {
-        if (result.getStatus().getError() != ErrorCode.OK) {
-            return new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null);
+    /**
+     * The keys {@code from..to-1} cut into groups of consecutive keys, each of at most {@code mostKeys} keys and at most
+     * {@link #GROUP_BYTES} bytes (but at least one key): the groups' first keys, then {@code to}.
+     */
+    static int[] groups(List<MappingResult> mappings, int from, int to, int mostKeys) {
+        int[] starts = new int[to - from + 1];
+        int count = 0;
+        int i = from;
+        while (i < to) {
+            starts[count++] = i;
+            long bytes = 0;
+            int keys = 0;
+            do {
+                bytes += mappings.get(i).getDistributedDisk().getObjectSize();
+                keys++;
+                i++;
+            } while (i < to && keys < mostKeys && bytes + mappings.get(i).getDistributedDisk().getObjectSize() <= GROUP_BYTES);
         }
-        DramReader dram = result.getMemoryCount() == 0 ? null : node.dram();
-        ByteBuffer inDram = dram == null ? null : dram.read(tenant, key, result.getMemoryList(), destination);
-        return inDram != null ? new Outcome(key, Status.OK, "", inDram, result.getDistributedDisk())
-                : read(key, result.getDistributedDisk(), destination);
+        starts[count++] = to;
+        return Arrays.copyOf(starts, count);
+    }
+
+    /**
+     * Reads keys {@code from..to-1}: each from a node's DRAM where it has a copy, the others from the shared files in one
+     * submission, each checked against its CRC32C.
+     */
+    private void readGroup(String tenant, List<String> keys, List<MappingResult> mappings, List<ByteBuffer> destinations, int from, int to,
+                           Outcome[] outcomes) {
+        BucketFileIo io = null;
+        BucketFileIo.Batch batch = null;
+        int[] keyOf = new int[to - from];
+        ByteBuffer[] windows = new ByteBuffer[to - from];
+        for (int i = from; i < to; i++) {
+            MappingResult result = mappings.get(i);
+            String key = keys.get(i);
+            ByteBuffer destination = destinations == null ? null : destinations.get(i);
+            if (result.getStatus().getError() != ErrorCode.OK) {
+                outcomes[i] = new Outcome(key, statusOf(result.getStatus().getError()), result.getStatus().getMessage(), null, null);
+                continue;
+            }
+            DramReader dram = result.getMemoryCount() == 0 ? null : node.dram();
+            ByteBuffer inDram = dram == null ? null : dram.read(tenant, key, result.getMemoryList(), destination);
+            DistributedDiskDescriptor place = result.getDistributedDisk();
+            if (inDram != null) {
+                outcomes[i] = new Outcome(key, Status.OK, "", inDram, place);
+                continue;
+            }
+            if (place.getObjectSize() > Integer.MAX_VALUE - 8) {
+                outcomes[i] = new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes is too large to read into memory", null, place);
+                continue;
+            }
+            if (destination != null && destination.remaining() < place.getObjectSize()) {
+                outcomes[i] = new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes does not fit the "
+                        + destination.remaining() + " bytes left in its destination buffer", null, place);
+                continue;
+            }
+            BucketFileIo forRange = node.ioFor(place.getOffset(), place.getObjectSize());
+            if (batch == null || forRange != io) {
+                // The first object, or the buckets grew under this group: what was added so far is read as it stands.
+                runGroup(batch, keyOf, windows, keys, mappings, destinations, outcomes);
+                io = forRange;
+                batch = io.batch();
+            }
+            ByteBuffer window = destination == null ? ByteBuffer.allocate((int) place.getObjectSize()) : destination.duplicate();
+            window.limit(window.position() + (int) place.getObjectSize());
+            try {
+                int op = batch.read(Path.of(place.getFilePath()), place.getOffset(), window, place.getCrc32C());
+                keyOf[op] = i;
+                windows[op] = window;
+            } catch (IllegalArgumentException e) {
+                outcomes[i] = new Outcome(key, Status.IO_ERROR, "read of " + place.getFilePath() + " failed: " + e.getMessage(), null, place);
+            }
+        }
+        runGroup(batch, keyOf, windows, keys, mappings, destinations, outcomes);
+    }
+
+    /** Reads {@code batch} (the keys {@code keyOf}) and sets each key's outcome; the batch is emptied. */
+    private void runGroup(BucketFileIo.Batch batch, int[] keyOf, ByteBuffer[] windows, List<String> keys, List<MappingResult> mappings,
+                          List<ByteBuffer> destinations, Outcome[] outcomes) {
+        if (batch == null || batch.size() == 0) {
+            return;
+        }
+        long start = System.nanoTime();
+        IOException whole = null;
+        try {
+            batch.run();
+        } catch (IOException e) {
+            whole = e;
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        for (int op = 0; op < batch.size(); op++) {
+            int i = keyOf[op];
+            DistributedDiskDescriptor place = mappings.get(i).getDistributedDisk();
+            IOException failure = whole != null ? whole : batch.failure(op);
+            outcomes[i] = failure != null ? failed(keys.get(i), place, failure)
+                    : read(keys.get(i), place, windows[op], destinations == null ? null : destinations.get(i), seconds);
+            windows[op] = null;
+        }
+        batch.clear();
+    }
+
+    /** The outcome of a key read into {@code window}: its bytes, the destination's position moved past them. */
+    private Outcome read(String key, DistributedDiskDescriptor place, ByteBuffer window, ByteBuffer destination, double seconds) {
+        ByteBuffer data;
+        if (destination == null) {
+            data = window.flip();
+        } else {
+            int end = window.position();
+            data = window.duplicate().position(end - (int) place.getObjectSize()).limit(end).slice();
+            destination.position(end);
+        }
+        node.metrics().reads.inc();
+        node.metrics().readLatency.observe(seconds);
+        return new Outcome(key, Status.OK, "", data, place);
+    }
+
+    /** A read's failure as the key's outcome: a miss for a checksum, the mount for a missing file, else an IO error. */
+    private Outcome failed(String key, DistributedDiskDescriptor place, IOException e) {
+        if (e instanceof ChecksumMismatchException) {
+            node.metrics().checksumFailures.inc();
+            return new Outcome(key, Status.CORRUPT, e.getMessage(), null, place);
+        }
+        if (e instanceof BucketFileMissingException) {
+            return new Outcome(key, Status.MOUNT_MISSING, e.getMessage(), null, place);
+        }
+        return new Outcome(key, Status.IO_ERROR, "read of " + place.getFilePath() + " failed: " + e.getMessage(), null, place);
     }
 
     /**
@@ -316,42 +444,6 @@ public final class TierReader {
             }
         }
         return true;
-    }
-
-    private Outcome read(String key, DistributedDiskDescriptor place, ByteBuffer destination) {
-        if (place.getObjectSize() > Integer.MAX_VALUE - 8) {
-            return new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes is too large to read into memory", null, place);
-        }
-        if (destination != null && destination.remaining() < place.getObjectSize()) {
-            return new Outcome(key, Status.INVALID, "object of " + place.getObjectSize() + " bytes does not fit the " + destination.remaining()
-                    + " bytes left in its destination buffer", null, place);
-        }
-        long start = System.nanoTime();
-        try {
-            ByteBuffer data;
-            if (destination == null) {
-                data = node.ioFor(place.getOffset(), place.getObjectSize())
-                        .read(Path.of(place.getFilePath()), place.getOffset(), (int) place.getObjectSize(), place.getCrc32C());
-            } else {
-                ByteBuffer window = destination.duplicate();
-                window.limit(window.position() + (int) place.getObjectSize());
-                int from = window.position();
-                node.ioFor(place.getOffset(), place.getObjectSize())
-                        .readInto(Path.of(place.getFilePath()), place.getOffset(), window, place.getCrc32C());
-                destination.position(window.position());
-                data = window.duplicate().position(from).limit(window.position()).slice();
-            }
-            node.metrics().reads.inc();
-            node.metrics().readLatency.observe((System.nanoTime() - start) / 1e9);
-            return new Outcome(key, Status.OK, "", data, place);
-        } catch (ChecksumMismatchException e) {
-            node.metrics().checksumFailures.inc();
-            return new Outcome(key, Status.CORRUPT, e.getMessage(), null, place);
-        } catch (BucketFileMissingException e) {
-            return new Outcome(key, Status.MOUNT_MISSING, e.getMessage(), null, place);
-        } catch (IOException | IllegalArgumentException e) {
-            return new Outcome(key, Status.IO_ERROR, "read of " + place.getFilePath() + " failed: " + e.getMessage(), null, place);
-        }
     }
 
     static Status statusOf(ErrorCode code) {

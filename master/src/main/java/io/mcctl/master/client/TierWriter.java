@@ -11,7 +11,8 @@ import io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse;
 import io.mcctl.master.server.PackedPlacements;
 import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.BucketFileMissingException;
-import io.mcctl.storage.io.BucketFilePool;
+import io.mcctl.storage.io.BucketFileIo;
+import io.mcctl.storage.io.OpenFiles;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -46,10 +47,23 @@ public final class TierWriter {
     /** Most bytes one pwrite carries, so the deadline is checked often and memory stays flat whatever the object's size. */
     public static final int CHUNK_BYTES = 4 << 20;
 
-    /** An object to offload: its key and its bytes, either in memory (possibly in several parts) or in a file read chunk by chunk. */
-    public record ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes) {
+    /**
+     * An object to offload: its key and its bytes, either in memory (possibly in several parts) or in a file read chunk by
+     * chunk; and the engine KV blocks it holds ({@code kvBlocks}, null for none), announced to KV-aware routers
+     * (docs/wire-protocol.md, "KV events").
+     */
+    public record ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes, io.mcctl.master.proto.v1.KvBlocks kvBlocks) {
+        public ObjectSource(String key, List<ByteBuffer> parts, Path file, long fileBytes) {
+            this(key, parts, file, fileBytes, null);
+        }
+
         public ObjectSource(String key, List<ByteBuffer> parts) {
             this(key, parts, null, 0);
+        }
+
+        /** This object, holding the engine KV blocks {@code blocks}. */
+        public ObjectSource withKvBlocks(io.mcctl.master.proto.v1.KvBlocks blocks) {
+            return new ObjectSource(key, parts, file, fileBytes, blocks);
         }
 
         /** The first {@code bytes} bytes of {@code file}, read as they are written. */
@@ -234,34 +248,30 @@ public final class TierWriter {
         if (!allocatedKeys.isEmpty()) {
             listener.allocated(allocatedKeys);
         }
-        List<Integer> written = new ArrayList<>();
         List<DistributedDiskDescriptor> writtenDescriptors = new ArrayList<>();
         List<Integer> failed = new ArrayList<>();
         // Per bucket file, the open file this batch's first write there went through: checked against the path before notify.
-        Map<Path, BucketFilePool.OpenFile> opened = new LinkedHashMap<>();
+        Map<Path, OpenFiles.OpenFile<?>> opened = new LinkedHashMap<>();
         Chunk chunk = new Chunk(objects);
+        Writes writes = new Writes(tenant, keys, objects, places, outcomes, failed, fence, chunk);
+        List<Integer> toWrite = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             if (places[i] == null || outcomes[i] != null) {
                 continue; // not allocated, or lost to a renewal the master refused
             }
-            DistributedDiskDescriptor place = places[i];
-            Path file = Path.of(place.getFilePath());
+            Path file = Path.of(places[i].getFilePath());
             try {
                 if (!opened.containsKey(file)) {
                     opened.put(file, node.openForWrite(file));
                 }
-                int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, objects.get(i), chunk);
-                places[i] = place.toBuilder().setCrc32C(crc).build();
-                written.add(i);
-            } catch (AllocationExpiredException e) {
-                outcomes[i] = new Outcome(keys.get(i), ErrorCode.OBJECT_NOT_FOUND, e.getMessage(), place);
-                failed.add(i);
+                toWrite.add(i);
             } catch (IOException | RuntimeException e) {
                 failed.add(i);
-                outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), place);
+                outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), places[i]);
             }
         }
-        flushAndVerify(tenant, keys, objects, places, outcomes, written, failed, opened, fence, chunk);
+        List<Integer> written = writes.write(toWrite);
+        flushAndVerify(keys, places, outcomes, written, failed, opened, writes);
         for (int i = 0; i < n; i++) {
             if (places[i] != null && outcomes[i] != null && !failed.contains(i)) {
                 failed.add(i); // lost to a renewal the master refused
@@ -281,7 +291,7 @@ public final class TierWriter {
             }
             listener.beforeNotify(writtenKeys);
             List<KeyError> notified = notifyWithinDeadline(writtenKeys, Collections.nCopies(written.size(), tenant), writtenDescriptors,
-                    packed, fence);
+                    packed, fence, kvBlocksOf(objects, written));
             for (int k = 0; k < written.size(); k++) {
                 int i = written.get(k);
                 KeyError status = notified.get(k);
@@ -306,21 +316,21 @@ public final class TierWriter {
      * file (created again, or restored), the objects written there are written again through it and checked again, up to
      * {@link #MAX_REWRITES} times; where it names none, or the flush failed, they fail (and their pages are freed).
      */
-    private void flushAndVerify(String tenant, List<String> keys, List<ObjectSource> objects, DistributedDiskDescriptor[] places,
-                                Outcome[] outcomes, List<Integer> written, List<Integer> failed, Map<Path, BucketFilePool.OpenFile> opened,
-                                Fence fence, Chunk chunk) {
+    private void flushAndVerify(List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, List<Integer> written,
+                                List<Integer> failed, Map<Path, OpenFiles.OpenFile<?>> opened, Writes writes) {
         Map<Path, List<Integer>> byFile = new LinkedHashMap<>();
         for (int i : written) {
             byFile.computeIfAbsent(Path.of(places[i].getFilePath()), f -> new ArrayList<>()).add(i);
         }
-        Map<Path, BucketFilePool.OpenFile> pending = new LinkedHashMap<>();
+        Map<Path, OpenFiles.OpenFile<?>> pending = new LinkedHashMap<>();
         for (Path file : byFile.keySet()) {
             pending.put(file, opened.get(file));
         }
         for (int round = 0; !pending.isEmpty(); round++) {
             Map<Path, TierNode.Flushed> flushed = node.syncAll(pending);
-            Map<Path, BucketFilePool.OpenFile> again = new LinkedHashMap<>();
-            for (Map.Entry<Path, BucketFilePool.OpenFile> entry : pending.entrySet()) {
+            Map<Path, OpenFiles.OpenFile<?>> again = new LinkedHashMap<>();
+            List<Integer> rewrite = new ArrayList<>();
+            for (Map.Entry<Path, OpenFiles.OpenFile<?>> entry : pending.entrySet()) {
                 Path file = entry.getKey();
                 TierNode.Flushed result = flushed.get(file);
                 if (result.failed() == null && result.current() == entry.getValue()) {
@@ -337,23 +347,16 @@ public final class TierWriter {
                     if (failure != null) {
                         outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, failure, places[i]);
                         failed.add(i);
-                        continue;
-                    }
-                    try {
-                        int crc = writeObject(tenant, keys, places, outcomes, i, fence, file, objects.get(i), chunk);
-                        places[i] = places[i].toBuilder().setCrc32C(crc).build();
-                        node.metrics().staleFileRewrites.inc();
-                    } catch (AllocationExpiredException e) {
-                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.OBJECT_NOT_FOUND, e.getMessage(), places[i]);
-                        failed.add(i);
-                    } catch (IOException | RuntimeException e) {
-                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(file, e), places[i]);
-                        failed.add(i);
+                    } else {
+                        rewrite.add(i);
                     }
                 }
                 if (failure == null) {
                     again.put(file, result.current());
                 }
+            }
+            for (int i : writes.write(rewrite)) {
+                node.metrics().staleFileRewrites.inc();
             }
             pending = again;
         }
@@ -425,69 +428,224 @@ public final class TierWriter {
     }
 
     /**
-     * Writes object {@code i} chunk by chunk, checking the fence before each pwrite and renewing the batch's
-     * allocations when half the deadline is gone.
-     *
-     * @return the CRC32C of the object's bytes
+     * The writes of one offload: objects written chunk by chunk, the chunks of several objects gathered into one
+     * submission of at most {@link #chunkBytes} (submitted together and waited for once), the fence checked before each
+     * submission and the batch's allocations renewed when half the deadline is gone: a writer fenced past its deadline
+     * submits nothing more. Each object's CRC32C is taken over its bytes as they are added. Not thread-safe: one offload's.
      */
-    private int writeObject(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, int i,
-                            Fence fence, Path file, ObjectSource object, Chunk chunks) throws IOException, AllocationExpiredException {
-        CRC32C crc = new CRC32C();
-        long position = places[i].getOffset();
-        long size = object.size();
-        long done = 0;
-        if (object.file() != null) {
-            ByteBuffer chunk = chunks.buffer();
-            try (FileChannel source = FileChannel.open(object.file(), StandardOpenOption.READ)) {
-                while (done < size) {
-                    chunk.clear();
-                    chunk.limit((int) Math.min(chunk.capacity(), size - done));
-                    while (chunk.hasRemaining()) {
-                        if (source.read(chunk, done + chunk.position()) < 0) {
-                            throw new EOFException(object.file() + " ended at " + (done + chunk.position()) + " bytes while being offloaded; it had "
-                                    + size + " when offload began");
-                        }
-                    }
-                    chunk.flip();
-                    listener.beforeChunk(object.key(), done);
-                    checkFence(tenant, keys, places, outcomes, i, fence);
-                    node.ioFor(position, chunk.remaining()).writeChunk(file, position, chunk, crc);
-                    position += chunk.remaining();
-                    done += chunk.remaining();
+    private final class Writes {
+        private final String tenant;
+        private final List<String> keys;
+        private final List<ObjectSource> objects;
+        private final DistributedDiskDescriptor[] places;
+        private final Outcome[] outcomes;
+        private final List<Integer> failed;
+        private final Fence fence;
+        private final Chunk chunk;
+        /** Per object, whether a chunk of it failed or was fenced; its later chunks are not written. */
+        private final boolean[] dead;
+        /** Per object being written, its CRC32C so far. */
+        private CRC32C[] crcs;
+
+        // The chunks added and not yet submitted, in order: each one's object, file, offset and bytes.
+        private int pending;
+        private long pendingBytes;
+        private int[] pendingObject = new int[16];
+        private Path[] pendingFile = new Path[16];
+        private long[] pendingOffset = new long[16];
+        private ByteBuffer[] pendingBytesOf = new ByteBuffer[16];
+        private int[] objectOf = new int[16];
+
+        Writes(String tenant, List<String> keys, List<ObjectSource> objects, DistributedDiskDescriptor[] places, Outcome[] outcomes,
+               List<Integer> failed, Fence fence, Chunk chunk) {
+            this.tenant = tenant;
+            this.keys = keys;
+            this.objects = objects;
+            this.places = places;
+            this.outcomes = outcomes;
+            this.failed = failed;
+            this.fence = fence;
+            this.chunk = chunk;
+            this.dead = new boolean[keys.size()];
+        }
+
+        /**
+         * Writes objects {@code which} at their places. Each one written has its CRC32C in its place; each that failed (or
+         * was fenced) has its outcome set and is added to {@code failed}; one lost to a renewal the master refused has its
+         * outcome set only.
+         *
+         * @return the objects written, in order
+         */
+        List<Integer> write(List<Integer> which) {
+            crcs = new CRC32C[keys.size()];
+            for (int i : which) {
+                if (outcomes[i] != null) {
+                    continue;
+                }
+                dead[i] = false;
+                crcs[i] = new CRC32C();
+                try {
+                    add(i);
+                } catch (IOException | RuntimeException e) {
+                    fail(i, e);
                 }
             }
-        } else {
+            submit();
+            List<Integer> written = new ArrayList<>();
+            for (int i : which) {
+                if (outcomes[i] == null && !dead[i] && crcs[i] != null) {
+                    places[i] = places[i].toBuilder().setCrc32C((int) crcs[i].getValue()).build();
+                    written.add(i);
+                }
+            }
+            return written;
+        }
+
+        /** Adds object {@code i}'s chunks, submitting whenever a submission is full (and before a file's chunk buffer is refilled). */
+        private void add(int i) throws IOException {
+            ObjectSource object = objects.get(i);
+            Path file = Path.of(places[i].getFilePath());
+            long position = places[i].getOffset();
+            long size = object.size();
+            long done = 0;
+            if (object.file() != null) {
+                ByteBuffer buffer = chunk.buffer();
+                try (FileChannel source = FileChannel.open(object.file(), StandardOpenOption.READ)) {
+                    while (done < size && !dead[i] && outcomes[i] == null) {
+                        submit(); // the chunk buffer is about to be filled again
+                        if (dead[i] || outcomes[i] != null) {
+                            break;
+                        }
+                        buffer.clear();
+                        buffer.limit((int) Math.min(buffer.capacity(), size - done));
+                        while (buffer.hasRemaining()) {
+                            if (source.read(buffer, done + buffer.position()) < 0) {
+                                throw new EOFException(object.file() + " ended at " + (done + buffer.position()) + " bytes while being offloaded; it had "
+                                        + size + " when offload began");
+                            }
+                        }
+                        buffer.flip();
+                        int length = buffer.remaining();
+                        addChunk(i, file, position, buffer, done);
+                        position += length;
+                        done += length;
+                    }
+                }
+                return;
+            }
             for (ByteBuffer part : object.parts()) {
                 ByteBuffer rest = part.duplicate();
-                while (rest.hasRemaining()) {
+                while (rest.hasRemaining() && !dead[i] && outcomes[i] == null) {
                     ByteBuffer piece = rest.slice();
                     piece.limit(Math.min(piece.remaining(), chunkBytes));
-                    listener.beforeChunk(object.key(), done);
-                    checkFence(tenant, keys, places, outcomes, i, fence);
-                    node.ioFor(position, piece.remaining()).writeChunk(file, position, piece, crc);
-                    position += piece.remaining();
-                    done += piece.remaining();
-                    rest.position(rest.position() + piece.remaining());
+                    int length = piece.remaining();
+                    addChunk(i, file, position, piece, done);
+                    position += length;
+                    done += length;
+                    rest.position(rest.position() + length);
                 }
             }
         }
-        return (int) crc.getValue();
-    }
 
-    /** Renews when due, then refuses to go on once the fence has passed. */
-    private void checkFence(String tenant, List<String> keys, DistributedDiskDescriptor[] places, Outcome[] outcomes, int i, Fence fence)
-            throws AllocationExpiredException {
-        long now = System.nanoTime();
-        if (now - fence.renewAtNanos >= 0 && !fence.passed(now)) {
-            renew(tenant, keys, places, outcomes, fence);
-            if (outcomes[i] != null) {
-                throw new AllocationExpiredException(outcomes[i].message());
+        private void addChunk(int i, Path file, long position, ByteBuffer piece, long done) {
+            listener.beforeChunk(objects.get(i).key(), done);
+            if (pendingBytes + piece.remaining() > chunkBytes) {
+                submit();
+                if (dead[i] || outcomes[i] != null) {
+                    return;
+                }
             }
-            now = System.nanoTime();
+            node.ioFor(position, piece.remaining()); // asks for the layout again when the buckets grew past what this node knows
+            if (pending == pendingObject.length) {
+                int capacity = pending * 2;
+                pendingObject = java.util.Arrays.copyOf(pendingObject, capacity);
+                pendingFile = java.util.Arrays.copyOf(pendingFile, capacity);
+                pendingOffset = java.util.Arrays.copyOf(pendingOffset, capacity);
+                pendingBytesOf = java.util.Arrays.copyOf(pendingBytesOf, capacity);
+                objectOf = java.util.Arrays.copyOf(objectOf, capacity);
+            }
+            pendingObject[pending] = i;
+            pendingFile[pending] = file;
+            pendingOffset[pending] = position;
+            pendingBytesOf[pending] = piece;
+            pending++;
+            pendingBytes += piece.remaining();
         }
-        if (fence.passed(now)) {
-            throw new AllocationExpiredException("its allocation expired before the write finished (the writer was held up past the "
-                    + "allocation deadline): nothing more was written, write it again");
+
+        /**
+         * Submits the chunks added, as one batch: none of them once the fence has passed; none of an object the renewal
+         * before it lost; each chunk that failed fails its object.
+         */
+        private void submit() {
+            if (pending == 0) {
+                return;
+            }
+            int count = pending;
+            pending = 0;
+            pendingBytes = 0;
+            try {
+                checkFence();
+            } catch (AllocationExpiredException e) {
+                for (int k = 0; k < count; k++) {
+                    int i = pendingObject[k];
+                    if (!dead[i] && outcomes[i] == null) {
+                        dead[i] = true;
+                        failed.add(i);
+                        outcomes[i] = new Outcome(keys.get(i), ErrorCode.OBJECT_NOT_FOUND, e.getMessage(), places[i]);
+                    }
+                }
+                java.util.Arrays.fill(pendingBytesOf, 0, count, null);
+                return;
+            }
+            BucketFileIo.Batch batch = node.io().batch();
+            for (int k = 0; k < count; k++) {
+                int i = pendingObject[k];
+                if (dead[i] || outcomes[i] != null) {
+                    continue;
+                }
+                try {
+                    objectOf[batch.write(pendingFile[k], pendingOffset[k], pendingBytesOf[k], crcs[i])] = i;
+                } catch (RuntimeException outOfRange) {
+                    fail(i, outOfRange);
+                }
+            }
+            java.util.Arrays.fill(pendingBytesOf, 0, count, null);
+            try {
+                batch.run();
+            } catch (IOException | RuntimeException e) {
+                for (int op = 0; op < batch.size(); op++) {
+                    fail(objectOf[op], e);
+                }
+                return;
+            }
+            for (int op = 0; op < batch.size(); op++) {
+                IOException failure = batch.failure(op);
+                if (failure != null) {
+                    fail(objectOf[op], failure);
+                }
+            }
+        }
+
+        private void fail(int i, Exception e) {
+            if (dead[i] || outcomes[i] != null) {
+                return;
+            }
+            dead[i] = true;
+            failed.add(i);
+            outcomes[i] = new Outcome(keys.get(i), ErrorCode.INTERNAL_ERROR, writeFailure(Path.of(places[i].getFilePath()), e), places[i]);
+        }
+
+        /** Renews when due, then refuses to go on once the fence has passed. A key the renewal lost keeps its outcome. */
+        private void checkFence() throws AllocationExpiredException {
+            long now = System.nanoTime();
+            if (now - fence.renewAtNanos >= 0 && !fence.passed(now)) {
+                renew(tenant, keys, places, outcomes, fence);
+                now = System.nanoTime();
+            }
+            if (fence.passed(now)) {
+                throw new AllocationExpiredException("its allocation expired before the write finished (the writer was held up past the "
+                        + "allocation deadline): nothing more was written, write it again");
+            }
         }
     }
 
@@ -536,15 +694,30 @@ public final class TierWriter {
      *
      * @throws MasterException when the notify failed as a whole
      */
+    /** The engine KV blocks of the objects {@code written}, one per object (empty for one without), or null when none has any. */
+    private static List<io.mcctl.master.proto.v1.KvBlocks> kvBlocksOf(List<ObjectSource> objects, List<Integer> written) {
+        List<io.mcctl.master.proto.v1.KvBlocks> blocks = null;
+        for (int k = 0; k < written.size(); k++) {
+            io.mcctl.master.proto.v1.KvBlocks these = objects.get(written.get(k)).kvBlocks();
+            if (these != null && blocks == null) {
+                blocks = new ArrayList<>(Collections.nCopies(written.size(), io.mcctl.master.proto.v1.KvBlocks.getDefaultInstance()));
+            }
+            if (these != null) {
+                blocks.set(k, these);
+            }
+        }
+        return blocks;
+    }
+
     private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written,
-                                                boolean packed, Fence fence) {
+                                                boolean packed, Fence fence, List<io.mcctl.master.proto.v1.KvBlocks> kvBlocks) {
         ByteString records = packed ? packedRecords(written) : null;
         for (int attempt = 0; ; attempt++) {
             try {
                 if (!packed) {
-                    return node.master().notifySuccess(keys, tenants, written).getResultsList();
+                    return node.master().notifySuccess(keys, tenants, written, kvBlocks).getResultsList();
                 }
-                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccessPacked(keys, tenants, records);
+                NotifyDistributedDiskSuccessResponse notified = node.master().notifySuccessPacked(keys, tenants, records, kvBlocks);
                 List<KeyError> results = new ArrayList<>(keys.size());
                 for (int k = 0; k < keys.size(); k++) {
                     results.add(notified.getErrorsOrDefault(k, OK));

@@ -34,7 +34,8 @@ public final class ChangeCodec {
             case COMMITTED -> {
                 Committed c = record.getCommitted();
                 yield new Change.Committed(c.getTenantId(), c.getKey(), placement(c.getPlacement()),
-                        c.hasReplaced() ? placement(c.getReplaced()) : null, c.hasReplaced() ? c.getReplacedReleaseMs() : 0, c.getPinned());
+                        c.hasReplaced() ? placement(c.getReplaced()) : null, c.hasReplaced() ? c.getReplacedReleaseMs() : 0, c.getPinned(),
+                        c.hasKvBlocks() ? kvBlocks(c.getKvBlocks()) : null, hashes(c.getReplacedBlockHashesList()));
             }
             case PENDING_DROPPED -> {
                 PendingDropped d = record.getPendingDropped();
@@ -57,7 +58,8 @@ public final class ChangeCodec {
                     case UNRECOGNIZED -> throw new IllegalArgumentException("a removal with reason " + r.getReasonValue()
                             + ", which this mcctl does not know");
                 };
-                yield new Change.Removed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getReleaseMs(), reason);
+                yield new Change.Removed(r.getTenantId(), r.getKey(), placement(r.getPlacement()), r.getReleaseMs(), reason,
+                        hashes(r.getBlockHashesList()));
             }
             case RELEASED -> {
                 Released r = record.getReleased();
@@ -89,6 +91,14 @@ public final class ChangeCodec {
                 io.mcctl.master.proto.v1.ReservationClosed c = record.getReservationClosed();
                 yield new Change.ReservationClosed(c.getBucket(), c.getFirstPage(), c.getPages(), c.getOpenUntilMs());
             }
+            case KV_EVENTS_SEALED -> {
+                io.mcctl.master.proto.v1.KvEventsSealed sealed = record.getKvEventsSealed();
+                java.util.List<Change.TenantBatch> batches = new java.util.ArrayList<>(sealed.getBatchesCount());
+                for (io.mcctl.master.proto.v1.TenantEventBatch b : sealed.getBatchesList()) {
+                    batches.add(new Change.TenantBatch(b.getTenantId(), b.getBatch(), b.getEvents()));
+                }
+                yield new Change.EventsSealed(sealed.getFirstSequence(), batches, sealed.getSealedMs());
+            }
             case CHANGE_NOT_SET -> throw new IllegalArgumentException("a change of a kind this mcctl does not know (written by a newer one?)");
         };
     }
@@ -104,6 +114,14 @@ public final class ChangeCodec {
                     .setPinned(c.pinned());
             if (c.replaced() != null) {
                 committed.setReplaced(record(c.replaced())).setReplacedReleaseMs(c.replacedReleaseMs());
+            }
+            if (c.blocks() != null) {
+                committed.setKvBlocks(kvBlocksRecord(c.blocks()));
+            }
+            if (c.replacedBlockHashes() != null) {
+                for (long h : c.replacedBlockHashes()) {
+                    committed.addReplacedBlockHashes(h);
+                }
             }
             record.setCommitted(committed);
         } else if (change instanceof Change.AllocationDropped d) {
@@ -121,8 +139,14 @@ public final class ChangeCodec {
                 case EVICTED_ALLOCATION -> Removed.Reason.EVICTED_ALLOCATION;
                 case EVICTED_QUOTA -> Removed.Reason.EVICTED_QUOTA;
             };
-            record.setRemoved(Removed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
-                    .setReleaseMs(r.releaseMs()).setReason(reason));
+            Removed.Builder removed = Removed.newBuilder().setTenantId(r.tenant()).setKey(r.key()).setPlacement(record(r.placement()))
+                    .setReleaseMs(r.releaseMs()).setReason(reason);
+            if (r.blockHashes() != null) {
+                for (long h : r.blockHashes()) {
+                    removed.addBlockHashes(h);
+                }
+            }
+            record.setRemoved(removed);
         } else if (change instanceof Change.Released r) {
             record.setReleased(Released.newBuilder().setBucket(r.bucket()).setFirstPage(r.firstPage()).setPages(r.pages()));
         } else if (change instanceof Change.QuotaSet q) {
@@ -148,10 +172,56 @@ public final class ChangeCodec {
         } else if (change instanceof Change.ReservationClosed c) {
             record.setReservationClosed(io.mcctl.master.proto.v1.ReservationClosed.newBuilder().setBucket(c.bucket())
                     .setFirstPage(c.firstPage()).setPages(c.pages()).setOpenUntilMs(c.openUntilMs()));
+        } else if (change instanceof Change.EventsSealed sealed) {
+            io.mcctl.master.proto.v1.KvEventsSealed.Builder b = io.mcctl.master.proto.v1.KvEventsSealed.newBuilder()
+                    .setFirstSequence(sealed.firstSequence()).setSealedMs(sealed.sealedMs());
+            for (Change.TenantBatch batch : sealed.batches()) {
+                b.addBatches(io.mcctl.master.proto.v1.TenantEventBatch.newBuilder().setTenantId(batch.tenant()).setBatch(batch.batch())
+                        .setEvents(batch.events()));
+            }
+            record.setKvEventsSealed(b);
         } else {
             throw new IllegalArgumentException("no record for change " + change);
         }
         return record;
+    }
+
+    /** An object's engine KV blocks as the log writes them. */
+    public static io.mcctl.master.proto.v1.KvBlocksRecord kvBlocksRecord(io.mcctl.master.service.KvBlocks k) {
+        io.mcctl.master.proto.v1.KvBlocksRecord.Builder b = io.mcctl.master.proto.v1.KvBlocksRecord.newBuilder()
+                .setBlockSize(k.blockSize()).setLoraName(k.loraName());
+        for (long h : k.blockHashes()) {
+            b.addBlockHashes(h);
+        }
+        if (k.hasParent()) {
+            b.setParentBlockHash(k.parentBlockHash());
+        }
+        for (int t : k.tokenIds()) {
+            b.addTokenIds(t);
+        }
+        return b.build();
+    }
+
+    public static io.mcctl.master.service.KvBlocks kvBlocks(io.mcctl.master.proto.v1.KvBlocksRecord r) {
+        int[] tokens = new int[r.getTokenIdsCount()];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = r.getTokenIds(i);
+        }
+        long[] hashes = hashes(r.getBlockHashesList());
+        return new io.mcctl.master.service.KvBlocks(hashes == null ? new long[0] : hashes, r.hasParentBlockHash(), r.getParentBlockHash(),
+                r.getBlockSize(), tokens, r.getLoraName());
+    }
+
+    /** Block hashes as a record lists them; null for none (as a change without them holds). */
+    public static long[] hashes(java.util.List<Long> list) {
+        if (list.isEmpty()) {
+            return null;
+        }
+        long[] hashes = new long[list.size()];
+        for (int i = 0; i < hashes.length; i++) {
+            hashes[i] = list.get(i);
+        }
+        return hashes;
     }
 
     /** A reservation as the log and snapshots write it. */

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Decodes a serialised {@code MappingRecord} (tenant_id = 1, key = 2, placement = 3 {bucket = 1, offset = 2, size = 3,
- * crc32c = 4 fixed32}) straight into a scoped key and four numbers, without building message objects: a restart
+ * crc32c = 4 fixed32}, pinned = 4, block_hashes = 5 repeated fixed64) straight into a scoped key and four numbers, without building message objects: a restart
  * decodes a million of these, and every object it need not make is one the collector need not copy. Unknown
  * fields are skipped, as protobuf would.
  *
@@ -16,7 +16,7 @@ final class MappingRecordDecoder {
 
     /** Receives one decoded mapping. */
     interface Sink {
-        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned);
+        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes);
     }
 
     private byte[] tenant = new byte[64];
@@ -38,6 +38,8 @@ final class MappingRecordDecoder {
         long size = 0;
         int crc = 0;
         boolean pinned = false;
+        long[] hashes = null;
+        int hashCount = 0;
         while (at < end) {
             int tag = (int) varint(end);
             int field = tag >>> 3;
@@ -81,6 +83,22 @@ final class MappingRecordDecoder {
                 }
             } else if (wire == 0 && field == 4) {
                 pinned = varint(end) != 0;
+            } else if (field == 5 && (wire == 2 || wire == 1)) {
+                // Packed (as protobuf writes a repeated fixed64) or one value at a time (as it also reads).
+                int len = wire == 2 ? length(end) : 8; // read before "at" is: length() moves it past the length's bytes
+                if (wire == 1) {
+                    need(8, end);
+                }
+                int valuesEnd = at + len;
+                if ((valuesEnd - at) % 8 != 0) {
+                    throw new InvalidProtocolBufferException("block_hashes of " + (valuesEnd - at) + " bytes: not whole fixed64 values");
+                }
+                int adding = (valuesEnd - at) / 8;
+                hashes = hashes == null ? new long[adding] : java.util.Arrays.copyOf(hashes, hashCount + adding);
+                for (; at < valuesEnd; at += 8) {
+                    hashes[hashCount++] = bytes.order() == java.nio.ByteOrder.LITTLE_ENDIAN ? bytes.getLong(at)
+                            : Long.reverseBytes(bytes.getLong(at)); // fixed64: little-endian
+                }
             } else {
                 skip(wire, end);
             }
@@ -92,7 +110,8 @@ final class MappingRecordDecoder {
         System.arraycopy(tenant, 0, scoped, 0, tenantLength);
         scoped[tenantLength] = 0;
         System.arraycopy(key, 0, scoped, tenantLength + 1, keyLength);
-        sink.mapping(new String(scoped, 0, n, StandardCharsets.UTF_8), bucket, pageOffset, size, crc, pinned);
+        sink.mapping(new String(scoped, 0, n, StandardCharsets.UTF_8), bucket, pageOffset, size, crc, pinned,
+                hashes == null || hashCount == 0 ? null : hashes);
     }
 
     private byte[] copy(byte[] into, int len) {

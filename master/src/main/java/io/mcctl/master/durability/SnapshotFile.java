@@ -178,6 +178,12 @@ public final class SnapshotFile {
 
         /** {@link #addMapping(String, int, long, long, int)} with the soft pin (field 4, written only when set). */
         public void addMapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException {
+            addMapping(scopedKey, bucket, offset, size, crc32c, pinned, null);
+        }
+
+        /** {@link #addMapping(String, int, long, long, int, boolean)} with the engine block hashes (field 5, packed; null: none). */
+        public void addMapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes)
+                throws IOException {
             byte[] utf8 = scopedKey.getBytes(StandardCharsets.UTF_8);
             int split = 0;
             while (split < utf8.length && utf8[split] != 0) {
@@ -193,6 +199,10 @@ public final class SnapshotFile {
                     + (keyLength > 0 ? CodedOutputStream.computeTagSize(2) + CodedOutputStream.computeUInt32SizeNoTag(keyLength) + keyLength : 0)
                     + CodedOutputStream.computeTagSize(3) + CodedOutputStream.computeUInt32SizeNoTag(placementSize) + placementSize
                     + (pinned ? CodedOutputStream.computeBoolSize(4, true) : 0);
+            int hashBytes = blockHashes == null ? 0 : 8 * blockHashes.length;
+            if (hashBytes > 0) {
+                recordSize += CodedOutputStream.computeTagSize(5) + CodedOutputStream.computeUInt32SizeNoTag(hashBytes) + hashBytes;
+            }
             coded.writeUInt32NoTag(recordSize);
             if (tenantLength > 0) {
                 coded.writeByteArray(1, utf8, 0, tenantLength);
@@ -216,6 +226,13 @@ public final class SnapshotFile {
             }
             if (pinned) {
                 coded.writeBool(4, true);
+            }
+            if (hashBytes > 0) {
+                coded.writeTag(5, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
+                coded.writeUInt32NoTag(hashBytes);
+                for (long h : blockHashes) {
+                    coded.writeFixed64NoTag(h);
+                }
             }
             openRecords++;
         }

@@ -86,6 +86,45 @@ public final class Snapshotter {
      * the same way between stretches of a few hundred mappings.
      */
     public synchronized Taken take() throws IOException {
+        try {
+            Taken taken = writeSnapshot();
+            lastTaken = taken;
+            lastTakenAtMillis = System.currentTimeMillis();
+            takenTotal++;
+            return taken;
+        } catch (IOException | RuntimeException e) {
+            failedTotal++;
+            throw e;
+        }
+    }
+
+    // What the metrics read when scraped, without the snapshot's lock: written under it, one field at a time.
+    private volatile Taken lastTaken;
+    private volatile long lastTakenAtMillis;
+    private volatile long takenTotal;
+    private volatile long failedTotal;
+
+    /** The last snapshot written since start, or null. */
+    public Taken lastTaken() {
+        return lastTaken;
+    }
+
+    /** When the last snapshot since start was written, in milliseconds since the epoch; 0 before the first. */
+    public long lastTakenAtMillis() {
+        return lastTakenAtMillis;
+    }
+
+    /** Snapshots written since start. */
+    public long takenTotal() {
+        return takenTotal;
+    }
+
+    /** Snapshots that failed since start (a full disk, a deposed leader, an interrupted write). */
+    public long failedTotal() {
+        return failedTotal;
+    }
+
+    private Taken writeSnapshot() throws IOException {
         long start = System.nanoTime();
         // Under WAL durability: every record up to here is in the export (each was appended under the lock
         // of the shard the export copies later); records after it are replayed on top, changing nothing twice.
@@ -174,8 +213,8 @@ public final class Snapshotter {
             // Both sections stream from one pass over the shards: mappings first, in-flight after.
             List<PendingRecord> pending = new ArrayList<>();
             writer.beginSection(SnapshotFile.Section.MAPPINGS);
-            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned) -> {
-                writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned);
+            PageService.MappingSink sink = (scopedKey, bucket, offset, size, crc32c, pinned, blockHashes) -> {
+                writer.addMapping(scopedKey, bucket, offset, size, crc32c, pinned, blockHashes);
                 mappings[0]++;
             };
             List<QuarantineRecord> quarantine;
@@ -224,6 +263,9 @@ public final class Snapshotter {
                     // Read after the covered sequence: every reservation logged up to it and not closed is here.
                     .addAllReservations(pages.reservations().stream().map(ChangeCodec::reservationRecord).toList())
                     .setLeaderEpoch(epoch)
+                    // Read after the copy: at least every batch number sealed up to the covered sequence (a later one is
+                    // durable before the snapshot is: awaitLogged below), so a restart never numbers a batch again.
+                    .putAllKvEventBatches(pages.kvEventHistory().lastBatches())
                     .build());
             if (wal != null) {
                 awaitLogged(wal.lastAppended());

@@ -224,6 +224,7 @@ public final class StateRecovery {
                 throw new CorruptStateException(file, offset, "record " + record.getSequence() + " holds " + e.getMessage());
             }
             restorer.apply(change);
+            state.pages.kvEventHistory().replayed(change, record.getSequence());
             state.replayed++;
             state.lastSequence = record.getSequence();
         };
@@ -267,6 +268,7 @@ public final class StateRecovery {
         meta.getReservationsList().forEach(reserved -> restorer.reserved(ChangeCodec.reservation(reserved)));
         state.snapshot = path;
         state.snapshotSequence = meta.getWalSequence();
+        state.pages.kvEventHistory().startFrom(meta.getWalSequence(), meta.getKvEventBatchesMap());
     }
 
     /** The snapshot's mappings, decoded on every core straight into the service's tables: a million are not built twice. */

@@ -3,6 +3,7 @@ package io.mcctl.master.durability;
 import io.mcctl.master.proto.v1.WalRecord;
 import io.mcctl.master.service.Change;
 import io.mcctl.master.service.ChangeLog;
+import io.mcctl.master.service.KvEventBatcher;
 import io.mcctl.master.service.Placement;
 import io.mcctl.storage.io.DurableFiles;
 import io.mcctl.storage.io.IoErrors;
@@ -83,6 +84,9 @@ public final class WriteAheadLog implements AutoCloseable {
     private IOException failure;
     private boolean closing;
 
+    /** Numbers KV event batches per group commit (null: events are off). Set before the log takes changes. */
+    private volatile KvEventBatcher kvEvents;
+
     private FileChannel segment;
     /** The segment being written, for failure messages (writer thread only, and the constructor). */
     private Path segmentPath;
@@ -136,11 +140,24 @@ public final class WriteAheadLog implements AutoCloseable {
 
     /** Frames {@code record} with the next sequence and the wall-clock time; returns its sequence. */
     public long append(WalRecord.Builder record) {
+        return append(record, null);
+    }
+
+    /** {@link #append(WalRecord.Builder)} of a record that announces a KV event for {@code announcingTenant} (null: none). */
+    private long append(WalRecord.Builder record, String announcingTenant) {
         // Encoded before the lock is taken: the lock is shared by every writer, the encoding is not. Sequence and time
         // (fields 1 and 2) are written under the lock in front of the rest, which gives the very bytes protobuf would
         // give for the whole record.
         byte[] body = record.clearSequence().clearTimeMs().clearLeaderEpoch().build().toByteArray();
-        return appendFrame(body.length, out -> out.put(body));
+        return appendFrame(body.length, out -> out.put(body), announcingTenant);
+    }
+
+    /**
+     * Numbers the KV event batches of every group commit from now on ({@code batcher}; null: off): each group whose
+     * records announce KV events ends with a {@code KvEventsSealed} record, durable with them.
+     */
+    public void numberKvEvents(KvEventBatcher batcher) {
+        this.kvEvents = batcher;
     }
 
     /** Appends an {@code Allocated} record, encoded from its fields (see {@link WalRecordEncoder}). */
@@ -162,10 +179,11 @@ public final class WriteAheadLog implements AutoCloseable {
             public long append(Change change) {
                 if (change instanceof Change.Allocated a) {
                     return appendAllocated(a.tenant(), a.key(), a.placement(), a.deadlineMs(), a.overwrite(), a.pin());
-                } else if (change instanceof Change.Committed c) {
+                } else if (change instanceof Change.Committed c && !c.announces()) {
                     return appendCommitted(c.tenant(), c.key(), c.placement(), c.replaced(), c.replacedReleaseMs(), c.pinned());
                 }
-                return WriteAheadLog.this.append(ChangeCodec.encode(change));
+                String announcing = kvEvents != null && Change.announcesEvent(change) ? tenantOf(change) : null;
+                return WriteAheadLog.this.append(ChangeCodec.encode(change), announcing);
             }
 
             @Override
@@ -179,7 +197,15 @@ public final class WriteAheadLog implements AutoCloseable {
      * Frames a record whose change (fields 3 and up) {@code putBody} puts in exactly {@code bodyLength} bytes, behind
      * its sequence and time, under the lock; returns its sequence.
      */
+    private static String tenantOf(Change change) {
+        return change instanceof Change.Committed c ? c.tenant() : ((Change.Removed) change).tenant();
+    }
+
     private long appendFrame(int bodyLength, Consumer<ByteBuffer> putBody) {
+        return appendFrame(bodyLength, putBody, null);
+    }
+
+    private long appendFrame(int bodyLength, Consumer<ByteBuffer> putBody, String announcingTenant) {
         lock.lock();
         try {
             if (failure != null) {
@@ -220,6 +246,12 @@ public final class WriteAheadLog implements AutoCloseable {
             }
             FrameCodec.putHeader(buffer, frame, payloadLength);
             lastAppended = sequence;
+            if (announcingTenant != null) {
+                KvEventBatcher batcher = kvEvents;
+                if (batcher != null) {
+                    batcher.appended(announcingTenant, sequence);
+                }
+            }
             if (frame == 0 || buffer.position() >= EAGER_WRITE_BYTES) {
                 // The writer is woken by whoever waits for these records (whenDurable), not by each append: a batch
                 // call appends all its records first and then shares one fsync, instead of the writer starting on its
@@ -456,6 +488,24 @@ public final class WriteAheadLog implements AutoCloseable {
         segment.force(true);
     }
 
+    /**
+     * Caller holds the lock, about to take the buffer: frames the record that closes the group's KV event batches, when
+     * the group has any, so that it is durable with them. A log that takes no more records seals nothing (its group is
+     * never answered OK either).
+     */
+    private Change.EventsSealed sealKvEvents() {
+        KvEventBatcher batcher = kvEvents;
+        if (batcher == null || failure != null || (epoch > 0 && !mayCreateSegment.getAsBoolean())) {
+            return null;
+        }
+        Change.EventsSealed sealed = batcher.seal();
+        if (sealed != null) {
+            byte[] body = ChangeCodec.encode(sealed).build().toByteArray();
+            appendFrame(body.length, out -> out.put(body), null);
+        }
+        return sealed;
+    }
+
     /** Caller holds the lock. Returns the nanoseconds left, as {@link Condition#awaitNanos} does. */
     private long awaitNanosUninterruptibly(long nanos) {
         try {
@@ -479,6 +529,8 @@ public final class WriteAheadLog implements AutoCloseable {
         ByteBuffer batch;
         long upTo;
         long records;
+        Change.EventsSealed sealed;
+        long sealedAt;
         lock.lock();
         try {
             while (!closing) {
@@ -493,6 +545,8 @@ public final class WriteAheadLog implements AutoCloseable {
             if (buffer.position() == 0) {
                 return false; // closing, nothing left
             }
+            sealed = sealKvEvents();
+            sealedAt = sealed == null ? 0 : lastAppended;
             batch = buffer;
             buffer = spare;
             buffer.clear();
@@ -538,6 +592,10 @@ public final class WriteAheadLog implements AutoCloseable {
         }
         for (Waiter waiter : done) {
             waiter.future().complete(null);
+        }
+        if (sealed != null && (epoch == 0 || mayCreateSegment.getAsBoolean())) {
+            // Announced only when a caller could be answered OK for the group (a leader past its lease is not).
+            kvEvents.durable(sealed, sealedAt);
         }
         // Housekeeping after the waiters are answered: no commit waits for it, only the next batch does.
         if (segmentSize < segmentBytes) {
@@ -589,6 +647,7 @@ public final class WriteAheadLog implements AutoCloseable {
      */
     private void fail(String reason, IOException error) {
         List<Waiter> failed;
+        failedAtMillis = System.currentTimeMillis();
         lock.lock();
         try {
             failure = new IOException(reason, error);
@@ -606,6 +665,14 @@ public final class WriteAheadLog implements AutoCloseable {
         for (Waiter waiter : failed) {
             waiter.future().completeExceptionally(failure);
         }
+    }
+
+    /** When the log failed (a write or an fsync), in milliseconds since the epoch; 0 while it has not. Read without the lock. */
+    private volatile long failedAtMillis;
+
+    /** When a write or fsync of the log failed, in milliseconds since the epoch; 0 while none has. */
+    public long failedAtMillis() {
+        return failedAtMillis;
     }
 
     /** Told once, with a one-line reason, when the log fails. */

@@ -87,7 +87,15 @@ public final class HaMaster implements AutoCloseable {
 
     /** One leadership: what a leader serves with, dropped whole when it is deposed. */
     private record Term(long epoch, LeaderLease lease, PageService pages, WriteAheadLog wal, Snapshotter snapshotter, MasterMetrics metrics,
-                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods, ClientRegistry clients) {
+                        ScheduledExecutorService housekeeping, Map<String, ServerMethodDefinition<?, ?>> methods, ClientRegistry clients,
+                        io.mcctl.master.events.KvEventPublisher kvEvents) {
+
+        /** Stops publishing KV events (the next leader publishes from the log), freeing the endpoints. */
+        void stopKvEvents() {
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
+        }
     }
 
     private final Options options;
@@ -151,6 +159,7 @@ public final class HaMaster implements AutoCloseable {
         }
         Path stateDir = master.resolvedStateDir();
         io.mcctl.master.server.ConnectionLimits connections = MasterServer.connectionLimits(master); // before anything is held
+        MasterServer.kvEventSettings(master); // bad KV event settings: one line, before anything is held
         StateLock lock = StateLock.acquireShared(stateDir);
         Server server = null;
         HTTPServer metricsServer = null;
@@ -294,8 +303,9 @@ public final class HaMaster implements AutoCloseable {
 
     private LogFollower startFollowing() throws IOException {
         BucketLayout layout = LayoutGrowth.inForce(options.master().layout()); // a grown layout's record outranks the settings
-        java.util.function.Supplier<PageService> services = () -> new PageService(layout, options.master().allocationDeadline(),
-                options.master().readLease(), options.master().allocationGrace(), System::nanoTime);
+        io.mcctl.master.events.KvEventSettings kvEvents = MasterServer.kvEventSettings(options.master());
+        java.util.function.Supplier<PageService> services = () -> MasterServer.keepingKvEvents(new PageService(layout,
+                options.master().allocationDeadline(), options.master().readLease(), options.master().allocationGrace(), System::nanoTime), kvEvents);
         try {
             return new LogFollower(stateDir, layout, layoutRecord.clusterId(), services);
         } catch (CorruptStateException | io.mcctl.master.durability.UnreadableStateException e) {
@@ -365,6 +375,15 @@ public final class HaMaster implements AutoCloseable {
                 options.master().settings(), following.applied());
         snapshotter.fence(epoch, held::valid);
         MasterMetrics metrics = new MasterMetrics(pages, wal);
+        metrics.watchSnapshots(snapshotter);
+        io.mcctl.master.events.KvEventPublisher kvEvents = null;
+        try {
+            kvEvents = MasterServer.publishKvEvents(MasterServer.kvEventSettings(options.master()), pages, wal, layoutRecord.clusterId(), metrics);
+        } catch (IOException e) {
+            // A leader that cannot bind its endpoints (an old leader, paused, holds them on this host) still serves: the
+            // log keeps numbering nothing, and routers learn nothing of this term until the next leader publishes.
+            LOG.error("KV events are off for epoch {}: {}", epoch, e.getMessage());
+        }
         // The log checks the lease after each fsync, before the answer: a leader whose lease may have lapsed answers nothing durable.
         MasterGrpcService.Durability durability = wal::whenDurable;
         MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.master().fsType(), durability, snapshotter);
@@ -384,10 +403,13 @@ public final class HaMaster implements AutoCloseable {
         if (!held.valid()) {
             housekeeping.shutdownNow();
             clients.close();
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
             wal.close();
             throw new IOException("the leader lease of epoch " + epoch + " lapsed while taking over: " + held.lostReason());
         }
-        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods, clients);
+        term = new Term(epoch, held, pages, wal, snapshotter, metrics, housekeeping, methods, clients, kvEvents);
         lock.leading(address, epoch);
         leaderAddress = address;
         role = Role.LEADER;
@@ -431,6 +453,7 @@ public final class HaMaster implements AutoCloseable {
         leading.pages().refuseChanges(reason);
         leading.housekeeping().shutdownNow();
         leading.clients().close();
+        leading.stopKvEvents();
         try {
             leading.wal().close();
         } catch (IOException e) {
@@ -682,6 +705,7 @@ public final class HaMaster implements AutoCloseable {
         // Refused by the log past the lease: the next leader holds their pages.
         step("closing the reservations", () -> leading.pages().closeAllReservations());
         step("closing the write-ahead log", () -> leading.wal().close());
+        step("stopping the KV events", leading::stopKvEvents);
         boolean keyDeleted = step("deleting the leader key", () -> etcd.deleteIfHeldBy(options.etcd().leaderKey(layoutRecord.clusterId()),
                 leading.lease().id()));
         lease = null;

@@ -31,6 +31,8 @@ import io.mcctl.master.proto.v1.WriteObjectResponse;
 import io.mcctl.master.server.WireErrors;
 import io.mcctl.master.service.Quoted;
 import io.mcctl.storage.io.BucketFileIo;
+import io.mcctl.storage.io.BucketIoSelector;
+import io.mcctl.storage.io.usrbio.UsrbioUnavailableException;
 import io.mcctl.storage.perkey.PerKeyStore;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -73,7 +75,14 @@ public final class NodeServer implements AutoCloseable {
      */
     public record Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
                           boolean pageMode, Duration callTimeout, ClientSecurity security, long memoryBytes,
-                          Duration promotionInterval) {
+                          Duration promotionInterval, BucketIoSelector.Wanted io) {
+
+        /** A node whose IO is as its environment says (io auto unless MOONCAKE_DISTRIBUTED_IO says otherwise). */
+        public Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
+                       boolean pageMode, Duration callTimeout, ClientSecurity security, long memoryBytes, Duration promotionInterval) {
+            this(masterTarget, listenHost, listenPort, advertiseHost, localDisk, pageMode, callTimeout, security, memoryBytes,
+                    promotionInterval, BucketIoSelector.Wanted.fromEnvironment());
+        }
 
         /** A node without a DRAM segment. */
         public Options(String masterTarget, String listenHost, int listenPort, String advertiseHost, Path localDisk,
@@ -144,18 +153,29 @@ public final class NodeServer implements AutoCloseable {
      */
     public static NodeServer start(Options options) throws IOException {
         DramSegment segment = options.memoryBytes() == 0 ? null : DramSegment.allocate(options.memoryBytes());
-        PerKeyStore localDisk = options.localDisk() == null ? null : PerKeyStore.open(options.localDisk());
         MasterClient master = new MasterClient(options.masterTarget(), options.callTimeout(), options.security());
         TierNode tier = null;
         String tierProblem = null;
         try {
-            tier = TierNode.connect(master, true, new ClientMetrics());
-        } catch (MasterException e) {
+            // The IO first: io usrbio that cannot be used here stops the node before it makes or registers anything.
+            tier = TierNode.connect(master, true, new ClientMetrics(), options.io());
+            LOG.info("bucket-file IO {}", tier.ioChoice().reason());
+        } catch (MasterException | UsrbioUnavailableException e) {
             master.close();
             throw e;
         } catch (IOException | RuntimeException e) {
             tierProblem = e.getMessage();
             LOG.warn("no page mode on this node (offloads in page mode and direct DISTRIBUTED_DISK reads are off): {}", tierProblem);
+        }
+        PerKeyStore localDisk;
+        try {
+            localDisk = options.localDisk() == null ? null : PerKeyStore.open(options.localDisk());
+        } catch (IOException | RuntimeException e) {
+            if (tier != null) {
+                tier.close();
+            }
+            master.close();
+            throw e;
         }
         if (tier == null && localDisk == null && segment == null) {
             master.close();
@@ -285,6 +305,11 @@ public final class NodeServer implements AutoCloseable {
     /** Why this node has no page mode, or null when it has. */
     public String tierProblem() {
         return tierProblem;
+    }
+
+    /** How this node moves bucket-file bytes ({@code posix} or {@code usrbio}), or {@code none} without the shared root. */
+    public String ioMode() {
+        return tier == null ? "none" : tier.ioChoice().mode().text();
     }
 
     public PerKeyStore localDisk() {

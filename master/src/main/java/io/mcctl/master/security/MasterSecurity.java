@@ -102,6 +102,12 @@ public final class MasterSecurity {
 
     public ServerInterceptor interceptor(PrometheusRegistry registry) {
         access.register(registry);
+        if (serverPair != null) {
+            X509Certificate served = serverPair.chain()[0];
+            io.prometheus.metrics.core.metrics.GaugeWithCallback.builder().name("mcctl_master_tls_certificate_expiry_timestamp_seconds")
+                    .help("When the certificate the master serves gRPC and metrics with (tls_cert, read at start) expires")
+                    .callback(cb -> cb.call(served.getNotAfter().getTime() / 1000.0)).register(registry);
+        }
         return access;
     }
 

@@ -495,11 +495,12 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             return notifyPacked(request, answer);
         }
         checkBatch(request.getKeysCount(), request.getTenantIdsCount(), "descriptors", request.getDescriptorsCount());
+        checkKvBlocks(request);
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < request.getKeysCount(); i++) {
             response.addResults(keyError(pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i),
-                    fromWire(request.getDescriptors(i)), answer)));
+                    fromWire(request.getDescriptors(i)), kvBlocks(request, i), answer)));
         }
         return response.build();
     }
@@ -523,16 +524,49 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
             throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "notify of " + count + " keys sends " + request.getPlacements().size()
                     + " bytes of placements: expected " + PackedPlacements.RECORD_BYTES + " bytes a key");
         }
+        checkKvBlocks(request);
         NotifyDistributedDiskSuccessResponse.Builder response = NotifyDistributedDiskSuccessResponse.newBuilder();
         Tenant.Batch tenants = pages.batchTenants();
         for (int i = 0; i < count; i++) {
             // A record naming no bucket file (or a miss sent back) matches no allocation: that key's error, as with descriptors.
-            Result<Void> result = pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i), written.placement(i), answer);
+            Result<Void> result = pages.notifySuccess(tenants.of(request.getTenantIds(i)), request.getKeys(i), written.placement(i),
+                    kvBlocks(request, i), answer);
             if (!result.isOk()) {
                 response.putErrors(i, keyError(result));
             }
         }
         return response.build();
+    }
+
+    /** kv_blocks is empty or one per key; anything else refuses the whole notify before anything is committed. */
+    private static void checkKvBlocks(NotifyDistributedDiskSuccessRequest request) {
+        int blocks = request.getKvBlocksCount();
+        if (blocks != 0 && blocks != request.getKeysCount()) {
+            throw WireErrors.exception(ErrorCode.INVALID_PARAMS, "notify of " + request.getKeysCount() + " keys sends " + blocks
+                    + " kv_blocks entries: send none, or one per key (an empty entry for a key without blocks)");
+        }
+    }
+
+    /** The engine KV blocks the notify names for key {@code i}, or null for none. */
+    private static io.mcctl.master.service.KvBlocks kvBlocks(NotifyDistributedDiskSuccessRequest request, int i) {
+        if (request.getKvBlocksCount() == 0) {
+            return null;
+        }
+        io.mcctl.master.proto.v1.KvBlocks wire = request.getKvBlocks(i);
+        if (wire.getBlockHashesCount() == 0 && !wire.hasParentBlockHash() && wire.getTokenIdsCount() == 0 && wire.getBlockSize() == 0
+                && wire.getLoraName().isEmpty()) {
+            return null; // an empty entry: this key has none
+        }
+        long[] hashes = new long[wire.getBlockHashesCount()];
+        for (int h = 0; h < hashes.length; h++) {
+            hashes[h] = wire.getBlockHashes(h);
+        }
+        int[] tokens = new int[wire.getTokenIdsCount()];
+        for (int t = 0; t < tokens.length; t++) {
+            tokens[t] = wire.getTokenIds(t);
+        }
+        return new io.mcctl.master.service.KvBlocks(hashes, wire.hasParentBlockHash(), wire.getParentBlockHash(), wire.getBlockSize(), tokens,
+                wire.getLoraName());
     }
 
     BatchRemoveResponse batchRemove(BatchRemoveRequest request) {
@@ -797,6 +831,10 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         adminExecutor.execute(() -> {
             try {
                 PageCheck check = pages.checkPages(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(minAgeMs), request.getRepair(), maxRanges);
+                MasterMetrics watching = metrics;
+                if (watching != null) {
+                    watching.pagesChecked(check, request.getRepair());
+                }
                 CheckPagesResponse.Builder response = CheckPagesResponse.newBuilder()
                         .setMappings(check.mappings()).setInFlight(check.inFlight()).setQuarantinedRanges(check.quarantinedRanges())
                         .setLeakedPages(check.leakedPages()).setYoungPages(check.youngPages()).setFalseFreePages(check.falseFreePages())

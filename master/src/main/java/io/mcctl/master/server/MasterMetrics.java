@@ -123,6 +123,24 @@ public final class MasterMetrics {
         GaugeWithCallback.builder().name("mcctl_master_quarantined_pages")
                 .help("Freed pages waiting for read leases, or for the grace period after an expired allocation, to run out")
                 .callback(cb -> cb.call(pages.quarantinedPageCount())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_bucket_largest_free_run_pages")
+                .help("Pages in the longest free run of each bucket: the largest object it can still take (beside pages_free, a measure of "
+                        + "its fragmentation)").labelNames("bucket")
+                .callback(cb -> {
+                    for (int b = 0; b < buckets; b++) {
+                        cb.call(pages.allocator(b).largestFreeRun(), Integer.toString(b));
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_eviction_watermark")
+                .help("The eviction watermarks in force, as shares of all pages (high: the evictor starts; low: it stops); "
+                        + "no series while eviction is off").labelNames("level")
+                .callback(cb -> {
+                    PageService.EvictionPolicy eviction = pages.eviction();
+                    if (eviction.enabled()) {
+                        cb.call(eviction.highWatermark(), "high");
+                        cb.call(eviction.lowWatermark(), "low");
+                    }
+                }).register(registry);
         // No exemplars: without tracing they only sample the clock on every call of the hot path.
         if (wal != null) {
             CounterWithCallback.builder().name("mcctl_wal_syncs_total").help("Write-ahead log fsyncs: one per group of records committed together")
@@ -142,6 +160,9 @@ public final class MasterMetrics {
             GaugeWithCallback.builder().name("mcctl_master_reservation_held_pages")
                     .help("Quarantined pages held for reservations a crash left open, until their hold times")
                     .callback(cb -> cb.call(pages.heldPageCount())).register(registry);
+            GaugeWithCallback.builder().name("mcctl_wal_failed_timestamp_seconds")
+                    .help("When a write or fsync of the write-ahead log failed (the master then refuses changes until restarted); 0 while none has")
+                    .callback(cb -> cb.call(wal.failedAtMillis() / 1000.0)).register(registry);
             CounterWithCallback.builder().name("mcctl_wal_sync_seconds_total")
                     .help("Time spent writing and fsyncing the write-ahead log; over syncs_total, the mean commit time")
                     .callback(cb -> cb.call(wal.syncSeconds())).register(registry);
@@ -152,6 +173,25 @@ public final class MasterMetrics {
                 .labelNames("method", "code").register(registry);
         rpcLatency = Histogram.builder().name("mcctl_master_rpc_latency_seconds").help("Time from call start to close")
                 .labelNames("method").classicOnly().withoutExemplars().register(registry);
+        registerPageCheckMetrics();
+    }
+
+    /** The KV event publisher's counters (docs/operator-guide.md, "KV events"). */
+    public void kvEvents(io.mcctl.master.events.KvEventPublisher publisher) {
+        CounterWithCallback.builder().name("mcctl_master_kv_events_published_total")
+                .help("KV events (BlockStored, BlockRemoved) sent to subscribers").callback(cb -> cb.call(publisher.eventsPublished())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_batches_published_total")
+                .help("KV event batches sent to subscribers").callback(cb -> cb.call(publisher.batchesPublished())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_events_dropped_total")
+                .help("KV events dropped because the publisher fell behind (kv_events_queue full): their batches are not sent, "
+                        + "subscribers see a sequence gap").callback(cb -> cb.call(publisher.eventsDropped())).register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_batches_dropped_total")
+                .help("KV event batches not sent because an event of theirs was dropped").callback(cb -> cb.call(publisher.batchesDropped()))
+                .register(registry);
+        CounterWithCallback.builder().name("mcctl_master_kv_event_replay_requests_total")
+                .help("Replay requests answered").callback(cb -> cb.call(publisher.replayRequests())).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_kv_events_queued")
+                .help("KV events waiting for the publisher thread").callback(cb -> cb.call(publisher.queuedEvents())).register(registry);
     }
 
     public PrometheusRegistry registry() {
@@ -236,6 +276,81 @@ public final class MasterMetrics {
                         cb.call(backlog.cancelledTotal(why), why.label);
                     }
                 }).register(registry);
+    }
+
+    /** Exports the snapshots {@code snapshotter} writes, read when scraped. */
+    public void watchSnapshots(io.mcctl.master.durability.Snapshotter snapshotter) {
+        CounterWithCallback.builder().name("mcctl_master_snapshots_total").help("Snapshots since start, by outcome (written, failed)")
+                .labelNames("outcome").callback(cb -> {
+                    cb.call(snapshotter.takenTotal(), "written");
+                    cb.call(snapshotter.failedTotal(), "failed");
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_last_snapshot_timestamp_seconds")
+                .help("When the last snapshot since start was written; no series before the first")
+                .callback(cb -> {
+                    long at = snapshotter.lastTakenAtMillis();
+                    if (at > 0) {
+                        cb.call(at / 1000.0);
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_last_snapshot_seconds").help("How long the last snapshot took to write")
+                .callback(cb -> {
+                    io.mcctl.master.durability.Snapshotter.Taken last = snapshotter.lastTaken();
+                    if (last != null) {
+                        cb.call(last.millis() / 1000.0);
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_last_snapshot_bytes").help("Size of the last snapshot written")
+                .callback(cb -> {
+                    io.mcctl.master.durability.Snapshotter.Taken last = snapshotter.lastTaken();
+                    if (last != null) {
+                        cb.call(last.bytes());
+                    }
+                }).register(registry);
+    }
+
+    /** The findings of the last live page check (mcctl fsck --master), by kind: read when scraped. */
+    private volatile io.mcctl.master.service.PageCheck lastPageCheck;
+    private volatile long lastPageCheckAtMillis;
+    private final Counter pageChecks = Counter.builder().name("mcctl_master_fsck_checks_total")
+            .help("Live page checks (mcctl fsck --master) since start").labelNames("repair").register(registry);
+
+    private void registerPageCheckMetrics() {
+        GaugeWithCallback.builder().name("mcctl_master_fsck_pages")
+                .help("Pages the last live page check (mcctl fsck --master) found, by finding: false_free and overlap are errors, leaked "
+                        + "wastes space, young and unsettled are judged by the next check; no series before the first check")
+                .labelNames("finding").callback(cb -> {
+                    io.mcctl.master.service.PageCheck check = lastPageCheck;
+                    if (check != null) {
+                        cb.call(check.falseFreePages() - check.repairedFalseFreePages(), "false_free");
+                        cb.call(check.overlapPages(), "overlap");
+                        cb.call(check.leakedPages() - check.repairedLeakedPages(), "leaked");
+                        cb.call(check.youngPages(), "young");
+                        cb.call(check.unsettledPages(), "unsettled");
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_fsck_counter_mismatches")
+                .help("Buckets whose allocated-page counter disagreed with their bitmap at the last live page check")
+                .callback(cb -> {
+                    io.mcctl.master.service.PageCheck check = lastPageCheck;
+                    if (check != null) {
+                        cb.call(check.buckets().stream().filter(c -> !c.counterMatches()).count());
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("mcctl_master_fsck_last_check_timestamp_seconds")
+                .help("When the last live page check ended; no series before the first")
+                .callback(cb -> {
+                    if (lastPageCheckAtMillis > 0) {
+                        cb.call(lastPageCheckAtMillis / 1000.0);
+                    }
+                }).register(registry);
+    }
+
+    /** A live page check ended with {@code check} (what is left after its repairs counts as found). */
+    void pagesChecked(io.mcctl.master.service.PageCheck check, boolean repair) {
+        lastPageCheck = check;
+        lastPageCheckAtMillis = System.currentTimeMillis();
+        pageChecks.labelValues(Boolean.toString(repair)).inc();
     }
 
     /** The series of one kind of Session request (REQUEST_NOT_SET: one that carried nothing; null for BUNDLE). */

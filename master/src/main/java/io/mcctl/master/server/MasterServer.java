@@ -109,6 +109,8 @@ public final class MasterServer implements AutoCloseable {
     private final ScheduledExecutorService reaper;
     private final WriteAheadLog wal;
     private final Snapshotter snapshotter;
+    /** Publishes KV events (null when off). */
+    private io.mcctl.master.events.KvEventPublisher kvEvents;
     private final StateRecovery.Recovered recovered;
     /** Set once by start, before the master is handed out. */
     private ClientRegistry clients;
@@ -241,7 +243,9 @@ public final class MasterServer implements AutoCloseable {
             throw new IOException("cannot listen on " + options.bindHost() + ":" + options.port() + " for gRPC: " + rootMessage(e), e);
         }
         WriteAheadLog wal = null;
+        io.mcctl.master.events.KvEventPublisher kvEvents = null;
         try {
+            io.mcctl.master.events.KvEventSettings kvEventSettings = kvEventSettings(options);
             owner.serving(options.bindHost() + ":" + server.getPort());
             BucketLayout layout = LayoutGrowth.inForce(options.layout());
             Path layoutFile = layout.layoutFile();
@@ -255,8 +259,8 @@ public final class MasterServer implements AutoCloseable {
             long started = System.nanoTime();
             // Straight into the tables the master serves from: a fresh service for each snapshot recovery tries.
             StateRecovery.Recovered recovered = StateRecovery.recover(stateDir, layout, walMode, init.layout().clusterId(),
-                    () -> new PageService(layout, options.allocationDeadline(), options.readLease(), options.allocationGrace(),
-                            System::nanoTime));
+                    () -> keepingKvEvents(new PageService(layout, options.allocationDeadline(), options.readLease(), options.allocationGrace(),
+                            System::nanoTime), kvEventSettings));
             for (String warning : recovered.warnings) {
                 LOG.warn("recovery: {}", warning);
             }
@@ -285,7 +289,9 @@ public final class MasterServer implements AutoCloseable {
             Snapshotter snapshotter = new Snapshotter(pages, wal, stateDir, init.layout(), options.snapshotRetention(), options.settings(),
                     recovered.lastSequence);
             MasterMetrics metrics = new MasterMetrics(pages, wal);
+            metrics.watchSnapshots(snapshotter);
             loops.registerMetrics(metrics.registry());
+            kvEvents = publishKvEvents(kvEventSettings, pages, wal, init.layout().clusterId(), metrics);
             WriteAheadLog log = wal;
             MasterGrpcService service = new MasterGrpcService(pages, init.layout(), options.fsType(),
                     log == null ? sequence -> java.util.concurrent.CompletableFuture.completedFuture(null) : log::whenDurable, snapshotter);
@@ -308,14 +314,65 @@ public final class MasterServer implements AutoCloseable {
                 throw e;
             }
             master.clients = clients;
+            master.kvEvents = kvEvents;
             return master;
         } catch (IOException | RuntimeException e) {
             server.shutdownNow();
             loops.close();
+            if (kvEvents != null) {
+                kvEvents.close();
+            }
             closeQuietly(wal);
             closeQuietly(owner);
             throw e;
         }
+    }
+
+    /**
+     * The KV event settings in force (null when off), checked before anything is laid out or recovered: the events are
+     * numbered by the write-ahead log, so they need it.
+     */
+    public static io.mcctl.master.events.KvEventSettings kvEventSettings(Options options) throws IOException {
+        io.mcctl.master.events.KvEventSettings settings = io.mcctl.master.events.KvEventSettings.from(options.settings());
+        if (settings == null) {
+            return null;
+        }
+        if (options.durability() != MasterSettings.Durability.wal) {
+            throw new IOException("kv_events_endpoint " + settings.endpoint() + " needs durability wal (the log numbers the events), not "
+                    + options.durability() + ": set durability wal, or leave kv_events_endpoint empty");
+        }
+        String problem = settings.problem();
+        if (problem != null) {
+            throw new IOException(problem);
+        }
+        return settings;
+    }
+
+    /** {@code pages}, keeping the KV event batches replay finds when events are on. */
+    public static PageService keepingKvEvents(PageService pages, io.mcctl.master.events.KvEventSettings settings) {
+        if (settings != null) {
+            pages.keepKvEventHistory(settings.bufferBatches());
+        }
+        return pages;
+    }
+
+    /**
+     * Binds the KV event sockets and starts numbering and publishing what {@code wal} logs from now on (null when events
+     * are off).
+     *
+     * @throws IOException when an endpoint cannot be bound (one line)
+     */
+    public static io.mcctl.master.events.KvEventPublisher publishKvEvents(io.mcctl.master.events.KvEventSettings settings, PageService pages,
+                                                                          WriteAheadLog wal, String clusterId, MasterMetrics metrics)
+            throws IOException {
+        if (settings == null || wal == null) {
+            return null;
+        }
+        io.mcctl.master.events.KvEventPublisher publisher = new io.mcctl.master.events.KvEventPublisher(settings, pages.kvEventHistory(), clusterId);
+        wal.numberKvEvents(publisher);
+        pages.setKvEventSink(publisher);
+        metrics.kvEvents(publisher);
+        return publisher;
     }
 
     /** The rest of a start, once the state is recovered: metrics, the reaper, and the service on the bound port. */
@@ -600,6 +657,9 @@ public final class MasterServer implements AutoCloseable {
         stop(server);
         loops.close();
         reaper.shutdownNow();
+        if (kvEvents != null) {
+            kvEvents.close();
+        }
         if (clients != null) {
             clients.close();
         }

@@ -238,9 +238,43 @@ public final class MasterSettings {
             "with --ha: when the shared state cannot be read, move it aside into unreadable-<time>/ and start empty "
                     + "(every cached object is lost to the cache; docs/ha.md)");
 
+    // ---- KV events for routers (docs/wire-protocol.md, "KV events"): off unless kv_events_endpoint is set ----
+
+    public static final Setting<String> KV_EVENTS_ENDPOINT = Setting.of("kv_events_endpoint", "MCCTL_KV_EVENTS_ENDPOINT",
+            "--kv-events-endpoint", "", io.mcctl.master.events.KvEventSettings::parseEndpoint, s -> s,
+            "empty (off) or a ZeroMQ endpoint to bind: tcp://*:5557, tcp://host:port, ipc://path",
+            "where the master publishes KV events (vLLM's schema, ZeroMQ PUB) for what the shared tier holds; the i-th tenant of "
+                    + "kv_events_tenants publishes on the port plus i");
+
+    public static final Setting<String> KV_EVENTS_REPLAY_ENDPOINT = Setting.of("kv_events_replay_endpoint", "MCCTL_KV_EVENTS_REPLAY_ENDPOINT",
+            "--kv-events-replay-endpoint", "", io.mcctl.master.events.KvEventSettings::parseEndpoint, s -> s,
+            "empty (no replay) or a ZeroMQ endpoint to bind: tcp://*:5657, tcp://host:port, ipc://path",
+            "where a subscriber asks for the batches it missed (ZeroMQ ROUTER: it sends the 8-byte sequence to start from); the "
+                    + "i-th tenant answers on the port plus i");
+
+    public static final Setting<String> KV_EVENTS_TOPIC = Setting.of("kv_events_topic", "MCCTL_KV_EVENTS_TOPIC", "--kv-events-topic",
+            io.mcctl.master.events.KvEventSettings.DEFAULT_TOPIC, io.mcctl.master.events.KvEventSettings::parseTopic, s -> s,
+            "printable ASCII without spaces, at most 200 characters; {tenant} stands for the tenant",
+            "the topic of each tenant's KV events (llm-d reads kv@<pod>@<model>: pool:<name> marks a tier shared by every pod)");
+
+    public static final Setting<List<String>> KV_EVENTS_TENANTS = Setting.of("kv_events_tenants", "MCCTL_KV_EVENTS_TENANTS",
+            "--kv-events-tenants", "default", io.mcctl.master.events.KvEventSettings::parseTenants, l -> String.join(",", l),
+            "tenant ids separated by commas (at most 64, no repeats)",
+            "the tenants whose KV events are published, each on its own endpoints (no subscriber of one learns another's keys)");
+
+    public static final Setting<Integer> KV_EVENTS_BUFFER = Setting.of("kv_events_buffer", "MCCTL_KV_EVENTS_BUFFER", "--kv-events-buffer",
+            "1000", text -> wholeNumber(text, 1, 1_000_000), String::valueOf, "a whole number from 1 to 1000000",
+            "KV event batches kept per tenant for the replay endpoint (and rebuilt from the log after a restart or a fail-over)");
+
+    public static final Setting<Integer> KV_EVENTS_QUEUE = Setting.of("kv_events_queue", "MCCTL_KV_EVENTS_QUEUE", "--kv-events-queue",
+            "65536", text -> wholeNumber(text, 16, 16_777_216), String::valueOf, "a whole number from 16 to 16777216",
+            "KV events waiting to be published at most; past it an event is dropped (counted, and its batch is not sent: "
+                    + "subscribers see a gap in the sequence) rather than slowing the master");
+
     public static final List<Setting<?>> ALL = List.of(PORT, METRICS_PORT, BIND, ALLOCATION_DEADLINE, ALLOCATION_GRACE, READ_LEASE, DURABILITY, STATE_DIR,
             SNAPSHOT_INTERVAL, SNAPSHOT_RETENTION, BUCKET_CHECK_INTERVAL, WAL_SEGMENT_SIZE, BUSY_POLL, MAX_CONNECTIONS, CONNECTION_IDLE_TIMEOUT, SESSION_BACKLOG,
-            SESSION_BACKLOG_TOTAL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY, TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS);
+            SESSION_BACKLOG_TOTAL, EVICTION, EVICTION_HIGH_WATERMARK, EVICTION_LOW_WATERMARK, TLS_CERT, TLS_KEY, TLS_CLIENT_CA, TOKENS_FILE, HA, HA_LEASE_TTL, HA_START_EMPTY, CLIENT_TTL, PROMOTION_READS, PROMOTION_MAX_TASKS,
+            KV_EVENTS_ENDPOINT, KV_EVENTS_REPLAY_ENDPOINT, KV_EVENTS_TOPIC, KV_EVENTS_TENANTS, KV_EVENTS_BUFFER, KV_EVENTS_QUEUE);
 
     static double parseFraction(String text) {
         double value;

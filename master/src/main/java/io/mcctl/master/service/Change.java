@@ -11,7 +11,7 @@ package io.mcctl.master.service;
  */
 public sealed interface Change permits Change.Allocated, Change.Renewed, Change.Committed, Change.AllocationDropped, Change.Removed,
         Change.QuotaSet, Change.Released, Change.LayoutGrown, Change.PromotionQueued, Change.PromotionEnded, Change.Reserved,
-        Change.ReservationClosed {
+        Change.ReservationClosed, Change.EventsSealed {
 
     /** Why an in-flight allocation ended without a commit. */
     enum DropReason {
@@ -40,11 +40,21 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
      * (null when there was none): its pages are freed at once when {@code replacedReleaseMs} is 0, else held in
      * quarantine until then.
      */
-    record Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned)
+    record Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned,
+                     KvBlocks blocks, long[] replacedBlockHashes)
             implements Change {
+
+        public Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs, boolean pinned) {
+            this(tenant, key, placement, replaced, replacedReleaseMs, pinned, null, null);
+        }
 
         public Committed(String tenant, String key, Placement placement, Placement replaced, long replacedReleaseMs) {
             this(tenant, key, placement, replaced, replacedReleaseMs, false);
+        }
+
+        /** Whether it announces a KV event: the object or the one it replaced has engine block hashes. */
+        public boolean announces() {
+            return blocks != null || replacedBlockHashes != null;
         }
     }
 
@@ -65,11 +75,20 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
     }
 
     /** A committed mapping removed or evicted; its pages are free at once ({@code releaseMs} 0) or quarantined until then. */
-    record Removed(String tenant, String key, Placement placement, long releaseMs, RemoveReason reason) implements Change {
+    record Removed(String tenant, String key, Placement placement, long releaseMs, RemoveReason reason, long[] blockHashes) implements Change {
+
+        public Removed(String tenant, String key, Placement placement, long releaseMs, RemoveReason reason) {
+            this(tenant, key, placement, releaseMs, reason, null);
+        }
 
         /** A client's remove. */
         public Removed(String tenant, String key, Placement placement, long releaseMs) {
             this(tenant, key, placement, releaseMs, RemoveReason.REMOVED);
+        }
+
+        /** Whether it announces a KV event: the mapping had engine block hashes. */
+        public boolean announces() {
+            return blockHashes != null;
         }
     }
 
@@ -124,5 +143,22 @@ public sealed interface Change permits Change.Allocated, Change.Renewed, Change.
      * which replays the log in order, finds them all and holds nothing for it.
      */
     record ReservationClosed(int bucket, long firstPage, long pages, long openUntilMs) implements Change {
+    }
+
+    /**
+     * The records of one group commit from {@code firstSequence} up to this one that announce KV events, numbered as
+     * each tenant's next batch ({@code batches}: tenant, batch number, events). Changes no page state: recovery and a
+     * standby rebuild the announced batches from it, and a restart numbers the next after the last logged.
+     */
+    record EventsSealed(long firstSequence, java.util.List<TenantBatch> batches, long sealedMs) implements Change {
+    }
+
+    /** One tenant's batch of a {@link EventsSealed}. */
+    record TenantBatch(String tenant, long batch, int events) {
+    }
+
+    /** Whether {@code change} announces a KV event (a commit or removal of an object with engine block hashes). */
+    static boolean announcesEvent(Change change) {
+        return change instanceof Committed c ? c.announces() : change instanceof Removed r && r.announces();
     }
 }

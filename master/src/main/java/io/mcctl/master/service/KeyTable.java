@@ -23,7 +23,7 @@ final class KeyTable {
     /**
      * 256 shards: far more than the threads that serve at once, and few enough that every shard's lock, in-flight table
      * and table headers stay in the caches beside the tables' lines a batch misses anyway (with 2,048 each key of a batch
-     * missed on them too: an offload cycle in the page service alone took 1.22x the time, docs/benchmarks.md).
+     * missed on them too: an offload cycle in the page service alone, {@code mcctl bench pages}, took 1.22x the time).
      */
     static final int SHARD_BITS = 8;
     static final int SHARDS = 1 << SHARD_BITS;

@@ -18,8 +18,16 @@ import java.util.Arrays;
  * and the mapping's number plus one (low half, 0 for an empty slot), at most 70% full: a probe compares hashes
  * without touching the mapping, and a removal shifts the rest of its run back (no tombstones). Keys (tenant, NUL, key) live in one byte
  * arena, each UTF-16 unit encoded alone with UTF-8's byte patterns (1 to 3 bytes): ASCII keys take a byte a
- * character, and any string, an unpaired surrogate included, comes back exactly as it went in. The arena is
- * compacted when removed keys make up more than half of it.
+ * character, and any string, an unpaired surrogate included, comes back exactly as it went in. A mapping committed
+ * with engine block hashes (KV events) keeps them in the arena right after its key, 8 bytes each, their count in the
+ * record's flags: a mapping without them costs nothing more. The arena is compacted when removed keys make up more
+ * than half of it.
+ *
+ * <p>Growth copies at once (the index doubles and every mapping is filed anew; records and arena grow by half), so the
+ * add that grows a table holds its shard for milliseconds at hundreds of thousands of mappings
+ * ({@code MappingTableGrowthBenchmark}). Growing in chunks and draining the old index step by step took those pauses
+ * under a millisecond but cost every lookup 8-12% through the chunks' indirection, and a full tier's tables stop
+ * growing, so growth stays a copy.
  *
  * <p>Not thread-safe: guarded by its shard's lock. {@link #isEmptyHint} and the read-ahead hints ({@link #slotHint} and
  * the three after it, whose answers decide nothing) alone may be read without it.
@@ -49,6 +57,11 @@ final class MappingTable {
     private static final long FLAG_PINNED = 1;
     /** The key's bytes are its units, one each: an ASCII key (set when the key is filed, never changed). */
     private static final long FLAG_ASCII = 2;
+    /** Bits of the flags holding how many engine block hashes follow the key in the arena (0 to {@link KvBlocks#MAX_BLOCKS}). */
+    private static final int BLOCKS_SHIFT = 16;
+    private static final long BLOCKS_MASK = 0xFFFFL << BLOCKS_SHIFT;
+    private static final java.lang.invoke.VarHandle LONG_LE =
+            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
     private long[] index;
     private int used;
@@ -267,6 +280,55 @@ final class MappingTable {
         return (field(m, HASH_FLAGS) & FLAG_PINNED) != 0;
     }
 
+    /** How many engine block hashes mapping {@code m} keeps. */
+    private int blockCount(int m) {
+        return (int) ((field(m, HASH_FLAGS) & BLOCKS_MASK) >>> BLOCKS_SHIFT);
+    }
+
+    /** Arena bytes of mapping {@code m}: its key, then its block hashes. */
+    private int footprint(int m) {
+        return keyLength(m) + 8 * blockCount(m);
+    }
+
+    /** The engine block hashes mapping {@code m} was committed with, or null. */
+    long[] blockHashes(int m) {
+        int n = blockCount(m);
+        if (n == 0) {
+            return null;
+        }
+        long[] hashes = new long[n];
+        int at = keyStart(m) + keyLength(m);
+        for (int i = 0; i < n; i++) {
+            hashes[i] = (long) LONG_LE.get(keyBytes, at + 8 * i);
+        }
+        return hashes;
+    }
+
+    /** Replaces mapping {@code m}'s engine block hashes ({@code null}: none): its key and the hashes are filed anew. */
+    void setBlockHashes(int m, long[] hashes) {
+        int n = hashes == null ? 0 : hashes.length;
+        if (n == 0 && blockCount(m) == 0) {
+            return;
+        }
+        int length = keyLength(m);
+        int old = footprint(m);
+        int start = reserveKeyBytes(length + 8 * n); // may compact the arena, moving m's key: read it after
+        System.arraycopy(keyBytes, keyStart(m), keyBytes, start, length);
+        putHashes(start + length, hashes);
+        keyBytesRemoved += old;
+        int r = m * RECORD;
+        records[r + KEY] = (long) start << 32 | length;
+        records[r + HASH_FLAGS] = records[r + HASH_FLAGS] & ~BLOCKS_MASK | (long) n << BLOCKS_SHIFT;
+    }
+
+    private void putHashes(int at, long[] hashes) {
+        if (hashes != null) {
+            for (int i = 0; i < hashes.length; i++) {
+                LONG_LE.set(keyBytes, at + 8 * i, hashes[i]);
+            }
+        }
+    }
+
     private boolean ascii(int m) {
         return (field(m, HASH_FLAGS) & FLAG_ASCII) != 0;
     }
@@ -428,10 +490,19 @@ final class MappingTable {
      * Adds the mapping of {@code scopedKey}, which must have none, with no lease; returns its number.
      */
     int add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos) {
+        return add(scopedKey, bucket, offset, size, crc32c, pin, lastUsedNanos, null);
+    }
+
+    /** {@link #add(String, int, long, long, int, boolean, long)} keeping the engine block hashes {@code hashes} (null: none). */
+    int add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin, long lastUsedNanos, long[] hashes) {
         int length = encodedLength(scopedKey);
-        int start = reserveKeyBytes(length);
+        int n = hashes == null ? 0 : hashes.length;
+        int start = reserveKeyBytes(length + 8 * n);
         encode(scopedKey, length, keyBytes, start);
-        return addEncoded(scopedKey.hashCode(), start, length, length == scopedKey.length(), bucket, offset, size, crc32c, pin, lastUsedNanos);
+        putHashes(start + length, hashes);
+        int m = addEncoded(scopedKey.hashCode(), start, length, length == scopedKey.length(), bucket, offset, size, crc32c, pin, lastUsedNanos);
+        records[m * RECORD + HASH_FLAGS] |= (long) n << BLOCKS_SHIFT;
+        return m;
     }
 
     /** Files mapping {@code m} of {@code from} here, in place of any mapping its key has (restore: the later wins). */
@@ -439,9 +510,11 @@ final class MappingTable {
         int length = from.keyLength(m);
         int target = probe(from.hash(m), null, from.keyBytes, from.keyStart(m), length);
         if (target < 0) {
-            int start = reserveKeyBytes(length);
-            System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, length);
+            int start = reserveKeyBytes(from.footprint(m));
+            System.arraycopy(from.keyBytes, from.keyStart(m), keyBytes, start, from.footprint(m));
             target = addEncoded(from.hash(m), start, length, from.ascii(m), 0, 0, 0, 0, false, 0);
+        } else if (from.blockCount(m) != 0 || blockCount(target) != 0) {
+            setBlockHashes(target, from.blockHashes(m));
         }
         int r = target * RECORD;
         int f = m * RECORD;
@@ -454,13 +527,19 @@ final class MappingTable {
 
     /** Adds or replaces the mapping of {@code scopedKey} (restore: a later record of a key wins). */
     void put(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin) {
+        put(scopedKey, bucket, offset, size, crc32c, pin, null);
+    }
+
+    /** {@link #put(String, int, long, long, int, boolean)} with the mapping's engine block hashes (null: none). */
+    void put(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pin, long[] hashes) {
         int m = find(scopedKey);
         if (m < 0) {
-            add(scopedKey, bucket, offset, size, crc32c, pin, 0);
+            add(scopedKey, bucket, offset, size, crc32c, pin, 0, hashes);
             return;
         }
         setPlacement(m, bucket, offset, size, crc32c);
         setPinned(m, pin);
+        setBlockHashes(m, hashes);
     }
 
     private int addEncoded(int hash, int start, int length, boolean ascii, int bucket, long offset, long size, int crc32c, boolean pin,
@@ -488,7 +567,7 @@ final class MappingTable {
     /** Removes mapping {@code m}; the last mapping takes its number. */
     void remove(int m) {
         deleteSlot(slotOf(hash(m), m));
-        keyBytesRemoved += keyLength(m);
+        keyBytesRemoved += footprint(m);
         int last = --used;
         if (m != last) {
             int lastHash = hash(last);
@@ -581,9 +660,10 @@ final class MappingTable {
         int at = 0;
         for (int m = 0; m < used; m++) {
             int length = keyLength(m);
-            System.arraycopy(keyBytes, keyStart(m), compacted, at, length);
+            int footprint = footprint(m);
+            System.arraycopy(keyBytes, keyStart(m), compacted, at, footprint);
             records[m * RECORD + KEY] = (long) at << 32 | length;
-            at += length;
+            at += footprint;
         }
         keyBytes = compacted;
         keyBytesUsed = at;

@@ -572,16 +572,24 @@ public final class PageService {
      * nor before any reader.
      */
     public Result<Void> notifySuccess(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
-        Result<Void> result = notifyOne(tenant, key, written, answer);
+        return notifySuccess(tenant, key, written, null, answer);
+    }
+
+    /**
+     * {@link #notifySuccess(Tenant, String, Placement, AnswerBarrier)} committing the engine KV blocks the object holds
+     * ({@code blocks}, null for none): kept with the mapping (the hashes) and announced to KV-aware routers.
+     */
+    public Result<Void> notifySuccess(Tenant tenant, String key, Placement written, KvBlocks blocks, AnswerBarrier answer) {
+        Result<Void> result = notifyOne(tenant, key, written, blocks, answer);
         if (!result.isOk()) {
             answer.needs(AnswerBarrier.EVERYTHING);
         }
         return result;
     }
 
-    private Result<Void> notifyOne(Tenant tenant, String key, Placement written, AnswerBarrier answer) {
+    private Result<Void> notifyOne(Tenant tenant, String key, Placement written, KvBlocks blocks, AnswerBarrier answer) {
         String invalid = firstProblem(tenant.problem, KeyRules.checkKey(key),
-                written == null ? "no descriptor for key " + Quoted.of(key) : null);
+                written == null ? "no descriptor for key " + Quoted.of(key) : blocks == null ? null : blocksProblem(key, blocks));
         if (invalid != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, invalid);
         }
@@ -611,8 +619,9 @@ public final class PageService {
             Placement committed = pending.placement.withCrc(written.crc32c());
             int replaced = table.find(scoped);
             answer.needs(logAndApply(replaced >= 0
-                    ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), releaseMillis(table, replaced, now), pending.pin)
-                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin), scoped));
+                    ? new Change.Committed(tenant.id, key, committed, table.placement(replaced), releaseMillis(table, replaced, now), pending.pin,
+                            blocks, table.blockHashes(replaced))
+                    : new Change.Committed(tenant.id, key, committed, null, 0, pending.pin, blocks, null), scoped));
             return Result.ok();
         } finally {
             shard.lock.unlock();
@@ -982,7 +991,8 @@ public final class PageService {
             if (m < 0) {
                 return Result.error(ErrorCode.OBJECT_NOT_FOUND, KeyRules.notFound(tenant.id, key));
             }
-            logAndApply(new Change.Removed(tenant.id, key, table.placement(m), releaseMillis(table, m, now)), scoped);
+            logAndApply(new Change.Removed(tenant.id, key, table.placement(m), releaseMillis(table, m, now), Change.RemoveReason.REMOVED,
+                    table.blockHashes(m)), scoped);
             return Result.ok();
         });
     }
@@ -1300,7 +1310,41 @@ public final class PageService {
     long logAndApply(Change change, String scopedKey) {
         long sequence = changeLog.append(change);
         state.apply(change, scopedKey, sequence);
+        if (Change.announcesEvent(change)) {
+            kvEvents.changed(change, sequence); // under the key's lock, in the key's log order; the sink only queues
+        }
         return sequence;
+    }
+
+    /**
+     * What the log says about KV event batches: rebuilt by replay (recovery, a standby's follow) and kept up to date by
+     * the log as it seals batches; its numbers go into every snapshot.
+     */
+    private final KvEventHistory kvEventHistory = new KvEventHistory(0);
+    private volatile KvEventHistory keptKvEventHistory;
+
+    /** Keeps the last {@code batches} KV event batches per tenant in full on replay (for the replay socket of the master that serves next). */
+    public void keepKvEventHistory(int batches) {
+        keptKvEventHistory = new KvEventHistory(batches);
+    }
+
+    /** The KV event history replay fills: the one {@link #keepKvEventHistory} made, or one that keeps numbers only. */
+    public KvEventHistory kvEventHistory() {
+        KvEventHistory kept = keptKvEventHistory;
+        return kept != null ? kept : kvEventHistory;
+    }
+
+    /** Where commits and removals of objects with engine block hashes go once logged and applied; nowhere by default. */
+    private volatile KvEventSink kvEvents = KvEventSink.NONE;
+
+    /** Hands every logged commit and removal that announces a KV event to {@code sink} (serving only, never replay). */
+    public void setKvEventSink(KvEventSink sink) {
+        this.kvEvents = sink == null ? KvEventSink.NONE : sink;
+    }
+
+    private static String blocksProblem(String key, KvBlocks blocks) {
+        String problem = blocks.problem();
+        return problem == null ? null : problem + " (key " + Quoted.of(key) + ")";
     }
 
     private void checkAccepting() {
@@ -1734,7 +1778,8 @@ public final class PageService {
         String victimKey = table.key(m);
         Placement victim = table.placement(m);
         String tenant = KeyRules.tenantOf(victimKey);
-        logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(table, m, state.now()), reason), victimKey);
+        logAndApply(new Change.Removed(tenant, KeyRules.keyOf(victimKey), victim, releaseMillis(table, m, state.now()), reason,
+                table.blockHashes(m)), victimKey);
         evictedCount(reason).increment();
         evictedBytes(reason).add(victim.size());
         return layout().pagesFor(victim.size());
@@ -2024,7 +2069,7 @@ public final class PageService {
     @FunctionalInterface
     public interface MappingSink {
         /** One committed mapping; {@code scopedKey} is tenant, NUL, key. Primitive arguments: a million calls, no objects. */
-        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) throws IOException;
+        void mapping(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes) throws IOException;
     }
 
     /** A quarantined range as a snapshot holds it. */
@@ -2042,15 +2087,19 @@ public final class PageService {
         private final long[] sizes;
         private final int[] crcs;
         private final boolean[] pinned;
+        /** Each mapping's engine block hashes (null entries: none); null when no mapping of the shard has any. */
+        private final long[][] hashes;
         private final List<Change.Allocated> inFlight;
 
-        private ShardCopy(MappingTable.EncodedKeys keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned, List<Change.Allocated> inFlight) {
+        private ShardCopy(MappingTable.EncodedKeys keys, int[] buckets, long[] offsets, long[] sizes, int[] crcs, boolean[] pinned,
+                          long[][] hashes, List<Change.Allocated> inFlight) {
             this.keys = keys;
             this.buckets = buckets;
             this.offsets = offsets;
             this.sizes = sizes;
             this.crcs = crcs;
             this.pinned = pinned;
+            this.hashes = hashes;
             this.inFlight = inFlight;
         }
 
@@ -2063,7 +2112,7 @@ public final class PageService {
         public void emitMappings(int from, int to, MappingSink sink) throws IOException {
             for (int i = from; i < to; i++) {
                 if (buckets[i] >= 0) {
-                    sink.mapping(keys.key(i), buckets[i], offsets[i], sizes[i], crcs[i], pinned[i]);
+                    sink.mapping(keys.key(i), buckets[i], offsets[i], sizes[i], crcs[i], pinned[i], hashes == null ? null : hashes[i]);
                 }
             }
         }
@@ -2093,18 +2142,26 @@ public final class PageService {
             long[] sizes = new long[n];
             int[] crcs = new int[n];
             boolean[] pinned = new boolean[n];
+            long[][] hashes = null;
             for (int m = 0; m < n; m++) {
                 buckets[m] = table.bucket(m);
                 offsets[m] = table.offset(m);
                 sizes[m] = table.size(m);
                 crcs[m] = table.crc32c(m);
                 pinned[m] = table.pinned(m);
+                long[] blockHashes = table.blockHashes(m);
+                if (blockHashes != null) {
+                    if (hashes == null) {
+                        hashes = new long[n][];
+                    }
+                    hashes[m] = blockHashes;
+                }
             }
             for (KeyTable.InFlight pending : shard.inFlight) {
                 inFlight.add(new Change.Allocated(KeyRules.tenantOf(pending.scopedKey), KeyRules.keyOf(pending.scopedKey), pending.placement,
                         state.wallMillis(pending.deadlineNanos), pending.overwrite, pending.pin));
             }
-            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, inFlight);
+            return new ShardCopy(scopedKeys, buckets, offsets, sizes, crcs, pinned, hashes, inFlight);
         } finally {
             shard.lock.unlock();
         }
@@ -2474,11 +2531,16 @@ public final class PageService {
         }
 
         public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned) {
+            add(scopedKey, bucket, offset, size, crc32c, pinned, null);
+        }
+
+        /** A mapping with the engine block hashes it was committed with ({@code null}: none). */
+        public void add(String scopedKey, int bucket, long offset, long size, int crc32c, boolean pinned, long[] blockHashes) {
             int shard = KeyTable.shardIndex(scopedKey);
             if (shards[shard] == null) {
                 shards[shard] = new MappingTable();
             }
-            shards[shard].put(scopedKey, bucket, offset, size, crc32c, pinned);
+            shards[shard].put(scopedKey, bucket, offset, size, crc32c, pinned, blockHashes);
         }
     }
 

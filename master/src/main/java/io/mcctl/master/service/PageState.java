@@ -165,6 +165,8 @@ final class PageState {
             reservations.add(r, sequence, clockOf(r.openUntilMs()));
         } else if (change instanceof Change.ReservationClosed c) {
             reservations.close(c);
+        } else if (change instanceof Change.EventsSealed) {
+            return; // numbers KV event batches (KvEventHistory); no page state
         } else {
             throw new IllegalArgumentException("unknown change " + change);
         }
@@ -232,13 +234,15 @@ final class PageState {
                 pinnedBytes.add(-table.size(m));
             }
             table.setPlacement(m, placement);
+            table.setBlockHashes(m, c.blocks() != null ? c.blocks().blockHashes() : null);
             table.setUnconfirmedSequence(m, sequence); // no lease: nobody has been handed it
             table.setLastUsedNanos(m, now());
             table.setPinned(m, c.pinned());
         } else {
             mappings.incrementAndGet();
             usage.keys.increment();
-            m = table.add(scoped, placement.bucket(), placement.offset(), placement.size(), placement.crc32c(), c.pinned(), now());
+            m = table.add(scoped, placement.bucket(), placement.offset(), placement.size(), placement.crc32c(), c.pinned(), now(),
+                    c.blocks() != null ? c.blocks().blockHashes() : null);
             table.setUnconfirmedSequence(m, sequence);
         }
         if (c.pinned()) {

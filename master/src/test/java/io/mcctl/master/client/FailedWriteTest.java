@@ -13,10 +13,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TestObjects;
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.TestIo;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.GetStatsResponse;
 import io.mcctl.storage.io.BucketFileMissingException;
-import io.mcctl.storage.io.BucketFilePool;
+import io.mcctl.storage.io.OpenFiles;
 import io.mcctl.storage.layout.BucketFiles;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -38,7 +42,13 @@ import org.junit.jupiter.api.io.TempDir;
  * freed at once; the rest of the batch commits.
  */
 @Timeout(60)
+@ParameterizedClass(name = "{0}")
+@EnumSource(TestIo.class)
 class FailedWriteTest {
+
+    /** The IO the nodes move bytes through: every test here runs over POSIX and over USRBIO. */
+    @Parameter
+    TestIo ioKind;
 
     static final String TENANT = "t";
     static final int GOOD_BUCKET_1 = 1;
@@ -53,7 +63,7 @@ class FailedWriteTest {
     void start() throws IOException {
         // The master checks its bucket files only when a write fails here: a periodic check could find the deleted file
         // first, and the keys meant to fail would go to another bucket.
-        cluster = TierCluster.start(TierCluster.options(TierCluster.smallLayout(root, 8), Map.of("bucket_check_interval", "1h")), 0);
+        cluster = TierCluster.start(TierCluster.options(TierCluster.smallLayout(root, 8), Map.of("bucket_check_interval", "1h")), 0, ioKind);
     }
 
     @AfterEach
@@ -129,7 +139,7 @@ class FailedWriteTest {
     void the_files_of_a_batch_are_flushed_at_once_and_a_file_deleted_under_its_writer_is_named_alone() throws IOException {
         var layout = cluster.layout();
         TierCluster.Node b = cluster.addNode();
-        Map<Path, BucketFilePool.OpenFile> written = new LinkedHashMap<>();
+        Map<Path, OpenFiles.OpenFile<?>> written = new LinkedHashMap<>();
         for (int bucket = 0; bucket < 8; bucket++) {
             written.put(layout.bucketPath(bucket), b.tier().openForWrite(layout.bucketPath(bucket)));
         }

@@ -10,6 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.TestIo;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
@@ -33,7 +37,13 @@ import org.junit.jupiter.api.io.TempDir;
  * the calling thread. A lease that lapses is tested on several threads in {@link PipelinedReadTest}.
  */
 @Timeout(120)
+@ParameterizedClass(name = "{0}")
+@EnumSource(TestIo.class)
 class ParallelReadTest {
+
+    /** The IO the nodes move bytes through: every test here runs over POSIX and over USRBIO. */
+    @Parameter
+    TestIo ioKind;
 
     static final String TENANT = "tenant-par";
 
@@ -81,7 +91,7 @@ class ParallelReadTest {
 
     @Test
     void every_key_of_a_batch_read_on_four_threads_gets_its_own_bytes_and_outcome_in_key_order() throws Exception {
-        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), io.mcctl.master.server.MasterServer.Options.DEFAULT_ALLOCATION_GRACE, 1, ioKind);
         List<String> keys = offload(cluster.node(0), "p-", 48);
         String damaged = keys.get(17);
         corrupt(cluster.node(0).client().getMapping(TENANT, damaged).getDistributedDisk());
@@ -117,7 +127,7 @@ class ParallelReadTest {
 
     @Test
     void batches_read_from_several_threads_at_once_share_the_readers_threads_and_each_gets_its_own_bytes() throws Exception {
-        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), io.mcctl.master.server.MasterServer.Options.DEFAULT_ALLOCATION_GRACE, 1, ioKind);
         List<String> keys = offload(cluster.node(0), "s-", 64);
         TierCluster.Node node = cluster.addNode(false);
         TierReader reader = new TierReader(node.tier(), 3);
@@ -152,7 +162,7 @@ class ParallelReadTest {
 
     @Test
     void one_buffer_named_for_several_keys_is_filled_with_their_objects_in_key_order() throws Exception {
-        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), io.mcctl.master.server.MasterServer.Options.DEFAULT_ALLOCATION_GRACE, 1, ioKind);
         List<String> keys = offload(cluster.node(0), "b-", 6);
         int total = 0;
         for (String key : keys) {
@@ -177,7 +187,7 @@ class ParallelReadTest {
 
     @Test
     void a_batch_of_small_objects_is_read_on_the_calling_thread_alone() throws Exception {
-        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), io.mcctl.master.server.MasterServer.Options.DEFAULT_ALLOCATION_GRACE, 1, ioKind);
         List<TierWriter.ObjectSource> objects = new ArrayList<>();
         List<String> keys = new ArrayList<>();
         for (int i = 0; i < 60; i++) {
@@ -197,7 +207,7 @@ class ParallelReadTest {
 
     @Test
     void the_threads_take_indexes_in_order_so_that_what_a_stop_leaves_untaken_is_the_tail() throws Exception {
-        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), 1);
+        cluster = TierCluster.start(layout(), Duration.ofSeconds(60), Duration.ofSeconds(30), io.mcctl.master.server.MasterServer.Options.DEFAULT_ALLOCATION_GRACE, 1, ioKind);
         TierNode tier = cluster.node(0).tier();
         java.util.SplittableRandom random = new java.util.SplittableRandom(20261204);
         for (int round = 0; round < 200; round++) {

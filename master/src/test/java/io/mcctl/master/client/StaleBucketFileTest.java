@@ -10,6 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TestObjects;
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.TestIo;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
@@ -33,7 +37,13 @@ import org.junit.jupiter.api.io.TempDir;
  * or fails them when there is none. A fresh node then reads every key the writer acknowledged.
  */
 @Timeout(60)
+@ParameterizedClass(name = "{0}")
+@EnumSource(TestIo.class)
 class StaleBucketFileTest {
+
+    /** The IO the nodes move bytes through: every test here runs over POSIX and over USRBIO. */
+    @Parameter
+    TestIo ioKind;
 
     static final String TENANT = "t";
     static final int BUCKETS = 4;
@@ -50,7 +60,7 @@ class StaleBucketFileTest {
     void start_a_writer_that_has_every_bucket_file_open() throws IOException {
         // The master's own check of its files would make it place keys elsewhere once it found the file replaced; here
         // only the writers' checks are under test, so it checks only when a write fails.
-        cluster = TierCluster.start(TierCluster.options(TierCluster.smallLayout(root, BUCKETS), java.util.Map.of("bucket_check_interval", "1h")), 1);
+        cluster = TierCluster.start(TierCluster.options(TierCluster.smallLayout(root, BUCKETS), java.util.Map.of("bucket_check_interval", "1h")), 1, ioKind);
         layout = cluster.layout();
         writer = cluster.node(0);
         List<TierWriter.ObjectSource> warm = new ArrayList<>();

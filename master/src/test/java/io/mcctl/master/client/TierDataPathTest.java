@@ -9,6 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.TestIo;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.storage.io.BucketFileIo;
@@ -28,7 +32,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Offload on one node, get on another: real master, real gRPC, real bucket files, separate fd pools. */
 @Timeout(60)
+@ParameterizedClass(name = "{0}")
+@EnumSource(TestIo.class)
 class TierDataPathTest {
+
+    /** The IO the nodes move bytes through: every test here runs over POSIX and over USRBIO. */
+    @Parameter
+    TestIo ioKind;
 
     static final String TENANT = "tenant-1";
     static final int[] SIZES = {1, 4095, 4096, 4097, 3 * 4096 + 17, 100_000};
@@ -41,7 +51,7 @@ class TierDataPathTest {
 
     @BeforeEach
     void start() throws IOException {
-        cluster = TierCluster.start(root, 8, 1);
+        cluster = TierCluster.start(root, 8, 1, ioKind);
         a = cluster.node(0);
         b = cluster.addNode(false); // a reader: its pool opens bucket files read-only
     }
@@ -158,5 +168,23 @@ class TierDataPathTest {
         b.client().remove(TENANT, "gone");
         assertEquals(TierReader.Status.NOT_FOUND, a.reader().get(TENANT, List.of("gone")).get(0).status());
         assertTrue(!a.client().exists(TENANT, "gone"));
+    }
+
+    @Test
+    void a_batch_of_small_objects_is_written_in_one_submission_and_read_in_one() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(ioKind == TestIo.USRBIO, "only USRBIO counts its rounds");
+        TierReader oneThread = new TierReader(b.tier(), 1);
+        long writes = rounds(a.tier());
+        List<String> keys = offloadAll(a, "batch-"); // six objects, 111 KiB in all: one submission of writes
+        assertEquals(writes + 1, rounds(a.tier()), "the batch's writes went as one round");
+        long reads = rounds(b.tier());
+        for (TierReader.Outcome outcome : oneThread.get(TENANT, keys)) {
+            assertTrue(outcome.ok(), outcome.toString());
+        }
+        assertEquals(reads + 1, rounds(b.tier()), "the batch's reads went as one round");
+    }
+
+    private static long rounds(TierNode tier) {
+        return ((io.mcctl.storage.io.UsrbioBucketIo) tier.io().io()).rounds();
     }
 }

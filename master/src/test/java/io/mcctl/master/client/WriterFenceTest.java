@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.TestObjects;
 import io.mcctl.master.TierCluster;
+import io.mcctl.master.TestIo;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.RenewDistributedPageAllocationResponse;
@@ -32,7 +36,13 @@ import org.junit.jupiter.api.io.TempDir;
  * nothing committed meanwhile.
  */
 @Timeout(90)
+@ParameterizedClass(name = "{0}")
+@EnumSource(TestIo.class)
 class WriterFenceTest {
+
+    /** The IO the nodes move bytes through: every test here runs over POSIX and over USRBIO. */
+    @Parameter
+    TestIo ioKind;
 
     static final long PAGE = TierCluster.PAGE;
     static final Duration DEADLINE = Duration.ofSeconds(1);
@@ -58,7 +68,7 @@ class WriterFenceTest {
 
     @Test
     void a_write_longer_than_the_deadline_renews_and_commits() throws IOException {
-        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(1), 1);
+        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(1), 1, ioKind);
         TierNode node = cluster.node(0).tier();
         // 16 chunks of one page, each 150 ms apart: about 2.4 s of writing against a 1 s deadline.
         TierWriter slow = new TierWriter(node, new TierWriter.Listener() {
@@ -77,7 +87,7 @@ class WriterFenceTest {
 
     @Test
     void a_writer_held_up_past_its_deadline_writes_nothing_and_says_its_allocation_expired() throws IOException {
-        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(5), 1);
+        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(5), 1, ioKind);
         TierNode node = cluster.node(0).tier();
         List<String> allocatedKeys = new ArrayList<>();
         TierWriter stalled = new TierWriter(node, new TierWriter.Listener() {
@@ -99,7 +109,7 @@ class WriterFenceTest {
 
     @Test
     void renewing_a_wrong_descriptor_or_an_expired_allocation_is_refused() throws Exception {
-        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(1), 1);
+        cluster = TierCluster.start(TierCluster.smallLayout(root, 2), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(1), 1, ioKind);
         MasterClient client = cluster.node(0).client();
         DistributedDiskDescriptor place = client.allocate("t", "k", 2 * PAGE, false).getDistributedDisk();
         DistributedDiskDescriptor wrong = place.toBuilder().setOffset(place.getOffset() + PAGE).build();
@@ -114,7 +124,7 @@ class WriterFenceTest {
 
     @Test
     void a_foreign_writer_that_does_not_fence_itself_destroys_no_object_committed_meanwhile() throws Exception {
-        cluster = TierCluster.start(TierCluster.smallLayout(root, 1), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(6), 1);
+        cluster = TierCluster.start(TierCluster.smallLayout(root, 1), DEADLINE, Duration.ofSeconds(5), Duration.ofSeconds(6), 1, ioKind);
         MasterClient client = cluster.node(0).client();
         TierWriter writer = cluster.node(0).writer();
         // The foreign writer's allocation, then committed objects on every other page of the only bucket.

@@ -71,7 +71,7 @@ class SnapshotLoadTest {
         ByteBuffer buffer = ByteBuffer.allocateDirect(encoded.length + 7).position(7);
         buffer.put(encoded);
         Object[] got = new Object[5];
-        new MappingRecordDecoder().decode(buffer, 7, encoded.length, (scoped, b, o, s, c, pinned) -> {
+        new MappingRecordDecoder().decode(buffer, 7, encoded.length, (scoped, b, o, s, c, pinned, hashes) -> {
             got[0] = scoped;
             got[1] = b;
             got[2] = o;
@@ -132,7 +132,7 @@ class SnapshotLoadTest {
             int length = encoded.length - cut;
             MappingRecordDecoder decoder = new MappingRecordDecoder();
             try {
-                decoder.decode(buffer, 0, length, (scoped, b, o, s, c, pinned) -> { });
+                decoder.decode(buffer, 0, length, (scoped, b, o, s, c, pinned, hashes) -> { });
                 // Cutting exactly at a field boundary leaves a shorter, valid record: that is all protobuf could tell too.
                 MappingRecord.parseFrom(ByteBuffer.wrap(encoded, 0, length));
             } catch (com.google.protobuf.InvalidProtocolBufferException expected) {

@@ -103,6 +103,8 @@ class LogFailureTest {
             assertNotNull(refusal, "the master refuses changes; the offload failed with " + failed);
             assertTrue(refusal.contains("No space left on device"), refusal);
             assertTrue(refusal.contains(mount.toString()), "names the segment: " + refusal);
+            assertTrue(cluster.metric("mcctl_wal_failed_timestamp_seconds").orElseThrow() > 0, "the metrics say when the log failed");
+            assertEquals(1.0, cluster.metric("mcctl_master_changes_refused").orElseThrow());
 
             MasterException allocate = assertThrows(MasterException.class, () -> node.client().allocate("t", "after", 10, false));
             assertTrue(allocate.getMessage().contains("takes no changes") && allocate.getMessage().contains("restart"), allocate.toString());
@@ -336,12 +338,17 @@ class LogFailureTest {
             }
             Tmpfs.fill(mount.resolve("filler"));
             assertThrows(IOException.class, () -> cluster.master().snapshot());
+            assertEquals(1.0, cluster.metric("mcctl_master_snapshots_total{outcome=\"failed\"}").orElseThrow());
+            assertTrue(cluster.metric("mcctl_master_last_snapshot_timestamp_seconds").isEmpty(), "no snapshot was written yet");
             try (var files = Files.list(mount)) {
                 List<String> names = files.map(p -> p.getFileName().toString()).toList();
                 assertTrue(names.stream().noneMatch(n -> n.endsWith(".tmp") || n.contains("tmp")), "a temp file was left: " + names);
             }
             Files.delete(mount.resolve("filler"));
             assertEquals(500, cluster.master().snapshot().mappings(), "with space back the next snapshot works");
+            assertEquals(1.0, cluster.metric("mcctl_master_snapshots_total{outcome=\"written\"}").orElseThrow());
+            assertTrue(cluster.metric("mcctl_master_last_snapshot_bytes").orElseThrow() > 0);
+            assertTrue(cluster.metric("mcctl_master_last_snapshot_timestamp_seconds").orElseThrow() > 0);
         }
     }
 

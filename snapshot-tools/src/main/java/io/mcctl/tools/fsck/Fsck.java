@@ -8,7 +8,9 @@ import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.storage.io.BucketFileIo;
-import io.mcctl.storage.io.BucketFilePool;
+import io.mcctl.storage.io.BucketIo;
+import io.mcctl.storage.io.BucketIoSelector;
+import io.mcctl.storage.mount.MountValidator;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
@@ -67,8 +69,16 @@ public final class Fsck {
      *                       snapshot's recorded root)
      * @param deep           read every mapping's object and check its CRC32C
      * @param rateLimitBytes with {@code deep}, keep the average read rate under this many bytes a second; 0 for no limit
+     * @param io             with {@code deep}, the IO the objects are read through (the io setting)
+     * @param fsType         the filesystem under the root (fs_type), for {@code io} auto
      */
-    public record Options(Path stateDir, Path snapshot, Path root, boolean deep, long rateLimitBytes) {
+    public record Options(Path stateDir, Path snapshot, Path root, boolean deep, long rateLimitBytes, BucketIoSelector.Wanted io,
+                          String fsType) {
+
+        /** A run whose deep read goes through POSIX. */
+        public Options(Path stateDir, Path snapshot, Path root, boolean deep, long rateLimitBytes) {
+            this(stateDir, snapshot, root, deep, rateLimitBytes, BucketIoSelector.Wanted.POSIX, "posix");
+        }
     }
 
     /** Told how the deep read goes, for a progress bar. */
@@ -212,7 +222,11 @@ public final class Fsck {
         long[] lengths = checkBucketFiles(layout, problems);
         checkRanges(layout, state, lengths, problems);
         checkUnexpectedFiles(layout, state.stateDir(), problems);
-        long objectsRead = options.deep() ? readObjects(layout, state.mappings(), lengths, options.rateLimitBytes(), progress, problems) : 0;
+        long objectsRead = 0;
+        if (options.deep()) {
+            BucketIoSelector.Choice io = options.io().choose(options.fsType(), layout.root());
+            objectsRead = readObjects(layout, io, state.mappings(), lengths, options.rateLimitBytes(), progress, problems);
+        }
         return new Report(layout.root(), layout, problems, state.mappings().size(), state.pending().size(), state.quarantine().size(),
                 layout.bucketCount(), objectsRead, null);
     }
@@ -377,6 +391,7 @@ public final class Fsck {
             expected.add(BucketLayout.bucketFileName(b));
         }
         expected.add(LayoutFile.FILE_NAME);
+        expected.add(MountValidator.THREEFS_VIRT); // a root at the top of a 3FS mount holds 3FS's own directory
         if (stateDir != null && layout.root().equals(stateDir.getParent())) {
             expected.add(stateDir.getFileName().toString());
         }
@@ -393,7 +408,17 @@ public final class Fsck {
 
     // ---- deep ----
 
-    static long readObjects(BucketLayout layout, List<MappingRecord> mappings, long[] lengths, long rateLimitBytes,
+    /** Most bytes of objects one submission of the deep read carries (one round of a USRBIO ring). */
+    static final int DEEP_BATCH_BYTES = 16 << 20;
+    /** Most objects one submission of the deep read carries. */
+    static final int DEEP_BATCH_OBJECTS = 64;
+
+    /**
+     * Reads every mapping's object back through {@code io} and checks its CRC32C, in file order, the objects submitted
+     * together in batches of at most {@link #DEEP_BATCH_OBJECTS} objects and {@link #DEEP_BATCH_BYTES} bytes (or one
+     * larger object alone).
+     */
+    static long readObjects(BucketLayout layout, BucketIoSelector.Choice io, List<MappingRecord> mappings, long[] lengths, long rateLimitBytes,
                                     DeepProgress progress, List<FsckProblem> problems) throws IOException {
         // In file order, so that the reads run forward through each bucket file.
         List<MappingRecord> readable = new ArrayList<>();
@@ -406,65 +431,115 @@ public final class Fsck {
         }
         readable.sort(Comparator.comparingInt((MappingRecord m) -> m.getPlacement().getBucket()).thenComparingLong(m -> m.getPlacement().getOffset()));
         progress.begin(readable.size());
-        long objectsRead = 0;
-        long bytesRead = 0;
-        long corrupt = 0;
+        DeepRead deep = new DeepRead(layout, problems);
         long start = System.nanoTime();
-        ByteBuffer buffer = ByteBuffer.allocate(0);
-        // Per bucket, objects read and objects that failed their checksums: a file whose every object fails was replaced.
-        long[] readIn = new long[layout.bucketCount()];
-        long[] failedIn = new long[layout.bucketCount()];
-        try (BucketFilePool pool = new BucketFilePool(false)) {
-            BucketFileIo io = new BucketFileIo(pool, layout.bucketSize());
-            for (MappingRecord m : readable) {
-                var p = m.getPlacement();
-                Path file = layout.bucketPath(p.getBucket());
-                if (p.getSize() > Integer.MAX_VALUE - 8) {
-                    problems.add(new FsckProblem(Problem.warning(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
-                            + Formats.quote(m.getTenantId()) + " not read: larger than 2 GiB"), "object", m.getTenantId(), m.getKey()));
+        try (BucketIo bucketIo = io.open(false)) {
+            BucketFileIo objects = new BucketFileIo(bucketIo, layout.bucketSize());
+            BucketFileIo.Batch batch = objects.batch();
+            List<MappingRecord> inBatch = new ArrayList<>();
+            ByteBuffer area = ByteBuffer.allocate(DEEP_BATCH_BYTES);
+            int i = 0;
+            while (i < readable.size()) {
+                MappingRecord first = readable.get(i);
+                if (first.getPlacement().getSize() > Integer.MAX_VALUE - 8) {
+                    problems.add(new FsckProblem(Problem.warning(layout.bucketPath(first.getPlacement().getBucket()), first.getPlacement().getOffset(),
+                            "object " + Formats.quote(first.getKey()) + " of tenant " + Formats.quote(first.getTenantId())
+                                    + " not read: larger than 2 GiB"), "object", first.getTenantId(), first.getKey()));
                     progress.read(1);
+                    i++;
                     continue;
                 }
-                if (buffer.capacity() < p.getSize()) {
-                    buffer = ByteBuffer.allocate((int) Math.min(Integer.MAX_VALUE - 8, Math.max(p.getSize(), 2L * buffer.capacity())));
+                if (area.capacity() < first.getPlacement().getSize()) {
+                    area = ByteBuffer.allocate((int) first.getPlacement().getSize());
                 }
-                buffer.clear().limit((int) p.getSize());
+                area.clear();
+                batch.clear();
+                inBatch.clear();
+                long bytes = 0;
+                while (i < readable.size() && inBatch.size() < DEEP_BATCH_OBJECTS) {
+                    MappingRecord m = readable.get(i);
+                    long size = m.getPlacement().getSize();
+                    if (size > area.remaining()) {
+                        break;
+                    }
+                    ByteBuffer window = area.slice(area.position(), (int) size);
+                    area.position(area.position() + (int) size);
+                    batch.read(layout.bucketPath(m.getPlacement().getBucket()), m.getPlacement().getOffset(), window, m.getPlacement().getCrc32C());
+                    inBatch.add(m);
+                    bytes += size;
+                    i++;
+                }
+                IOException whole = null;
                 try {
-                    readIn[p.getBucket()]++;
-                    io.readInto(file, p.getOffset(), buffer, p.getCrc32C());
-                    objectsRead++;
-                } catch (ChecksumMismatchException e) {
-                    objectsRead++;
-                    failedIn[p.getBucket()]++;
-                    if (corrupt++ < MAX_NAMED) {
-                        problems.add(new FsckProblem(Problem.error(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
-                                + Formats.quote(m.getTenantId()) + " (" + p.getSize() + " bytes) fails its checksum: CRC32C "
-                                + Formats.hex(p.getCrc32C()) + " recorded, " + Formats.hex(BucketFileIo.crc32c(buffer.duplicate().limit((int) p.getSize())))
-                                + " read"), "object", m.getTenantId(), m.getKey()));
-                    }
+                    batch.run();
                 } catch (IOException e) {
-                    if (corrupt++ < MAX_NAMED) {
-                        problems.add(new FsckProblem(Problem.error(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
-                                + Formats.quote(m.getTenantId()) + " cannot be read: " + e.getMessage()), "object", m.getTenantId(), m.getKey()));
-                    }
+                    whole = e;
                 }
-                bytesRead += p.getSize();
-                progress.read(1);
-                throttle(start, bytesRead, rateLimitBytes);
+                for (int op = 0; op < inBatch.size(); op++) {
+                    deep.outcome(inBatch.get(op), whole != null ? whole : batch.failure(op));
+                }
+                deep.bytesRead += bytes;
+                progress.read(inBatch.size());
+                throttle(start, deep.bytesRead, rateLimitBytes);
             }
         }
-        if (corrupt > MAX_NAMED) {
-            problems.add(FsckProblem.error("object", null, -1, corrupt + " objects fail to read back in all; only the first " + MAX_NAMED
-                    + " are named"));
+        deep.summarise();
+        return deep.objectsRead;
+    }
+
+    /** What the deep read found so far: objects read and failed, per bucket, and the findings named. Not thread-safe. */
+    private static final class DeepRead {
+        private final BucketLayout layout;
+        private final List<FsckProblem> problems;
+        long objectsRead;
+        long bytesRead;
+        long corrupt;
+        // Per bucket, objects read and objects that failed their checksums: a file whose every object fails was replaced.
+        final long[] readIn;
+        final long[] failedIn;
+
+        DeepRead(BucketLayout layout, List<FsckProblem> problems) {
+            this.layout = layout;
+            this.problems = problems;
+            this.readIn = new long[layout.bucketCount()];
+            this.failedIn = new long[layout.bucketCount()];
         }
-        for (int b = 0; b < layout.bucketCount(); b++) {
-            if (readIn[b] >= MIN_OBJECTS_FOR_A_REPLACED_FILE && failedIn[b] == readIn[b]) {
-                problems.add(FsckProblem.error("bucket_file", layout.bucketPath(b), -1, "bucket file " + b + ": every one of its " + readIn[b]
-                        + " objects fails its checksum: the file is not the one they were written into (deleted and created again "
-                        + "empty, as a master start does with a missing bucket file, or replaced); its objects are lost, and read as misses"));
+
+        /** One object's read: {@code failure} null when it checked out. */
+        void outcome(MappingRecord m, IOException failure) {
+            var p = m.getPlacement();
+            Path file = layout.bucketPath(p.getBucket());
+            readIn[p.getBucket()]++;
+            if (failure == null) {
+                objectsRead++;
+            } else if (failure instanceof ChecksumMismatchException mismatch) {
+                objectsRead++;
+                failedIn[p.getBucket()]++;
+                if (corrupt++ < MAX_NAMED) {
+                    problems.add(new FsckProblem(Problem.error(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
+                            + Formats.quote(m.getTenantId()) + " (" + p.getSize() + " bytes) fails its checksum: CRC32C "
+                            + Formats.hex(p.getCrc32C()) + " recorded, " + Formats.hex(mismatch.actual()) + " read"), "object", m.getTenantId(),
+                            m.getKey()));
+                }
+            } else if (corrupt++ < MAX_NAMED) {
+                problems.add(new FsckProblem(Problem.error(file, p.getOffset(), "object " + Formats.quote(m.getKey()) + " of tenant "
+                        + Formats.quote(m.getTenantId()) + " cannot be read: " + failure.getMessage()), "object", m.getTenantId(), m.getKey()));
             }
         }
-        return objectsRead;
+
+        void summarise() {
+            if (corrupt > MAX_NAMED) {
+                problems.add(FsckProblem.error("object", null, -1, corrupt + " objects fail to read back in all; only the first " + MAX_NAMED
+                        + " are named"));
+            }
+            for (int b = 0; b < layout.bucketCount(); b++) {
+                if (readIn[b] >= MIN_OBJECTS_FOR_A_REPLACED_FILE && failedIn[b] == readIn[b]) {
+                    problems.add(FsckProblem.error("bucket_file", layout.bucketPath(b), -1, "bucket file " + b + ": every one of its " + readIn[b]
+                            + " objects fails its checksum: the file is not the one they were written into (deleted and created again "
+                            + "empty, as a master start does with a missing bucket file, or replaced); its objects are lost, and read as misses"));
+                }
+            }
+        }
     }
 
     /** Objects of a bucket that must all fail their checksums before fsck says the file itself was replaced: one may just be torn. */

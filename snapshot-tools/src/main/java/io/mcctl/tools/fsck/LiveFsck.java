@@ -13,6 +13,7 @@ import io.mcctl.master.proto.v1.PageClaimant;
 import io.mcctl.master.proto.v1.PageRun;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.service.KeyRules;
+import io.mcctl.storage.io.BucketIoSelector;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.tools.snapshot.Problem;
 import java.io.IOException;
@@ -42,7 +43,12 @@ public final class LiveFsck {
      * @param deep           read every object back
      * @param rateLimitBytes with {@code deep}, the average read rate limit in bytes a second; 0 for none
      */
-    public record Options(boolean repair, long minAgeMs, boolean deep, long rateLimitBytes) {
+    public record Options(boolean repair, long minAgeMs, boolean deep, long rateLimitBytes, BucketIoSelector.Wanted io) {
+
+        /** A run whose deep read goes through POSIX. */
+        public Options(boolean repair, long minAgeMs, boolean deep, long rateLimitBytes) {
+            this(repair, minAgeMs, deep, rateLimitBytes, BucketIoSelector.Wanted.POSIX);
+        }
     }
 
     private LiveFsck() {
@@ -68,7 +74,11 @@ public final class LiveFsck {
         }
         Path stateDir = check.getStateDir().isEmpty() ? null : Path.of(check.getStateDir());
         Fsck.checkUnexpectedFiles(layout, stateDir, problems);
-        long objectsRead = options.deep() ? deepRead(client, layout, lengths, options.rateLimitBytes(), progress, problems) : 0;
+        long objectsRead = 0;
+        if (options.deep()) {
+            BucketIoSelector.Choice io = options.io().choose(wire.getFsType(), layout.root());
+            objectsRead = deepRead(client, layout, io, lengths, options.rateLimitBytes(), progress, problems);
+        }
         Fsck.LiveCheck live = new Fsck.LiveCheck(client.target(), check.getLeakedPages(), check.getYoungPages(), check.getFalseFreePages(),
                 check.getOverlapPages(), check.getUnsettledPages(), check.getRepairedLeakedPages(), check.getRepairedFalseFreePages(),
                 check.getLongestHoldMicros(),
@@ -149,7 +159,8 @@ public final class LiveFsck {
 
     // ---- deep ----
 
-    private static long deepRead(MasterClient client, BucketLayout layout, long[] lengths, long rateLimitBytes, Fsck.DeepProgress progress,
+    private static long deepRead(MasterClient client, BucketLayout layout, BucketIoSelector.Choice io, long[] lengths, long rateLimitBytes,
+                                 Fsck.DeepProgress progress,
                                  List<FsckProblem> problems) throws IOException {
         CreateSnapshotResponse snapshot = client.createSnapshot();
         Path file = Path.of(snapshot.getPath());
@@ -159,7 +170,7 @@ public final class LiveFsck {
         }
         List<MappingRecord> mappings = Fsck.fromSnapshot(file, layout.root()).mappings();
         List<FsckProblem> found = new ArrayList<>();
-        long read = Fsck.readObjects(layout, mappings, lengths, rateLimitBytes, progress, found);
+        long read = Fsck.readObjects(layout, io, mappings, lengths, rateLimitBytes, progress, found);
         java.util.Set<String> failed = new java.util.HashSet<>();
         for (FsckProblem problem : found) {
             if (problem.key() != null) {
@@ -185,7 +196,7 @@ public final class LiveFsck {
                 continue; // removed or moved since the snapshot: what was read is no longer that key's
             }
             List<FsckProblem> again = new ArrayList<>();
-            Fsck.readObjects(layout, List.of(now), lengths, 0, Fsck.DeepProgress.NONE, again);
+            Fsck.readObjects(layout, io, List.of(now), lengths, 0, Fsck.DeepProgress.NONE, again);
             problems.addAll(again);
         }
         return read;

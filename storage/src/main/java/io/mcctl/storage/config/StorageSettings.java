@@ -1,5 +1,7 @@
 package io.mcctl.storage.config;
 
+import io.mcctl.storage.io.IoMode;
+import io.mcctl.storage.io.usrbio.Hf3fsLibrary;
 import io.mcctl.storage.layout.BucketLayout;
 import java.nio.file.Path;
 import java.util.List;
@@ -47,8 +49,19 @@ public final class StorageSettings {
             "reserve real space for every bucket file when the master starts (fallocate), so that a full filesystem shows at start, "
                     + "not as failed writes later");
 
+    public static final Setting<IoMode> IO = Setting.of("io", "MOONCAKE_DISTRIBUTED_IO", "--io", "auto", IoMode::parse, IoMode::text,
+            "auto, posix or usrbio",
+            "how bucket-file bytes move: posix (positional reads and writes through the kernel), usrbio (3FS's USRBIO rings, past "
+                    + "FUSE; refused at start when the library, a function of it or a 3FS mount under the root is missing), or auto "
+                    + "(usrbio when fs_type is hf3fs, the root is on a 3FS mount and the library loads, else posix)");
+
+    public static final Setting<String> USRBIO_LIBRARY = Setting.of("usrbio_library", "MOONCAKE_DISTRIBUTED_USRBIO_LIBRARY",
+            "--usrbio-library", Hf3fsLibrary.DEFAULT_NAME, StorageSettings::parseLibrary, Function.identity(),
+            "a library name looked up on the library path (hf3fs_api_shared finds libhf3fs_api_shared.so) or a path to the .so",
+            "3FS's USRBIO client library, which mcctl loads but does not ship");
+
     public static final List<Setting<?>> ALL = List.of(PAGE_MODE, ROOT_DIR, FS_TYPE, BUCKET_COUNT, PAGE_SIZE, BUCKET_SIZE, HEALTH_CHECK,
-            PREALLOCATE_BUCKETS);
+            PREALLOCATE_BUCKETS, IO, USRBIO_LIBRARY);
 
     private StorageSettings() {
     }
@@ -90,6 +103,13 @@ public final class StorageSettings {
             throw new IllegalArgumentException("");
         }
         return lower;
+    }
+
+    static String parseLibrary(String text) {
+        if (text.isEmpty()) {
+            throw new IllegalArgumentException("empty");
+        }
+        return text;
     }
 
     static int parseBucketCount(String text) {

@@ -7,8 +7,16 @@ import java.nio.file.Path;
 public final class ChecksumMismatchException extends IOException {
     private static final long serialVersionUID = 1L;
 
+    private final int actual;
+
     public ChecksumMismatchException(Path file, long offset, long size, int expected, int actual) {
         super(String.format("object at %s offset %d size %d fails its checksum: CRC32C %08x recorded, %08x read",
                 file, offset, size, expected, actual));
+        this.actual = actual;
+    }
+
+    /** The CRC32C of the bytes read. */
+    public int actual() {
+        return actual;
     }
 }

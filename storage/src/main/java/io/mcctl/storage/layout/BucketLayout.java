@@ -39,6 +39,45 @@ public record BucketLayout(Path root, int bucketCount, long pageSize, long bucke
         return (objectSize + pageSize - 1) / pageSize;
     }
 
+    /**
+     * A bucket number as an operator may give it: decimal ({@code 61}, how bucket numbers are printed everywhere),
+     * hex with {@code 0x} ({@code 0x3d}), or the bucket file's name ({@code bucket_3d.data}), whose number is hex.
+     * A bare number is always decimal, so no text means two buckets.
+     *
+     * @throws IllegalArgumentException naming the text and the forms allowed
+     */
+    public static int parseBucketNumber(String text) {
+        String t = text.trim();
+        try {
+            Matcher file = BUCKET_FILE_NAME.matcher(t);
+            if (file.matches() && bucketFileName(Integer.parseInt(file.group(1), 16)).equals(t)) {
+                return Integer.parseInt(file.group(1), 16);
+            }
+            if (t.startsWith("0x") || t.startsWith("0X")) {
+                return checkedBucket(Integer.parseInt(t.substring(2), 16), text);
+            }
+            if (!t.isEmpty() && t.chars().allMatch(c -> c >= '0' && c <= '9')) {
+                return checkedBucket(Integer.parseInt(t), text);
+            }
+        } catch (NumberFormatException tooLarge) {
+            // falls through to the error below
+        }
+        throw new IllegalArgumentException("'" + text + "' is not a bucket number: allowed are a decimal number (61), hex with 0x (0x3d)"
+                + " or the bucket file's name (bucket_3d.data), below " + MAX_BUCKET_COUNT);
+    }
+
+    private static int checkedBucket(int bucket, String text) {
+        if (bucket < 0 || bucket >= MAX_BUCKET_COUNT) {
+            throw new NumberFormatException(text);
+        }
+        return bucket;
+    }
+
+    /** How a bucket is named to an operator: its number (decimal) and its file, e.g. {@code 61 (bucket_3d.data)}. */
+    public static String describeBucket(int bucket) {
+        return bucket + " (" + bucketFileName(bucket) + ")";
+    }
+
     public static String bucketFileName(int bucket) {
         return String.format(Locale.ROOT, "bucket_%02x.data", bucket);
     }

@@ -1,6 +1,10 @@
 package io.mcctl.storage.mount;
 
 import io.mcctl.storage.io.BucketFileIo;
+import io.mcctl.storage.io.BucketIo;
+import io.mcctl.storage.io.BucketIoSelector;
+import io.mcctl.storage.io.IoMode;
+import io.mcctl.storage.io.usrbio.UsrbioUnavailableException;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
 import io.mcctl.storage.layout.SpaceBacking;
@@ -50,6 +54,7 @@ public final class MountValidator {
     public static final String BUCKET_FILES = "bucket-files";
     public static final String OPEN_FILES = "open-files";
     public static final String WRITE_PROBE = "write-probe";
+    public static final String IO = "io";
 
     /** The filesystem type 3FS's FUSE client mounts with. */
     public static final String HF3FS_MOUNT_TYPE = "fuse.hf3fs";
@@ -94,6 +99,33 @@ public final class MountValidator {
      */
     public static List<CheckResult> validate(BucketLayout layout, String fsType, Optional<ExpectedLayout> expected, Duration timeout) {
         return new MountValidator(layout, fsType, expected, timeout, Path.of(MountInfo.DEFAULT_FILE), Path.of("/proc/self/limits")).run();
+    }
+
+    /**
+     * Which bucket-file IO the io setting gives for {@code root} on this machine, and why: PASS with the choice's reason
+     * (for USRBIO once a ring was made and given back); FAIL when io is usrbio and USRBIO cannot be used here (the one
+     * line naming what is missing), or its ring cannot be made; WARN when io is auto on fs_type hf3fs but falls back to
+     * POSIX, whose reads and writes then go through FUSE.
+     */
+    public static CheckResult ioCheck(BucketIoSelector.Wanted wanted, String fsType, Path root) {
+        BucketIoSelector.Choice choice;
+        try {
+            choice = wanted.choose(fsType, root);
+        } catch (UsrbioUnavailableException e) {
+            return CheckResult.fail(IO, e.getMessage(), Map.of("io", wanted.mode().text()));
+        }
+        Map<String, Object> measured = Map.of("io", choice.mode().text());
+        if (choice.mode() == IoMode.USRBIO) {
+            try (BucketIo io = choice.open(false)) {
+                return CheckResult.pass(IO, choice.reason() + "; a ring was made", measured);
+            } catch (IOException e) {
+                return CheckResult.fail(IO, e.getMessage(), measured);
+            }
+        }
+        if ("hf3fs".equals(fsType) && wanted.mode() == IoMode.AUTO) {
+            return CheckResult.warn(IO, choice.reason() + ": reads and writes go through FUSE", measured);
+        }
+        return CheckResult.pass(IO, choice.reason(), measured);
     }
 
     /** True when no check failed. */

@@ -22,30 +22,48 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.ValueSource;
+import io.mcctl.storage.io.usrbio.StandinLibrary;
 
+/** The object rules above {@link BucketIo}, over POSIX and over USRBIO (the stand-in library on a root it takes for 3FS). */
 @Timeout(60)
+@ParameterizedClass(name = "{0}")
+@ValueSource(strings = {"posix", "usrbio"})
 class BucketFileIoTest {
 
     private static final long BUCKET_SIZE = 1 << 20;
+
+    @Parameter
+    String kind;
 
     @TempDir
     Path root;
 
     private BucketLayout layout;
-    private BucketFilePool pool;
+    private BucketIo bucketIo;
     private BucketFileIo io;
 
     @BeforeEach
     void lay_out_eight_buckets() throws IOException {
         layout = new BucketLayout(root, 8, 4096, BUCKET_SIZE);
         BucketFiles.initialise(layout);
-        pool = new BucketFilePool(true);
-        io = new BucketFileIo(pool, BUCKET_SIZE);
+        bucketIo = open(kind, root, true);
+        io = new BucketFileIo(bucketIo, BUCKET_SIZE);
+    }
+
+    /** The IO {@code kind} names, on {@code root} (made a stand-in 3FS mount for usrbio), with small rings so that objects split. */
+    static BucketIo open(String kind, Path root, boolean writable) throws IOException {
+        if (kind.equals("posix")) {
+            return new PosixBucketIo(new BucketFilePool(writable), true);
+        }
+        return new UsrbioBucketIo(StandinLibrary.load(), StandinLibrary.markMount(root), writable, BucketIoParityTest.SMALL);
     }
 
     @AfterEach
-    void close_the_pool() throws IOException {
-        pool.close();
+    void close_the_io() throws IOException {
+        bucketIo.close();
     }
 
     static byte[] bytes(int length, int seed) {
@@ -128,7 +146,7 @@ class BucketFileIoTest {
             Path file = layout.bucketPath(7);
             byte[] data = bytes(12_345, 4);
             int crc = io.write(file, 0, ByteBuffer.wrap(data));
-            try (BucketFilePool readers = new BucketFilePool(false)) {
+            try (BucketIo readers = open(kind, root, false)) {
                 assertArrayEquals(data, remaining(new BucketFileIo(readers, BUCKET_SIZE).read(file, 0, data.length, crc)));
             }
         }
@@ -232,7 +250,7 @@ class BucketFileIoTest {
             assertThrows(IllegalArgumentException.class,
                     () -> io.write(file, Long.MAX_VALUE - 5, ByteBuffer.wrap(new byte[10])));
             assertArrayEquals(before, Files.readAllBytes(file), "file unchanged");
-            assertEquals(0, pool.openCount(), "no channel was even opened");
+            assertEquals(0, bucketIo.openFileCount(), "no channel was even opened");
 
             // Even for a file that does not exist the range is the first thing checked.
             Path missing = root.resolve("bucket_20.data");
@@ -261,7 +279,72 @@ class BucketFileIoTest {
 
             assertThrows(BucketFileMissingException.class, () -> io.write(missing, 0, ByteBuffer.wrap(new byte[1])));
             assertFalse(Files.exists(missing), "the pool never creates bucket files");
-            assertEquals(0, pool.openCount());
+            assertEquals(0, bucketIo.openFileCount());
+        }
+    }
+
+    @Nested
+    class Batches {
+
+        @Test
+        void a_batch_writes_and_reads_many_objects_at_once_each_with_its_own_outcome() throws IOException {
+            Path a = layout.bucketPath(1);
+            Path b = layout.bucketPath(2);
+            byte[] one = bytes(70_000, 1);
+            byte[] two = bytes(4096, 2);
+            CRC32C crcOne = new CRC32C();
+            CRC32C crcTwo = new CRC32C();
+            BucketFileIo.Batch writes = io.batch();
+            writes.write(a, 0, ByteBuffer.wrap(one, 0, 50_000), crcOne);
+            writes.write(a, 50_000, ByteBuffer.wrap(one, 50_000, 20_000), crcOne);
+            writes.write(b, 8192, ByteBuffer.wrap(two), crcTwo);
+            writes.run();
+            for (int op = 0; op < writes.size(); op++) {
+                assertEquals(null, writes.failure(op));
+            }
+            assertEquals(crc32c(one), (int) crcOne.getValue(), "the chunks' CRC32C is the object's");
+
+            ByteBuffer intoOne = ByteBuffer.allocateDirect(one.length);
+            ByteBuffer intoTwo = ByteBuffer.allocate(two.length);
+            ByteBuffer wrong = ByteBuffer.allocate(two.length);
+            ByteBuffer pastEnd = ByteBuffer.allocate(100);
+            Path shortFile = Files.write(root.resolve("bucket_short.data"), bytes(50, 1));
+            BucketFileIo.Batch reads = io.batch();
+            int readOne = reads.read(a, 0, intoOne, crc32c(one));
+            int readTwo = reads.read(b, 8192, intoTwo, crc32c(two));
+            int readWrong = reads.read(b, 8192, wrong, crc32c(two) ^ 1);
+            int readPastEnd = reads.read(shortFile, 0, pastEnd, 0);
+            reads.run();
+            assertEquals(null, reads.failure(readOne));
+            assertEquals(null, reads.failure(readTwo));
+            assertArrayEquals(one, remaining(intoOne.flip()));
+            assertArrayEquals(two, remaining(intoTwo.flip()));
+            assertTrue(reads.failure(readWrong) instanceof ChecksumMismatchException, String.valueOf(reads.failure(readWrong)));
+            assertEquals(0, wrong.position(), "a failed read leaves its buffer where it was");
+            assertTrue(reads.failure(readPastEnd) instanceof EOFException, String.valueOf(reads.failure(readPastEnd)));
+            assertTrue(reads.failure(readPastEnd).getMessage().contains("ends at 50 bytes"), reads.failure(readPastEnd).getMessage());
+        }
+
+        @Test
+        void a_read_of_a_bucket_file_replaced_under_the_open_handle_reads_the_new_file() throws IOException {
+            Path file = layout.bucketPath(3);
+            byte[] old = bytes(8192, 1);
+            io.write(file, 0, ByteBuffer.wrap(old));
+            // The bucket file is replaced (restored from elsewhere) while this process has it open.
+            byte[] now = bytes(8192, 2);
+            Path replacement = root.resolve("replacement");
+            Files.write(replacement, new byte[(int) BUCKET_SIZE]);
+            try (RandomAccessFile raw = new RandomAccessFile(replacement.toFile(), "rw")) {
+                raw.write(now);
+            }
+            Files.move(replacement, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+
+            ByteBuffer into = ByteBuffer.allocate(now.length);
+            BucketFileIo.Batch reads = io.batch();
+            reads.read(file, 0, into, crc32c(now));
+            reads.run();
+            assertEquals(null, reads.failure(0));
+            assertArrayEquals(now, remaining(into.flip()));
         }
     }
 }

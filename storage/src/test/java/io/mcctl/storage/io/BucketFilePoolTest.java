@@ -55,7 +55,7 @@ class BucketFilePoolTest {
         layout = new BucketLayout(root, 4, 4096, BUCKET_SIZE);
         BucketFiles.initialise(layout);
         try (BucketFilePool writer = new BucketFilePool(true)) {
-            BucketFileIo writerIo = new BucketFileIo(writer, BUCKET_SIZE);
+            BucketFileIo writerIo = new BucketFileIo(new PosixBucketIo(writer, false), BUCKET_SIZE);
             for (int bucket = 0; bucket < 4; bucket++) {
                 for (int page = 0; page < 16; page++) {
                     crcs[bucket][page] = writerIo.write(layout.bucketPath(bucket), (long) page * OBJECT_SIZE,
@@ -64,7 +64,7 @@ class BucketFilePoolTest {
             }
         }
         pool = new BucketFilePool(false);
-        io = new BucketFileIo(pool, BUCKET_SIZE);
+        io = new BucketFileIo(new PosixBucketIo(pool, false), BUCKET_SIZE);
     }
 
     @AfterEach
@@ -166,7 +166,7 @@ class BucketFilePoolTest {
     @Test
     void a_writer_interrupted_before_its_write_closes_the_channel_and_the_next_write_reopens_it() throws Exception {
         try (BucketFilePool writers = new BucketFilePool(true)) {
-            BucketFileIo writerIo = new BucketFileIo(writers, BUCKET_SIZE);
+            BucketFileIo writerIo = new BucketFileIo(new PosixBucketIo(writers, false), BUCKET_SIZE);
             Path file = layout.bucketPath(2);
             int crc = writerIo.write(file, 0, ByteBuffer.wrap(object(9, 9)));
             FileChannel before = writers.channel(file);
@@ -215,15 +215,15 @@ class BucketFilePoolTest {
     @Test
     void verify_keeps_an_open_file_still_at_its_path_and_opens_the_file_that_replaced_it() throws IOException {
         Path file = layout.bucketPath(2);
-        BucketFilePool.OpenFile written = pool.open(file);
+        OpenFiles.OpenFile<?> written = pool.open(file);
         assertSame(written, pool.verify(file, written), "still the file at the path");
 
         Path copy = root.resolve("copy");
         Files.copy(file, copy);
         Files.move(copy, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-        BucketFilePool.OpenFile now = pool.verify(file, written);
+        OpenFiles.OpenFile<?> now = pool.verify(file, written);
         assertNotSame(written, now, "another file at the path: the bytes must be written again through the new one");
-        assertFalse(written.channel().isOpen(), "the channel on the old file is closed");
+        assertFalse(((java.nio.channels.FileChannel) written.handle()).isOpen(), "the channel on the old file is closed");
         assertSame(now, pool.open(file));
         assertSame(now, pool.verify(file, now));
         readAndCheck(2, 5); // the copy holds the objects
@@ -240,7 +240,7 @@ class BucketFilePoolTest {
         try (BucketFilePool writer = new BucketFilePool(true)) {
             Path fresh = root.resolve("fresh");
             Files.copy(file, fresh);
-            BucketFileIo writerIo = new BucketFileIo(writer, BUCKET_SIZE);
+            BucketFileIo writerIo = new BucketFileIo(new PosixBucketIo(writer, false), BUCKET_SIZE);
             crcs[1][3] = writerIo.write(fresh, 3L * OBJECT_SIZE, ByteBuffer.wrap(object(3, 1)));
             Files.move(fresh, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         }

@@ -36,6 +36,24 @@ class BucketLayoutTest {
         }
 
         @Test
+        void a_bucket_number_is_decimal_or_hex_with_0x_or_the_file_name() {
+            assertEquals(61, BucketLayout.parseBucketNumber("61"));
+            assertEquals(61, BucketLayout.parseBucketNumber("0x3d"));
+            assertEquals(61, BucketLayout.parseBucketNumber("bucket_3d.data"));
+            assertEquals(10, BucketLayout.parseBucketNumber("10"), "a bare number is decimal, even one that reads as hex");
+            assertEquals(16, BucketLayout.parseBucketNumber("bucket_10.data"));
+            assertEquals(65535, BucketLayout.parseBucketNumber("0xffff"));
+            assertEquals("61 (bucket_3d.data)", BucketLayout.describeBucket(61));
+        }
+
+        @ParameterizedTest
+        @ValueSource(strings = {"", "3d", "-1", "0x", "0x10000", "65536", "99999999999", "bucket_3D.data", "bucket_003d.data", "bucket_3d"})
+        void other_bucket_numbers_are_refused_with_the_forms_allowed(String text) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BucketLayout.parseBucketNumber(text));
+            assertTrue(e.getMessage().contains("'" + text + "' is not a bucket number: allowed are a decimal number (61)"), e.getMessage());
+        }
+
+        @Test
         void bucket_path_is_the_file_name_under_the_root() {
             BucketLayout layout = eightBuckets();
             assertEquals(root.toAbsolutePath().normalize().resolve("bucket_07.data"), layout.bucketPath(7));
