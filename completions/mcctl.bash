@@ -209,6 +209,7 @@ function _complete_mcctl() {
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench failover" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench promotion" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench pages" ];    then _picocli_mcctl_bench; return $?; fi
+  if [ "${COMP_LINE}" = "${COMP_WORDS[0]} bench chaos" ];    then _picocli_mcctl_bench; return $?; fi
   if [ "${COMP_LINE}" = "${COMP_WORDS[0]} config show" ];    then _picocli_mcctl_config; return $?; fi
 
   # Find the longest sequence of subcommands and call the bash function for that subcommand.
@@ -267,9 +268,11 @@ function _complete_mcctl() {
   local cmds52=(bench failover)
   local cmds53=(bench promotion)
   local cmds54=(bench pages)
-  local cmds55=(config show)
+  local cmds55=(bench chaos)
+  local cmds56=(config show)
 
-  if CompWordsContainsArray "${cmds55[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds56[@]}"; then _picocli_mcctl_config_show; return $?; fi
+  if CompWordsContainsArray "${cmds55[@]}"; then _picocli_mcctl_bench_chaos; return $?; fi
   if CompWordsContainsArray "${cmds54[@]}"; then _picocli_mcctl_bench_pages; return $?; fi
   if CompWordsContainsArray "${cmds53[@]}"; then _picocli_mcctl_bench_promotion; return $?; fi
   if CompWordsContainsArray "${cmds52[@]}"; then _picocli_mcctl_bench_failover; return $?; fi
@@ -1223,7 +1226,7 @@ function _picocli_mcctl_bench() {
   # Get completion data
   local curr_word=${COMP_WORDS[COMP_CWORD]}
 
-  local commands="allocator master io restart fsck cache crossnode layout failover promotion pages"
+  local commands="allocator master io restart fsck cache crossnode layout failover promotion pages chaos"
   local flag_opts="'-h' '--help' '-V' '--version' '-x' '--stacktrace'"
   local arg_opts=""
 
@@ -3002,6 +3005,69 @@ function _picocli_mcctl_bench_pages() {
       ;;
     '--key-length')
       return
+      ;;
+  esac
+
+  if [[ "${curr_word}" == -* ]]; then
+    COMPREPLY=( $(compgen -W "${flag_opts} ${arg_opts}" -- "${curr_word}") )
+  else
+    local positionals=""
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -W "${commands// /$'\n'}${IFS}${positionals}" -- "${curr_word}") )
+  fi
+}
+
+# Generates completions for the options and subcommands of the `chaos` subcommand.
+function _picocli_mcctl_bench_chaos() {
+  # Get completion data
+  local curr_word=${COMP_WORDS[COMP_CWORD]}
+  local prev_word=${COMP_WORDS[COMP_CWORD-1]}
+
+  local commands=""
+  local flag_opts="'--keep' '-h' '--help' '-V' '--version' '-x' '--stacktrace'"
+  local arg_opts="'-o' '--output' '--minutes' '--seconds' '--seed' '--etcd-members' '--faults' '--java-workers' '--python-workers' '--python-client' '--dir'"
+  local FORMAT_option_args=("text" "json") # --output values
+
+  type compopt &>/dev/null && compopt +o default
+
+  case ${prev_word} in
+    '-o'|'--output')
+      local IFS=$'\n'
+      COMPREPLY=( $( compReplyArray "${FORMAT_option_args[@]}" ) )
+      return $?
+      ;;
+    '--minutes')
+      return
+      ;;
+    '--seconds')
+      return
+      ;;
+    '--seed')
+      return
+      ;;
+    '--etcd-members')
+      return
+      ;;
+    '--faults')
+      return
+      ;;
+    '--java-workers')
+      return
+      ;;
+    '--python-workers')
+      return
+      ;;
+    '--python-client')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
+      ;;
+    '--dir')
+      local IFS=$'\n'
+      type compopt &>/dev/null && compopt -o filenames
+      COMPREPLY=( $( compgen -f -- "${curr_word}" ) ) # files
+      return $?
       ;;
   esac
 

@@ -1,6 +1,6 @@
 # fish completion for mcctl, generated from its command model: mcctl completion fish > ~/.config/fish/completions/mcctl.fish
 
-set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'events' 'events tail' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'shell' 'config' 'config show' 'completion'
+set -g __mcctl_commands 'master' 'master start' 'master status' 'offload' 'get' 'rm' 'ls' 'stat' 'stats' 'top' 'snapshot' 'snapshot create' 'snapshot list' 'snapshot inspect' 'snapshot verify' 'snapshot diff' 'snapshot export' 'snapshot recover' 'snapshot wal' 'snapshot wal dump' 'fsck' 'bitmap' 'bitmap inspect' 'mount' 'mount validate' 'quota' 'quota set' 'events' 'events tail' 'layout' 'layout grow' 'node' 'node start' 'node status' 'node offload' 'node get' 'promote' 'promotions' 'demo' 'demo owner-death' 'bench' 'bench allocator' 'bench master' 'bench io' 'bench restart' 'bench fsck' 'bench cache' 'bench crossnode' 'bench layout' 'bench failover' 'bench promotion' 'bench pages' 'bench chaos' 'shell' 'config' 'config show' 'completion'
 
 # The command the words typed so far name ("" for mcctl itself): options are skipped.
 function __mcctl_command
@@ -580,6 +580,7 @@ complete -c mcctl -n '__mcctl_at bench' -a 'layout' -d 'Per-key files (256 hashe
 complete -c mcctl -n '__mcctl_at bench' -a 'failover' -d 'Starts etcd (one member on free loopback ports over a temporary directory) and two masters with --ha as processes of their own over one temporary root (256 x 4GiB sparse buckets, 64KiB pages), fills the state with --mappings mappings (offload cycles without data, 8 callers, batch 64) and takes a snapshot.'
 complete -c mcctl -n '__mcctl_at bench' -a 'promotion' -d 'Reads of promoted objects from a node\'s DRAM against the same bytes by pread, 64KiB and 1MiB by default, in one run.'
 complete -c mcctl -n '__mcctl_at bench' -a 'pages' -d 'The master\'s page service alone, in this JVM (no gRPC, no write-ahead log): offload cycles (allocate + notify) filling its table to --mappings, then for a fixed time, then lookups of random committed keys and of a few keys that stay in the caches, one thread in batches.'
+complete -c mcctl -n '__mcctl_at bench' -a 'chaos' -d 'Starts etcd (1 or 3 members), three masters with --ha over one root on a small tmpfs, two nodes (one with a DRAM segment) and Python workers, each in a network namespace of its own on a bridge this run creates (needs root; everything it makes is deleted at the end).'
 complete -c mcctl -n '__mcctl_at bench' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
@@ -736,6 +737,23 @@ complete -c mcctl -n '__mcctl_at bench pages' -l key-length -x -d 'Characters of
 complete -c mcctl -n '__mcctl_at bench pages' -s h -l help -d 'Show this help message and exit.'
 complete -c mcctl -n '__mcctl_at bench pages' -s V -l version -d 'Print version information and exit.'
 complete -c mcctl -n '__mcctl_at bench pages' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
+
+# mcctl bench chaos
+complete -c mcctl -n '__mcctl_at bench chaos' -f
+complete -c mcctl -n '__mcctl_at bench chaos' -s o -l output -x -a 'text json' -d 'Report format: text, json (default: text).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l minutes -x -d 'Minutes of traffic and faults, 1 to 1440 (default: 5).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l seconds -x -d 'Seconds of traffic and faults instead of --minutes, 10 to 86400.'
+complete -c mcctl -n '__mcctl_at bench chaos' -l seed -x -d 'Seed of the nemesis and the workers (default: a random one, printed).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l etcd-members -x -d 'etcd members, 1 or 3 (default: 3).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l faults -x -d 'Fault kinds the nemesis injects: all, none, or a list of kill_master, kill_node, kill_etcd, kill_client, pause_leader, pause_client, pause_node, pause_etcd, partition_leader_etcd, partition_leader_clients, partition_client, netem_loss, netem_delay, fill_root, flip_byte, truncate_bucket, delete_bucket, idle_flood, snapshot_restart (default: all).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l java-workers -x -d 'Java client workers, 1 to 16 (default: 2).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l python-workers -x -d 'Python client workers, 0 to 16 (default: 2).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l python-client -r -F -d 'The clients/python directory of mcctl (default: clients/python of the checkout this mcctl was built in, or under the working directory).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l dir -r -F -d 'Where the run\'s folder goes (default: the system\'s temporary directory).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l keep -d 'Keep the run\'s folder even when it passed.'
+complete -c mcctl -n '__mcctl_at bench chaos' -s h -l help -d 'Show this help message and exit.'
+complete -c mcctl -n '__mcctl_at bench chaos' -s V -l version -d 'Print version information and exit.'
+complete -c mcctl -n '__mcctl_at bench chaos' -s x -l stacktrace -d 'On error, print the stack trace as well as the one-line message.'
 
 # mcctl shell
 complete -c mcctl -n '__mcctl_at shell' -f

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.client.ClientMetrics;
@@ -45,6 +46,24 @@ class HaClientProcessTest {
     @AfterEach
     void stop() throws Exception {
         cluster.stop();
+    }
+
+    /**
+     * A blocking call through a client given etcd, while no master leads, fails once its deadline leaves no time for
+     * another attempt. It used to wait forever: the last refusal came from the retry thread straight to the listener, and
+     * the blocking caller, asleep until a callback is handed to its own thread, never woke. Found by the chaos harness
+     * (mcctl bench chaos --seed 1 --faults kill_master: a new client right after the leader's kill -9).
+     */
+    @Test
+    @Timeout(120)
+    void a_blocking_call_while_no_master_leads_fails_within_its_deadline_instead_of_waiting_forever() throws Exception {
+        cluster.etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+        for (int i = 0; i < 3; i++) {
+            try (MasterClient client = new MasterClient(cluster.etcd.url("/nobody"), Duration.ofMillis(800))) {
+                MasterException e = assertThrows(MasterException.class, client::layout);
+                assertTrue(e.getMessage().contains("no leader found"), e.getMessage());
+            }
+        }
     }
 
     @Test

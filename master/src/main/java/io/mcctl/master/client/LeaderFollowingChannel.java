@@ -232,10 +232,17 @@ final class LeaderFollowingChannel extends ManagedChannel {
         private volatile boolean waiting;
         /** The listener has been closed: it hears nothing more. */
         private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+        /**
+         * Where the listener hears from this call: the call's executor when it names one. A blocking stub's executor runs
+         * callbacks on the caller's own thread, which sleeps until a callback is handed to it: a close from the retry
+         * thread that called the listener directly would never wake it.
+         */
+        private final java.util.concurrent.Executor callbacks;
 
         ResendingCall(MethodDescriptor<ReqT, RespT> method, CallOptions options) {
             this.method = method;
             this.options = options;
+            this.callbacks = options.getExecutor() != null ? options.getExecutor() : Runnable::run;
             this.limitNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RETRY_LIMIT_WITHOUT_DEADLINE_MILLIS);
         }
 
@@ -268,7 +275,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
                 out.cancel(message, cause); // its listener passes the cancellation on
             }
             if ((out == null || waiting) && listener != null && closed.compareAndSet(false, true)) {
-                listener.onClose(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
+                close(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
             }
         }
 
@@ -341,13 +348,17 @@ final class LeaderFollowingChannel extends ManagedChannel {
                     if (!closed.compareAndSet(false, true)) {
                         return;
                     }
-                    if (answerHeaders != null) {
-                        listener.onHeaders(answerHeaders);
-                    }
-                    if (answer != null && status.isOk()) {
-                        listener.onMessage(answer);
-                    }
-                    listener.onClose(status, trailers);
+                    Metadata headersReceived = answerHeaders;
+                    RespT answerReceived = answer;
+                    callbacks.execute(() -> {
+                        if (headersReceived != null) {
+                            listener.onHeaders(headersReceived);
+                        }
+                        if (answerReceived != null && status.isOk()) {
+                            listener.onMessage(answerReceived);
+                        }
+                        listener.onClose(status, trailers);
+                    });
                 }
             }, sent);
             call.request(2);
@@ -364,7 +375,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
             long pause = named ? 0 : Math.min(MAX_BACKOFF_MILLIS, FIRST_BACKOFF_MILLIS << Math.min(number - 1, 8));
             if (shutdown || remainingMillis() <= pause) {
                 if (closed.compareAndSet(false, true)) {
-                    listener.onClose(status, trailers);
+                    close(status, trailers);
                 }
                 return;
             }
@@ -376,6 +387,11 @@ final class LeaderFollowingChannel extends ManagedChannel {
             }, pause, status);
         }
 
+        /** Closes the listener on its executor (the caller checks {@link #closed} first). */
+        private void close(Status status, Metadata trailers) {
+            callbacks.execute(() -> listener.onClose(status, trailers));
+        }
+
         /** Runs {@code next} on the retry thread after {@code pauseMillis}; when the channel is closed, closes with {@code status}. */
         private void later(Runnable next, long pauseMillis, Status status) {
             try {
@@ -383,7 +399,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 waiting = false;
                 if (closed.compareAndSet(false, true)) {
-                    listener.onClose(status, new Metadata());
+                    close(status, new Metadata());
                 }
             }
         }
