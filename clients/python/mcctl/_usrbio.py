@@ -549,29 +549,27 @@ def _op_text(op, length: int) -> str:
     return f"{'read' if kind == 'r' else 'write'} of {length} bytes at offset {offset} of {where}"
 
 
-def _gather(srcs: List[memoryview], start: int, iov: memoryview, at: int, length: int) -> None:
-    for src in srcs:
-        if start >= src.nbytes:
-            start -= src.nbytes
+def _spans(views: List[memoryview], start: int, length: int):
+    """(view, offset, count) pieces covering ``length`` bytes from byte ``start`` of ``views`` laid end to end."""
+    for view in views:
+        if start >= view.nbytes:
+            start -= view.nbytes
             continue
-        step = min(src.nbytes - start, length)
-        iov[at:at + step] = src[start:start + step]
-        at += step
+        step = min(view.nbytes - start, length)
+        yield view, start, step
         length -= step
         start = 0
         if not length:
             return
+
+
+def _gather(srcs: List[memoryview], start: int, iov: memoryview, at: int, length: int) -> None:
+    for src, offset, step in _spans(srcs, start, length):
+        iov[at:at + step] = src[offset:offset + step]
+        at += step
 
 
 def _scatter(iov: memoryview, at: int, dsts: List[memoryview], start: int, length: int) -> None:
-    for dst in dsts:
-        if start >= dst.nbytes:
-            start -= dst.nbytes
-            continue
-        step = min(dst.nbytes - start, length)
-        dst[start:start + step] = iov[at:at + step]
+    for dst, offset, step in _spans(dsts, start, length):
+        dst[offset:offset + step] = iov[at:at + step]
         at += step
-        length -= step
-        start = 0
-        if not length:
-            return
