@@ -4,7 +4,7 @@ import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -46,7 +46,7 @@ public final class ExitCodes {
     /** Checks every key before anything is sent: one bad key refuses the whole command, which then changes nothing. */
     public static void checkKeys(java.util.List<String> keys) {
         for (String key : keys) {
-            String problem = io.mcctl.master.service.KeyRules.checkKey(key);
+            String problem = io.mcctl.master.protocol.KeyRules.checkKey(key);
             if (problem != null) {
                 throw new CliException(USAGE, "invalid key: " + problem);
             }

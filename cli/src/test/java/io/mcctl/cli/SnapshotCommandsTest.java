@@ -14,7 +14,7 @@ import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.service.PageService;
-import io.mcctl.master.service.Placement;
+import io.mcctl.master.protocol.Placement;
 import io.mcctl.master.service.Result;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;

@@ -1,7 +1,7 @@
 package io.mcctl.cli.bench;
 
 import io.mcctl.master.service.PageService;
-import io.mcctl.master.service.Placement;
+import io.mcctl.master.protocol.Placement;
 import io.mcctl.master.service.Result;
 import io.mcctl.storage.layout.BucketLayout;
 import java.lang.management.ManagementFactory;

@@ -11,11 +11,11 @@ import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.ProcessCpu;
 import io.mcctl.master.client.ClientSecurity;
+import io.mcctl.master.protocol.BatchLimits;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.master.client.MasterClient;
-import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.config.DurationParser;
@@ -144,7 +144,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             description = "The phases to run, comma-separated, in this order whatever the list's: offload-1, offload-64, "
                     + "offload-64-packed, lookup-1, lookup-64, lookup-64-packed, lookup-1-alone (one caller) (default: all); "
                     + "offload-N, offload-N-packed, lookup-N and lookup-N-packed run batches of N keys a call (1 to "
-                    + MasterGrpcService.MAX_BATCH + "), "
+                    + BatchLimits.MAX_BATCH + "), "
                     + "offloads first, smaller batches first. Lookups without an offload phase before them look up keys an "
                     + "unmeasured offload wrote first.")
     List<String> phaseNames;
@@ -456,7 +456,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             if (spec == null) {
                 throw new CliException(ExitCodes.USAGE, "invalid --phases " + String.join(",", names) + ": '" + name + "' is no phase; allowed is a "
                         + "comma-separated list of " + SPECS.stream().map(PhaseSpec::name).collect(java.util.stream.Collectors.joining(", "))
-                        + ", or offload-N, offload-N-packed, lookup-N, lookup-N-packed for N from 1 to " + MasterGrpcService.MAX_BATCH);
+                        + ", or offload-N, offload-N-packed, lookup-N, lookup-N-packed for N from 1 to " + BatchLimits.MAX_BATCH);
             }
             if (parsed.stream().noneMatch(p -> p.name().equals(spec.name()))) {
                 parsed.add(spec);
@@ -476,7 +476,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             return null;
         }
         int batch = Integer.parseInt(batchPhase.group(2));
-        return batch > MasterGrpcService.MAX_BATCH ? null
+        return batch > BatchLimits.MAX_BATCH ? null
                 : new PhaseSpec(name, batchPhase.group(1).equals("offload"), 0, batch, batchPhase.group(3) != null);
     }
 

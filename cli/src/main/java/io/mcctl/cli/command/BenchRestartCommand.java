@@ -13,7 +13,7 @@ import io.mcctl.master.proto.v1.CreateSnapshotResponse;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
 import io.mcctl.master.service.PageService;
-import io.mcctl.master.service.Placement;
+import io.mcctl.master.protocol.Placement;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -12,7 +12,7 @@ import io.mcctl.master.proto.v1.BatchGetDistributedPageMappingResponse;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MappingResult;
-import io.mcctl.master.service.Quoted;
+import io.mcctl.master.protocol.Quoted;
 import io.mcctl.storage.io.BucketFileMissingException;
 import io.mcctl.storage.io.ChecksumMismatchException;
 import java.io.FileDescriptor;

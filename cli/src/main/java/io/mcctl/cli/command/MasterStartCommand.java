@@ -137,7 +137,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
             return io.mcctl.master.security.MasterSecurity.of(pathOrNull(config.get(MasterSettings.TLS_CERT)),
                     pathOrNull(config.get(MasterSettings.TLS_KEY)), pathOrNull(config.get(MasterSettings.TLS_CLIENT_CA)),
                     pathOrNull(config.get(MasterSettings.TOKENS_FILE)));
-        } catch (io.mcctl.master.security.SecurityConfigException e) {
+        } catch (io.mcctl.master.protocol.SecurityConfigException e) {
             throw new CliException(ExitCodes.USAGE, e.getMessage());
         }
     }

@@ -7,7 +7,7 @@ import io.mcctl.cli.MasterOptions;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.node.NodeException;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import picocli.CommandLine.Option;
 
 /** {@code --node}, {@code --tenant} and {@code --timeout} of the commands that go through a node. */

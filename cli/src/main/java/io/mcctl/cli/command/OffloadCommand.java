@@ -9,7 +9,7 @@ import io.mcctl.master.client.MasterException;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
 import io.mcctl.master.client.TierWriter;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.storage.layout.SpaceBacking;
 import java.io.IOException;
 import java.io.PrintWriter;

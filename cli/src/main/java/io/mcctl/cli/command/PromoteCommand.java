@@ -5,7 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.proto.v1.PromotionTask;
-import io.mcctl.master.service.Quoted;
+import io.mcctl.master.protocol.Quoted;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;

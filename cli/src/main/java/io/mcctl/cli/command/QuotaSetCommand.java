@@ -6,7 +6,7 @@ import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.SetTenantQuotaResponse;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.storage.config.SizeParser;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;

@@ -5,7 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.KeyError;
-import io.mcctl.master.service.Quoted;
+import io.mcctl.master.protocol.Quoted;
 import java.io.PrintWriter;
 import java.util.Collections;
 import java.util.List;

@@ -5,7 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.master.proto.v1.SnapshotMeta;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.tools.snapshot.Formats;
 import io.mcctl.tools.snapshot.Problem;
 import io.mcctl.tools.snapshot.SnapshotInspector;

@@ -5,7 +5,7 @@ import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.proto.v1.KeyInfo;
 import io.mcctl.master.proto.v1.ListKeysResponse;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

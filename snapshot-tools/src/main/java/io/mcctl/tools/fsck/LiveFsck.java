@@ -12,7 +12,7 @@ import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PageClaimant;
 import io.mcctl.master.proto.v1.PageRun;
 import io.mcctl.master.proto.v1.PlacementRecord;
-import io.mcctl.master.service.KeyRules;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.storage.io.BucketIoSelector;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.tools.snapshot.Problem;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.mcctl.master.proto.v1.QuarantineRecord;
 import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;

@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.durability.CorruptStateException;
 import io.mcctl.master.durability.SnapshotFile;
-import io.mcctl.master.service.Placement;
+import io.mcctl.master.protocol.Placement;
 import io.mcctl.master.service.Result;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -83,7 +85,7 @@ class SnapshotDiffTest {
             Path a = state.snapshot();
             Path b = state.snapshot();
             SnapshotFile.SectionInfo mappings = SnapshotFile.open(b).info(SnapshotFile.Section.MAPPINGS);
-            StateFixture.flipByte(b, mappings.offset() + mappings.length() - 1);
+            FileDamage.flipLowestBit(b, mappings.offset() + mappings.length() - 1);
             CorruptStateException e = assertThrows(CorruptStateException.class, () -> SnapshotDiff.diff(a, b));
             assertEquals(b, e.file());
         }

@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.durability.CorruptStateException;
 import io.mcctl.master.durability.SnapshotFile;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -77,7 +79,7 @@ class SnapshotInspectorTest {
             Path file = state.snapshot();
             SnapshotFile.SectionInfo mappings = SnapshotFile.open(file).info(SnapshotFile.Section.MAPPINGS);
             // The last byte of the section is inside a record's checksum field: it still decodes, the CRC does not hold.
-            StateFixture.flipByte(file, mappings.offset() + mappings.length() - 1);
+            FileDamage.flipLowestBit(file, mappings.offset() + mappings.length() - 1);
 
             SnapshotInspector.Report report = SnapshotInspector.inspect(file, SnapshotInspector.KeyFilter.NONE);
             assertFalse(report.sections().get(0).crcOk());

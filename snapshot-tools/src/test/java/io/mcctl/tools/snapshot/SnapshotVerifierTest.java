@@ -11,7 +11,9 @@ import io.mcctl.master.durability.WalSegments;
 import io.mcctl.master.proto.v1.MappingRecord;
 import io.mcctl.master.proto.v1.PendingRecord;
 import io.mcctl.master.proto.v1.QuarantineRecord;
-import io.mcctl.master.service.Placement;
+import io.mcctl.master.protocol.Placement;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -57,7 +59,7 @@ class SnapshotVerifierTest {
                 state.standardState();
                 Path file = state.snapshot();
                 SnapshotFile.SectionInfo pending = SnapshotFile.open(file).info(SnapshotFile.Section.PENDING);
-                StateFixture.flipByte(file, pending.offset() + 4); // inside the tenant id: "beta" -> "cet`"-like, still a string
+                FileDamage.flipLowestBit(file, pending.offset() + 4); // inside the tenant id: "beta" -> "cet`"-like, still a string
                 SnapshotVerifier.Report report = SnapshotVerifier.verify(file);
                 assertFalse(report.passed());
                 assertEquals(1, report.errors(), () -> errors(report));
@@ -132,7 +134,7 @@ class SnapshotVerifierTest {
             try (StateFixture state = new StateFixture(root, false)) {
                 state.standardState();
                 Path file = state.snapshot();
-                StateFixture.truncate(file, Files.size(file) - 10);
+                FileDamage.truncate(file, Files.size(file) - 10);
                 SnapshotVerifier.Report report = SnapshotVerifier.verify(file);
                 assertEquals(1, report.errors(), () -> errors(report));
                 assertEquals(file, report.problems().get(0).file());
@@ -230,7 +232,7 @@ class SnapshotVerifierTest {
                 segment = state.segment();
             }
             long size = Files.size(segment);
-            StateFixture.truncate(segment, size - 3);
+            FileDamage.truncate(segment, size - 3);
             Map<Path, byte[]> before = contents(root.resolve("master"));
 
             SnapshotVerifier.Report report = SnapshotVerifier.verify(root.resolve("master"));
@@ -262,7 +264,7 @@ class SnapshotVerifierTest {
                 segment = state.segment();
             }
             long frame = StateFixture.frameOffsets(segment).get(5);
-            StateFixture.flipByte(segment, frame + 8 + 3);
+            FileDamage.flipLowestBit(segment, frame + 8 + 3);
             SnapshotVerifier.Report report = SnapshotVerifier.verify(root.resolve("master"));
             assertFalse(report.passed());
             assertEquals(1, report.errors(), () -> errors(report)); // recovery fails at the same place: reported once

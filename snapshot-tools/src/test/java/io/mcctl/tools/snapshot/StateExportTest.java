@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mcctl.master.durability.CorruptStateException;
 import io.mcctl.master.durability.SnapshotFile;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -73,7 +75,7 @@ class StateExportTest {
             state.standardState();
             Path file = state.snapshot();
             SnapshotFile.SectionInfo quarantine = SnapshotFile.open(file).info(SnapshotFile.Section.QUARANTINE);
-            StateFixture.flipByte(file, quarantine.offset() + 2);
+            FileDamage.flipLowestBit(file, quarantine.offset() + 2);
             StringWriter out = new StringWriter();
             CorruptStateException e = assertThrows(CorruptStateException.class, () -> StateExport.export(file, out));
             assertEquals(quarantine.offset(), e.offset());

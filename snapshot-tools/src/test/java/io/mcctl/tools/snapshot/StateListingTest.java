@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.durability.SnapshotFile;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.master.proto.v1.WalRecord;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -58,7 +60,7 @@ class WalDumpTest {
         try (StateFixture state = new StateFixture(root, true)) {
             state.standardState();
             assertTrue(state.pages.promotions().queue("alpha", "a1").isOk());
-            io.mcctl.master.service.Placement source = state.pages.peek("alpha", "a1").value();
+            io.mcctl.master.protocol.Placement source = state.pages.peek("alpha", "a1").value();
             assertTrue(state.pages.promotions().take("alpha", "a1", source, "node"));
             assertTrue(state.pages.promotions().end("alpha", "a1", "node", io.mcctl.master.service.Change.PromotionOutcome.FAILED).isOk());
             state.durable();
@@ -109,7 +111,7 @@ class WalDumpTest {
     void reports_a_torn_tail_after_the_last_whole_record() throws Exception {
         Path dir = logged();
         long lastFrame = StateFixture.frameOffsets(segment).get(16);
-        StateFixture.truncate(segment, Files.size(segment) - 2);
+        FileDamage.truncate(segment, Files.size(segment) - 2);
         List<Long> sequences = new ArrayList<>();
         WalDump.Result result = WalDump.dump(dir, 1, (r, f, o) -> sequences.add(r.getSequence()));
         assertEquals(16, sequences.size());
@@ -123,7 +125,7 @@ class WalDumpTest {
     void stops_at_a_corrupt_record_naming_the_segment_and_offset() throws Exception {
         Path dir = logged();
         long frame = StateFixture.frameOffsets(segment).get(9);
-        StateFixture.flipByte(segment, frame + 10);
+        FileDamage.flipLowestBit(segment, frame + 10);
         List<Long> sequences = new ArrayList<>();
         WalDump.Result result = WalDump.dump(dir, 1, (r, f, o) -> sequences.add(r.getSequence()));
         assertEquals(9, sequences.size());

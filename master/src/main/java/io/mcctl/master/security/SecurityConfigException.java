@@ -1,8 +1,0 @@
-package io.mcctl.master.security;
-
-/** A tokens file, certificate or key the master or a client cannot use, with the one line that says why. */
-public final class SecurityConfigException extends Exception {
-    public SecurityConfigException(String message) {
-        super(message);
-    }
-}
