@@ -1,4 +1,4 @@
-"""The checked-in stubs are what regen-stubs makes from master/src/main/proto now."""
+"""The checked-in stubs are what regen-stubs makes from master/protocol/src/main/proto now."""
 
 import filecmp
 import os
@@ -13,7 +13,7 @@ def test_checked_in_stubs_match_the_proto(tmp_path):
     checked_in = os.path.join(PACKAGE, "mcctl", "_proto")
     for name in ("__init__.py", "master_pb2.py", "master_pb2_grpc.py"):
         assert filecmp.cmp(tmp_path / name, os.path.join(checked_in, name), shallow=False), (
-            f"mcctl/_proto/{name} is stale against master/src/main/proto: run clients/python/regen-stubs and commit")
+            f"mcctl/_proto/{name} is stale against master/protocol/src/main/proto: run clients/python/regen-stubs and commit")
 
 
 def test_stubs_never_import_a_top_level_mooncake_package():
