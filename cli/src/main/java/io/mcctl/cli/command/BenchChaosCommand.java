@@ -3,7 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
-import io.mcctl.cli.bench.EtcdProcess;
+import io.mcctl.cli.bench.EtcdCluster;
 import io.mcctl.cli.chaos.ChaosRun;
 import io.mcctl.cli.chaos.FaultKind;
 import java.io.PrintWriter;
@@ -95,7 +95,7 @@ public final class BenchChaosCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --python-workers " + pythonWorkers + ": allowed is 0 to 16");
         }
         Set<FaultKind> kinds = faultKinds(faults);
-        EtcdProcess.checkInstalled(EtcdProcess.DEFAULT_BINARY);
+        EtcdCluster.checkInstalled(EtcdCluster.DEFAULT_BINARY);
         Path python = pythonWorkers == 0 ? null : pythonClient();
         long runSeed = seed != null ? seed : new java.security.SecureRandom().nextLong() & Long.MAX_VALUE;
         PrintWriter err = spec.commandLine().getErr();

@@ -4,7 +4,7 @@ import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
-import io.mcctl.cli.bench.EtcdProcess;
+import io.mcctl.cli.bench.EtcdCluster;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.cli.bench.MasterProcess;
@@ -126,14 +126,14 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --throughput-keys " + throughputKeys + ": allowed is 512 to 100000000");
         }
         Duration ttl = leaseTtl();
-        EtcdProcess.checkInstalled(etcdBinary);
+        EtcdCluster.checkInstalled(etcdBinary);
         Map<String, Object> report = new LinkedHashMap<>();
         report.put("benchmark", "failover");
         report.put("machine", MachineInfo.describe());
         report.put("masters", "2 with --ha (256 x 4GiB sparse buckets, 64KiB pages, WAL), etcd: 1 member on loopback");
         report.put("lease_ttl_s", ttl.toSeconds());
         Path work = Files.createTempDirectory("mcctl-bench-failover");
-        try (EtcdProcess etcd = EtcdProcess.start(etcdBinary, work.resolve("etcd"), Duration.ofSeconds(60))) {
+        try (EtcdCluster etcd = EtcdCluster.start(etcdBinary, work.resolve("etcd"), Duration.ofSeconds(60))) {
             failover(etcd, work.resolve("failover-root"), ttl, report);
             if (throughputRounds > 0) {
                 throughput(etcd, work, ttl, report);
@@ -162,7 +162,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
     /** The masters of the fail-over rounds: every live one, by address. */
     private final Map<String, MasterProcess> live = new LinkedHashMap<>();
 
-    private void failover(EtcdProcess etcd, Path root, Duration ttl, Map<String, Object> report) throws Exception {
+    private void failover(EtcdCluster etcd, Path root, Duration ttl, Map<String, Object> report) throws Exception {
         String prefix = "/failover";
         String haUrl = etcd.url(prefix);
         List<String> args = List.of("--root", root.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
@@ -493,7 +493,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
 
     // ---- throughput with and without --ha ----
 
-    private void throughput(EtcdProcess etcd, Path work, Duration ttl, Map<String, Object> report) throws Exception {
+    private void throughput(EtcdCluster etcd, Path work, Duration ttl, Map<String, Object> report) throws Exception {
         List<String> common = List.of("--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB", "--allocation-deadline", "10m",
                 "--durability", "wal");
         List<String> plainArgs = new ArrayList<>(List.of("--root", work.resolve("plain-root").toString()));
