@@ -18,10 +18,9 @@ import io.mcctl.master.protocol.Placement;
 import io.mcctl.master.service.Result;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.storage.layout.LayoutFile;
+import io.mcctl.testkit.FileDamage;
+import io.mcctl.testkit.StateFixture;
 import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -144,29 +143,16 @@ class SnapshotCommandsTest {
     // ---- damage ----
 
     static void flipByte(Path file, long offset) throws IOException {
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.seek(offset);
-            int b = raf.read();
-            raf.seek(offset);
-            raf.write(b ^ 0x01);
-        }
+        FileDamage.flipLowestBit(file, offset);
     }
 
     static void truncate(Path file, long size) throws IOException {
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.setLength(size);
-        }
+        FileDamage.truncate(file, size);
     }
 
     /** The byte offsets of the frames of a log segment (4-byte little-endian length, 4-byte CRC32C, payload). */
     static List<Long> frameOffsets(Path segment) throws IOException {
-        byte[] bytes = Files.readAllBytes(segment);
-        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        List<Long> out = new ArrayList<>();
-        for (int at = io.mcctl.master.durability.WalSegmentHeader.BYTES; at + 8 <= bytes.length; at += 8 + buffer.getInt(at)) {
-            out.add((long) at);
-        }
-        return out;
+        return StateFixture.frameOffsets(segment);
     }
 
     /** A snapshot for 4 buckets of 16 pages of 4 KiB holding {@code mappings}, written record by record. */
