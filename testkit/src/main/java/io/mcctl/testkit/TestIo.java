@@ -15,9 +15,13 @@ public enum TestIo {
     POSIX,
     USRBIO;
 
-    /** The stand-in library, as the storage module's build leaves it. */
+    /** The stand-in library, as the storage module's build leaves it (in the checkout that holds the running module). */
     public static Path standinLibrary() {
-        Path path = Path.of("..", "storage", "target", "native", "libhf3fs_api_shared.so").toAbsolutePath().normalize();
+        Path checkout = Path.of("").toAbsolutePath();
+        while (checkout.getParent() != null && !Files.isRegularFile(checkout.resolve("storage").resolve("pom.xml"))) {
+            checkout = checkout.getParent(); // modules sit at different depths: master/tier-tests, snapshot-tools
+        }
+        Path path = checkout.resolve("storage").resolve("target").resolve("native").resolve("libhf3fs_api_shared.so");
         if (!Files.isRegularFile(path)) {
             throw new IllegalStateException(path + " is missing: the storage module's build compiles it (mvn -pl storage -am verify)");
         }
