@@ -26,7 +26,6 @@ import io.mcctl.cli.command.TopCommand;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ScopeType;
 
@@ -37,7 +36,7 @@ import picocli.CommandLine.ScopeType;
                 + "pages in large shared bucket files; any node writes with pwrite and reads with a direct pread, with no hop "
                 + "through the node that wrote the data.", ""},
         footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."})
-public final class McctlCommand extends GroupCommand {
+public final class McctlCommand extends GroupCommand implements CommandEnvironment.Carrier {
 
     /**
      * The subcommands, in the order help lists them. They are added by {@link Main}, not by the annotation, so that a
@@ -77,13 +76,20 @@ public final class McctlCommand extends GroupCommand {
     boolean stacktrace;
 
     private final Map<String, String> environment;
+    private final CommandTrees trees;
 
-    McctlCommand(Map<String, String> environment) {
+    McctlCommand(Map<String, String> environment, CommandTrees trees) {
         this.environment = Map.copyOf(environment);
+        this.trees = trees;
     }
 
-    /** The environment the command line runs with (the process's, or one a test or the shell passes). */
-    public static Map<String, String> environment(CommandSpec spec) {
-        return ((McctlCommand) spec.root().userObject()).environment;
+    @Override
+    public CommandTrees trees() {
+        return trees;
+    }
+
+    @Override
+    public Map<String, String> environment() {
+        return environment;
     }
 }

@@ -19,19 +19,19 @@ class CompletionScriptsTest {
 
     @Test
     void checked_in_bash_script_matches_the_command_model() throws Exception {
-        assertEquals(CompletionScripts.script("bash"), Files.readString(CHECKED_IN.resolve("mcctl.bash"), StandardCharsets.UTF_8),
+        assertEquals(CompletionFiles.script("bash"), Files.readString(CHECKED_IN.resolve("mcctl.bash"), StandardCharsets.UTF_8),
                 "completions/mcctl.bash is stale; " + REGENERATE);
     }
 
     @Test
     void checked_in_zsh_script_matches_the_command_model() throws Exception {
-        assertEquals(CompletionScripts.script("zsh"), Files.readString(CHECKED_IN.resolve("_mcctl"), StandardCharsets.UTF_8),
+        assertEquals(CompletionFiles.script("zsh"), Files.readString(CHECKED_IN.resolve("_mcctl"), StandardCharsets.UTF_8),
                 "completions/_mcctl is stale; " + REGENERATE);
     }
 
     @Test
     void checked_in_fish_script_matches_the_command_model() throws Exception {
-        assertEquals(CompletionScripts.script("fish"), Files.readString(CHECKED_IN.resolve("mcctl.fish"), StandardCharsets.UTF_8),
+        assertEquals(CompletionFiles.script("fish"), Files.readString(CHECKED_IN.resolve("mcctl.fish"), StandardCharsets.UTF_8),
                 "completions/mcctl.fish is stale; " + REGENERATE);
     }
 

@@ -3,7 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ConnectionOptions;
-import io.mcctl.cli.McctlCommand;
+import io.mcctl.cli.CommandEnvironment;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.storage.config.DurationParser;
@@ -216,7 +216,7 @@ public final class FsckCommand implements Callable<Integer>, io.mcctl.cli.Settin
 
     private String masterTarget() {
         String target = !master.isEmpty() ? master
-                : McctlCommand.environment(spec).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
+                : CommandEnvironment.of(spec).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
         try {
             return MasterClient.checkTarget(target);
         } catch (IllegalArgumentException e) {

@@ -354,7 +354,7 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
         out.flush();
         err.flush();
         if (batch.lost != null) {
-            return io.mcctl.cli.Main.exitCodeOf(batch.lost);
+            return ExitCodes.of(batch.lost);
         }
         return failed == 0 && refused == 0 ? ExitCodes.OK : ExitCodes.FAILED;
     }
