@@ -1,5 +1,6 @@
 package io.mcctl.cli.bench;
 
+import io.mcctl.cli.util.Rounding;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.storage.alloc.FragmentationScore;
@@ -50,16 +51,12 @@ public record TierFragmentation(long request, double score, double meanBucketSco
     public Map<String, Object> json() {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("request", request);
-        out.put("fragmentation_score", round(score));
-        out.put("bucket_score_mean", round(meanBucketScore));
-        out.put("bucket_score_worst", round(worstBucketScore));
-        out.put("used_share", round(usedShare));
+        out.put("fragmentation_score", Rounding.round(score, 4));
+        out.put("bucket_score_mean", Rounding.round(meanBucketScore, 4));
+        out.put("bucket_score_worst", Rounding.round(worstBucketScore, 4));
+        out.put("used_share", Rounding.round(usedShare, 4));
         out.put("largest_free_run_pages_min", smallestLargestFreeRun);
         out.put("largest_free_run_pages_max", largestFreeRun);
         return out;
-    }
-
-    private static double round(double value) {
-        return Math.round(value * 10_000) / 10_000.0;
     }
 }

@@ -4,6 +4,7 @@ import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.cli.bench.AllocatorBenchmark;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.util.Rounding;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -80,19 +81,19 @@ public final class BenchAllocatorCommand implements Callable<Integer> {
                 row.put("case", r.name());
                 row.put("pages", r.pages());
                 row.put("target_fill", r.targetFill());
-                row.put("start_fill", round(r.startFill(), 4));
-                row.put("fragmentation_score", round(r.fragmentationScore(), 4));
-                row.put("mcctl_ns_per_pair", round(r.oursNsPerPair(), 1));
+                row.put("start_fill", Rounding.round(r.startFill(), 4));
+                row.put("fragmentation_score", Rounding.round(r.fragmentationScore(), 4));
+                row.put("mcctl_ns_per_pair", Rounding.round(r.oursNsPerPair(), 1));
                 row.put("mcctl_pairs", r.oursOps());
                 row.put("mcctl_failures", r.oursFailures());
-                row.put("rfc_ns_per_pair", round(r.rfcNsPerPair(), 1));
+                row.put("rfc_ns_per_pair", Rounding.round(r.rfcNsPerPair(), 1));
                 row.put("rfc_pairs", r.rfcOps());
                 row.put("rfc_failures", r.rfcFailures());
-                row.put("speedup", round(r.speedup(), 1));
+                row.put("speedup", Rounding.round(r.speedup(), 1));
                 rows.add(row);
             }
             report.put("cases", rows);
-            report.put("scaling_1m_over_64k_at_90pct", round(scaling, 3));
+            report.put("scaling_1m_over_64k_at_90pct", Rounding.round(scaling, 3));
             report.put("memory_bytes_256_buckets_x_65536_pages", memory);
             report.put("targets_met", targets);
             out.println(OutputMixin.toJson(report));
@@ -114,11 +115,5 @@ public final class BenchAllocatorCommand implements Callable<Integer> {
 
     private static String format(String pattern, Object... args) {
         return String.format(Locale.ROOT, pattern, args);
-    }
-
-    /** {@code value} to {@code digits} decimals, for the benchmarks' reports. */
-    static double round(double value, int digits) {
-        double scale = Math.pow(10, digits);
-        return Math.round(value * scale) / scale;
     }
 }

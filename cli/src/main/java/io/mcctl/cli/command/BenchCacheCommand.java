@@ -1,6 +1,5 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
@@ -11,12 +10,15 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.TierFragmentation;
 import io.mcctl.cli.bench.ZipfTrace;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
+import io.mcctl.cli.util.SizeArguments;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
 import io.mcctl.master.proto.v1.GetStatsResponse;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
-import io.mcctl.master.service.PageService;
+import io.mcctl.master.service.eviction.EvictionPolicy;
 import io.mcctl.storage.config.DurationParser;
 import io.mcctl.storage.config.SizeParser;
 import io.mcctl.storage.layout.BucketLayout;
@@ -117,8 +119,8 @@ public final class BenchCacheCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        long object = size("--object-size", objectSize);
-        long objectMax = objectSizeMax == null ? object : size("--object-size-max", objectSizeMax);
+        long object = SizeArguments.positive("--object-size", objectSize);
+        long objectMax = objectSizeMax == null ? object : SizeArguments.positive("--object-size-max", objectSizeMax);
         if (objectMax < object) {
             throw new CliException(ExitCodes.USAGE, "invalid --object-size-max " + objectSizeMax + ": allowed is at least --object-size " + objectSize);
         }
@@ -154,7 +156,7 @@ public final class BenchCacheCommand implements Callable<Integer> {
                 throw new CliException(ExitCodes.USAGE, "invalid --buckets " + buckets + ": allowed is 1 to 4096");
             }
             try {
-                layout = new BucketLayout(Path.of("/"), buckets, size("--page-size", pageSize), size("--bucket-size", bucketSize));
+                layout = new BucketLayout(Path.of("/"), buckets, SizeArguments.positive("--page-size", pageSize), SizeArguments.positive("--bucket-size", bucketSize));
             } catch (IllegalArgumentException e) {
                 throw new CliException(ExitCodes.USAGE, "invalid tier: " + e.getMessage());
             }
@@ -201,7 +203,7 @@ public final class BenchCacheCommand implements Callable<Integer> {
                     embedded.close();
                 }
                 if (root != null) {
-                    BenchMasterCommand.deleteTree(root);
+                    FileTrees.deleteTree(root);
                 }
             }
         }
@@ -296,33 +298,33 @@ public final class BenchCacheCommand implements Callable<Integer> {
         row.put("requests", replay.requests());
         row.put("key_space", keySpace);
         row.put("tier_hits", replay.hits());
-        row.put("tier_hit_ratio", round4(replay.hitRatio()));
+        row.put("tier_hit_ratio", Rounding.round(replay.hitRatio(), 4));
         row.put("lru_hits", lruHits);
-        row.put("lru_hit_ratio", round4((double) lruHits / requests));
-        row.put("hit_ratio_over_lru", lruHits == 0 ? null : round4((double) replay.hits() / lruHits));
+        row.put("lru_hit_ratio", Rounding.round((double) lruHits / requests, 4));
+        row.put("hit_ratio_over_lru", lruHits == 0 ? null : Rounding.round((double) replay.hits() / lruHits, 4));
         row.put("mean_resident_objects", Math.round(replay.meanResidentObjects()));
-        row.put("lru_at_resident_hit_ratio", round4((double) lruAtResidentHits / requests));
-        row.put("hit_ratio_over_lru_at_resident", lruAtResidentHits == 0 ? null : round4((double) replay.hits() / lruAtResidentHits));
+        row.put("lru_at_resident_hit_ratio", Rounding.round((double) lruAtResidentHits / requests, 4));
+        row.put("hit_ratio_over_lru_at_resident", lruAtResidentHits == 0 ? null : Rounding.round((double) replay.hits() / lruAtResidentHits, 4));
         row.put("trace_offload_failures", replay.offloadFailures());
         row.put("fragmentation", fragmentation);
         row.put("fragmentation_end", fragmentation.get(fragmentation.size() - 1));
         row.put("fresh_offloads", fresh);
         row.put("offload_empty_per_second", Math.round(empty.offloadsPerSecond()));
         row.put("offload_full_per_second", Math.round(full.offloadsPerSecond()));
-        row.put("offload_full_over_empty", round4(full.offloadsPerSecond() / empty.offloadsPerSecond()));
+        row.put("offload_full_over_empty", Rounding.round(full.offloadsPerSecond() / empty.offloadsPerSecond(), 4));
         row.put("offload_failures_empty", empty.offloadFailures());
         row.put("offload_failures_full", full.offloadFailures());
         row.put("evicted_during_full_offloads", full.evictedKeys());
-        row.put("lookup_idle_p50_us", round(idle.percentileMicros(0.5)));
-        row.put("lookup_idle_p99_us", round(idle.percentileMicros(0.99)));
-        row.put("lookup_offloading_empty_p99_us", round(empty.lookups().percentileMicros(0.99)));
-        row.put("lookup_evicting_p50_us", round(full.lookups().percentileMicros(0.5)));
-        row.put("lookup_evicting_p99_us", round(full.lookups().percentileMicros(0.99)));
+        row.put("lookup_idle_p50_us", Rounding.round(idle.percentileMicros(0.5), 2));
+        row.put("lookup_idle_p99_us", Rounding.round(idle.percentileMicros(0.99), 2));
+        row.put("lookup_offloading_empty_p99_us", Rounding.round(empty.lookups().percentileMicros(0.99), 2));
+        row.put("lookup_evicting_p50_us", Rounding.round(full.lookups().percentileMicros(0.5), 2));
+        row.put("lookup_evicting_p99_us", Rounding.round(full.lookups().percentileMicros(0.99), 2));
         row.put("lookups_evicting", full.lookups().count());
         row.put("lookup_misses_evicting", full.lookupMisses());
-        row.put("lookup_evicting_p99_over_idle", round4(full.lookups().percentileMicros(0.99) / idle.percentileMicros(0.99)));
+        row.put("lookup_evicting_p99_over_idle", Rounding.round(full.lookups().percentileMicros(0.99) / idle.percentileMicros(0.99), 4));
         row.put("lookup_evicting_p99_over_offloading_empty",
-                round4(full.lookups().percentileMicros(0.99) / empty.lookups().percentileMicros(0.99)));
+                Rounding.round(full.lookups().percentileMicros(0.99) / empty.lookups().percentileMicros(0.99), 4));
         return row;
     }
 
@@ -345,31 +347,11 @@ public final class BenchCacheCommand implements Callable<Integer> {
         return tier;
     }
 
-    static long size(String option, String text) {
-        try {
-            long bytes = SizeParser.parse(text);
-            if (bytes < 1) {
-                throw new IllegalArgumentException("not positive");
-            }
-            return bytes;
-        } catch (IllegalArgumentException e) {
-            throw new CliException(ExitCodes.USAGE, "invalid " + option + " '" + text + "': allowed is a positive size such as 4096, 64KiB or 16MiB");
-        }
-    }
-
     private static Duration duration(String option, String text) {
         try {
             return DurationParser.parse(text);
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCodes.USAGE, "invalid " + option + " '" + text + "': allowed is " + DurationParser.ALLOWED);
         }
-    }
-
-    static double round(double value) {
-        return Math.round(value * 100) / 100.0;
-    }
-
-    static double round4(double value) {
-        return Math.round(value * 10_000) / 10_000.0;
     }
 }

@@ -8,6 +8,10 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.NodeProcess;
+import io.mcctl.cli.bench.PathFigures;
+import io.mcctl.cli.bench.ReadPasses;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.SizeArguments;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -24,7 +28,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
@@ -65,10 +68,6 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
     @Option(names = "--rounds", paramLabel = "N", defaultValue = "3", description = "Timed passes over the objects (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    /** One path's figures for one size. */
-    record PathFigures(String path, int reads, double meanMicros, double p50Micros, double p99Micros, double mibPerSecond) {
-    }
-
     /** Both paths for one size; the ratio is LOCAL_DISK's mean latency over DISTRIBUTED_DISK's. */
     record Case(long objectSize, PathFigures throughOwner, PathFigures directPread, double ratio) {
     }
@@ -81,7 +80,7 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
         if (rounds < 1 || rounds > 100) {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 100");
         }
-        List<Long> objectSizes = parseSizes(sizes, 64L << 20);
+        List<Long> objectSizes = SizeArguments.objectSizes(sizes, 64L << 20);
         long largest = objectSizes.stream().mapToLong(Long::longValue).max().orElse(1);
         // Room for every object of every size in one bucket file of 8, whatever the hash spreads.
         long bucketBytes = Math.max(64L << 20, Long.highestOneBit(Math.max(1, objects * (largest + 65_536) * objectSizes.size())) * 2);
@@ -108,8 +107,8 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
                     local.add("ld-" + suffix);
                     paged.add("dd-" + suffix);
                 }
-                pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, null); // warm-up: page cache, connections, JIT
-                pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, null);
+                ReadPasses.pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, null); // warm-up: page cache, connections, JIT
+                ReadPasses.pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, null);
                 LatencyRecorder owner = new LatencyRecorder();
                 LatencyRecorder direct = new LatencyRecorder();
                 long ownerNanos = 0;
@@ -117,64 +116,22 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
                 for (int round = 0; round < rounds; round++) {
                     // Alternate which path goes first, so neither always runs on a cache the other just warmed.
                     if (round % 2 == 0) {
-                        ownerNanos += pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
-                        directNanos += pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
+                        ownerNanos += ReadPasses.pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
+                        directNanos += ReadPasses.pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
                     } else {
-                        directNanos += pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
-                        ownerNanos += pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
+                        directNanos += ReadPasses.pass(k -> nodeB.read("bench", k), paged, ReplicaType.DISTRIBUTED_DISK, direct);
+                        ownerNanos += ReadPasses.pass(k -> nodeB.read("bench", k), local, ReplicaType.LOCAL_DISK, owner);
                     }
                 }
-                PathFigures o = figures("LOCAL_DISK via owner", owner, ownerNanos, size);
-                PathFigures d = figures("DISTRIBUTED_DISK pread", direct, directNanos, size);
+                PathFigures o = PathFigures.of("LOCAL_DISK via owner", owner, ownerNanos, size);
+                PathFigures d = PathFigures.of("DISTRIBUTED_DISK pread", direct, directNanos, size);
                 cases.add(new Case(size, o, d, o.meanMicros() / d.meanMicros()));
             }
         } finally {
-            BenchMasterCommand.deleteTree(dir);
+            FileTrees.deleteTree(dir);
         }
         report(cases);
         return ExitCodes.OK;
-    }
-
-    /** The --sizes of a benchmark, each from 1 byte to {@code largest}; one bad size refuses the run. */
-    static List<Long> parseSizes(List<String> sizes, long largest) {
-        List<Long> objectSizes = new ArrayList<>();
-        for (String size : sizes) {
-            long bytes;
-            try {
-                bytes = SizeParser.parse(size);
-            } catch (IllegalArgumentException e) {
-                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is " + SizeParser.ALLOWED);
-            }
-            if (bytes < 1 || bytes > largest) {
-                throw new CliException(ExitCodes.USAGE, "invalid --sizes '" + size + "': allowed is 1 byte to " + SizeParser.format(largest));
-            }
-            objectSizes.add(bytes);
-        }
-        return objectSizes;
-    }
-
-    /** Reads every key once, one at a time, with {@code read}; checks each came from the expected kind of replica. Returns the pass's nanoseconds. */
-    static long pass(java.util.function.Function<String, NodeClient.Read> read, List<String> keys, ReplicaType expected,
-                     LatencyRecorder latencies) {
-        long start = System.nanoTime();
-        for (String key : keys) {
-            long t0 = System.nanoTime();
-            NodeClient.Read got = read.apply(key);
-            long took = System.nanoTime() - t0;
-            if (got.type() != expected) {
-                throw new CliException(ExitCodes.FAILED, key + " was read from " + got.type() + ", not " + expected);
-            }
-            if (latencies != null) {
-                latencies.record(took);
-            }
-        }
-        return System.nanoTime() - start;
-    }
-
-    static PathFigures figures(String path, LatencyRecorder latencies, long nanos, long size) {
-        double seconds = nanos / 1e9;
-        return new PathFigures(path, latencies.count(), nanos / 1e3 / latencies.count(), latencies.percentileMicros(0.50),
-                latencies.percentileMicros(0.99), latencies.count() * (double) size / (1 << 20) / seconds);
     }
 
     private void report(List<Case> cases) {
@@ -199,8 +156,8 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
             Table table = new Table("OBJECT", "PATH", "READS", "MEAN us", "P50 us", "P99 us", "MiB/s");
             for (Case c : cases) {
                 for (PathFigures p : List.of(c.throughOwner(), c.directPread())) {
-                    table.row(SizeParser.format(c.objectSize()), p.path(), p.reads(), fixed(p.meanMicros()), fixed(p.p50Micros()),
-                            fixed(p.p99Micros()), fixed(p.mibPerSecond()));
+                    table.row(SizeParser.format(c.objectSize()), p.path(), p.reads(), PathFigures.fixed(p.meanMicros()), PathFigures.fixed(p.p50Micros()),
+                            PathFigures.fixed(p.p99Micros()), PathFigures.fixed(p.mibPerSecond()));
                 }
             }
             out.print(table.render());
@@ -210,9 +167,5 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
             }
         }
         out.flush();
-    }
-
-    static String fixed(double value) {
-        return String.format(Locale.ROOT, "%.1f", value);
     }
 }

@@ -9,6 +9,8 @@ import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.ProcessCpu;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
 import io.mcctl.master.client.ClientSecurity;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
@@ -139,7 +141,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                 throughput(etcd, work, ttl, report);
             }
         } finally {
-            BenchMasterCommand.deleteTree(work);
+            FileTrees.deleteTree(work);
         }
         print(report);
         return ExitCodes.OK;
@@ -192,7 +194,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                 report.put("fill_keys_per_s", Math.round(fill.keysPerSecond()));
             }
             report.put("mappings", filled);
-            report.put("fill_seconds", round((System.nanoTime() - fillStarted) / 1e9));
+            report.put("fill_seconds", Rounding.roundFinite((System.nanoTime() - fillStarted) / 1e9, 3));
             for (Stop stop : Stop.values()) {
                 List<Map<String, Object>> rows = new ArrayList<>();
                 for (int round = 1; round <= rounds; round++) {
@@ -205,9 +207,9 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                         "standby_back_ms")) {
                     List<Double> values = rows.stream().map(r -> ((Number) r.get(figure)).doubleValue()).sorted().toList();
                     Map<String, Object> spread = new LinkedHashMap<>();
-                    spread.put("min", round(values.get(0)));
-                    spread.put("median", round(median(values)));
-                    spread.put("max", round(values.get(values.size() - 1)));
+                    spread.put("min", Rounding.roundFinite(values.get(0), 3));
+                    spread.put("median", Rounding.roundFinite(median(values), 3));
+                    spread.put("max", Rounding.roundFinite(values.get(values.size() - 1), 3));
                     summary.put(figure, spread);
                 }
                 report.put(stop.reportKey + "summary", summary);
@@ -326,14 +328,14 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             row.put(stop.stopped, oldAddress);
             row.put("new_leader", newHolder[0]);
             row.put("epoch", Long.parseLong(tookOver.group(1)));
-            row.put(stop.total, round(totalMs));
-            row.put(stop.keyGone, round(keyGoneMs));
-            row.put("election_ms", round(keyTakenMs - keyGoneMs));
+            row.put(stop.total, Rounding.roundFinite(totalMs, 3));
+            row.put(stop.keyGone, Rounding.roundFinite(keyGoneMs, 3));
+            row.put("election_ms", Rounding.roundFinite(keyTakenMs - keyGoneMs, 3));
             row.put("takeover_ms", takeoverMs);
             row.put("takeover_records_read", Long.parseLong(tookOver.group(5)));
             row.put("takeover_mappings", Long.parseLong(tookOver.group(3)));
             row.put("takeover_in_flight", Long.parseLong(tookOver.group(4)));
-            row.put("client_ms", round(totalMs - keyTakenMs - takeoverMs));
+            row.put("client_ms", Rounding.roundFinite(totalMs - keyTakenMs - takeoverMs, 3));
             row.put("offload_attempts", attempts);
             row.put("first_offload_ok", true);
             row.put("failed_attempts", refusals);
@@ -350,7 +352,7 @@ public final class BenchFailoverCommand implements Callable<Integer> {
             long restarted = System.nanoTime();
             MasterProcess back = startMaster(args);
             awaitCaughtUp(back.address(), newHolder[0]);
-            row.put("standby_back_ms", round((System.nanoTime() - restarted) / 1e6));
+            row.put("standby_back_ms", Rounding.roundFinite((System.nanoTime() - restarted) / 1e6, 3));
             return row;
         }
     }
@@ -538,8 +540,8 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                         row.put("mode", modes.get(m).name());
                         row.put("keys", phase.keys());
                         row.put("keys_per_second", Math.round(phase.keysPerSecond()));
-                        row.put("master_cpu_us_per_key", round(phase.serverMicrosPerKey()));
-                        row.put("master_cores", round(phase.serverCores()));
+                        row.put("master_cpu_us_per_key", Rounding.roundFinite(phase.serverMicrosPerKey(), 3));
+                        row.put("master_cores", Rounding.roundFinite(phase.serverCores(), 3));
                         row.put("failures", phase.failures());
                         rows.add(row);
                     }
@@ -553,11 +555,11 @@ public final class BenchFailoverCommand implements Callable<Integer> {
                 comparison.put("rounds", rows);
                 comparison.put("keys_per_s_without_ha_median", Math.round(median(keysPerSecond.get(0))));
                 comparison.put("keys_per_s_with_ha_median", Math.round(median(keysPerSecond.get(1))));
-                comparison.put("keys_per_s_ha_over_plain_per_round", pairRatios.stream().map(BenchFailoverCommand::round).toList());
-                comparison.put("keys_per_s_ha_over_plain_median", round(median(pairRatios)));
-                comparison.put("master_cpu_us_per_key_without_ha_median", round(median(cpuPerKey.get(0))));
-                comparison.put("master_cpu_us_per_key_with_ha_median", round(median(cpuPerKey.get(1))));
-                comparison.put("master_cpu_per_key_ha_over_plain", round(median(cpuPerKey.get(1)) / median(cpuPerKey.get(0))));
+                comparison.put("keys_per_s_ha_over_plain_per_round", pairRatios.stream().map(ratio -> Rounding.roundFinite(ratio, 3)).toList());
+                comparison.put("keys_per_s_ha_over_plain_median", Rounding.roundFinite(median(pairRatios), 3));
+                comparison.put("master_cpu_us_per_key_without_ha_median", Rounding.roundFinite(median(cpuPerKey.get(0)), 3));
+                comparison.put("master_cpu_us_per_key_with_ha_median", Rounding.roundFinite(median(cpuPerKey.get(1)), 3));
+                comparison.put("master_cpu_per_key_ha_over_plain", Rounding.roundFinite(median(cpuPerKey.get(1)) / median(cpuPerKey.get(0)), 3));
                 comparison.put("failures", failures);
                 report.put("throughput", comparison);
             }
@@ -622,10 +624,6 @@ public final class BenchFailoverCommand implements Callable<Integer> {
         sorted.sort(null);
         int n = sorted.size();
         return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
-    }
-
-    static double round(double value) {
-        return BenchMasterCommand.round(value);
     }
 
     private static void sleep(long millis) {

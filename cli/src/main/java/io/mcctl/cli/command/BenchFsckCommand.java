@@ -3,11 +3,14 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.bench.FigureReport;
 import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.bench.MappingLoad;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterServer;
-import io.mcctl.master.server.MasterSettings;
 import io.mcctl.storage.layout.BucketLayout;
 import io.mcctl.tools.fsck.Fsck;
 import io.mcctl.tools.fsck.LiveFsck;
@@ -64,7 +67,7 @@ public final class BenchFsckCommand implements Callable<Integer> {
             Path stateDir;
             try (MasterServer master = MasterServer.start(options);
                  MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofMinutes(2))) {
-                BenchRestartCommand.fill(master.pages(), "base-", mappings);
+                MappingLoad.fill(master.pages(), "base-", mappings);
                 master.wal().whenDurable().get();
                 report.put("snapshot_millis", master.snapshot().millis());
                 stateDir = master.options().resolvedStateDir();
@@ -80,10 +83,10 @@ public final class BenchFsckCommand implements Callable<Integer> {
                         throw new CliException(ExitCodes.FAILED, "the live fsck found errors in a clean state: " + live.errors());
                     }
                 }
-                report.put("live_fsck_millis", BenchRestartCommand.round(BenchRestartCommand.median(liveMillis)));
-                report.put("live_longest_lock_hold_millis", BenchRestartCommand.round(BenchRestartCommand.median(pauseMillis)));
+                report.put("live_fsck_millis", Rounding.round(FigureReport.median(liveMillis), 3));
+                report.put("live_longest_lock_hold_millis", Rounding.round(FigureReport.median(pauseMillis), 3));
 
-                LatencyRecorder idle = BenchRestartCommand.lookups(master, Duration.ofSeconds(3), null);
+                LatencyRecorder idle = MappingLoad.lookups(master, Duration.ofSeconds(3), null);
                 AtomicBoolean checksDone = new AtomicBoolean();
                 Thread checks = new Thread(() -> {
                     try {
@@ -94,14 +97,14 @@ public final class BenchFsckCommand implements Callable<Integer> {
                         checksDone.set(true);
                     }
                 });
-                LatencyRecorder during = BenchRestartCommand.lookups(master, null, () -> {
+                LatencyRecorder during = MappingLoad.lookups(master, null, () -> {
                     checks.start();
                     return checksDone;
                 });
                 checks.join();
-                report.put("lookup_p99_idle_us", BenchRestartCommand.round(idle.percentileMicros(0.99)));
-                report.put("lookup_p99_during_live_fsck_us", BenchRestartCommand.round(during.percentileMicros(0.99)));
-                report.put("lookup_p99_ratio", BenchRestartCommand.round(during.percentileMicros(0.99) / idle.percentileMicros(0.99)));
+                report.put("lookup_p99_idle_us", Rounding.round(idle.percentileMicros(0.99), 3));
+                report.put("lookup_p99_during_live_fsck_us", Rounding.round(during.percentileMicros(0.99), 3));
+                report.put("lookup_p99_ratio", Rounding.round(during.percentileMicros(0.99) / idle.percentileMicros(0.99), 3));
             }
             List<Double> offlineMillis = new ArrayList<>();
             for (int i = 0; i < runs; i++) {
@@ -112,11 +115,11 @@ public final class BenchFsckCommand implements Callable<Integer> {
                     throw new CliException(ExitCodes.FAILED, "the offline fsck found errors in a clean state: " + offline.errors());
                 }
             }
-            report.put("offline_fsck_millis", BenchRestartCommand.round(BenchRestartCommand.median(offlineMillis)));
+            report.put("offline_fsck_millis", Rounding.round(FigureReport.median(offlineMillis), 3));
         } finally {
-            BenchMasterCommand.deleteTree(root);
+            FileTrees.deleteTree(root);
         }
-        BenchRestartCommand.print(spec, output, report);
+        FigureReport.print(spec, output, report);
         return ExitCodes.OK;
     }
 }

@@ -6,6 +6,8 @@ import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.SettingsOptions;
 import io.mcctl.cli.Table;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -197,7 +199,7 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
             }
         } finally {
             if (temporary) {
-                BenchMasterCommand.deleteTree(dir);
+                FileTrees.deleteTree(dir);
             }
         }
         report(modes, cases);
@@ -415,14 +417,14 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
                 row.put("batch", c.batch());
                 for (PathFigures p : c.paths()) {
                     Map<String, Object> figures = new LinkedHashMap<>();
-                    figures.put("write_gib_per_s", round(p.writeGiBps()));
-                    figures.put("read_gib_per_s", round(p.readGiBps()));
-                    figures.put("write_cpu_s_per_gib", round(p.writeCpuPerGiB()));
-                    figures.put("read_cpu_s_per_gib", round(p.readCpuPerGiB()));
-                    figures.put("read_over_plain", round(p.readGiBps() / c.plainGiBps()));
+                    figures.put("write_gib_per_s", Rounding.round(p.writeGiBps(), 3));
+                    figures.put("read_gib_per_s", Rounding.round(p.readGiBps(), 3));
+                    figures.put("write_cpu_s_per_gib", Rounding.round(p.writeCpuPerGiB(), 3));
+                    figures.put("read_cpu_s_per_gib", Rounding.round(p.readCpuPerGiB(), 3));
+                    figures.put("read_over_plain", Rounding.round(p.readGiBps() / c.plainGiBps(), 3));
                     row.put(p.path(), figures);
                 }
-                row.put("plain_read_gib_per_s", round(c.plainGiBps()));
+                row.put("plain_read_gib_per_s", Rounding.round(c.plainGiBps(), 3));
                 if (both) {
                     PathFigures posix = c.path("posix");
                     PathFigures usrbio = c.path("usrbio");
@@ -431,7 +433,7 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
                     row.put("usrbio_over_posix_write_cpu", ratio(usrbio.writeCpuPerGiB(), posix.writeCpuPerGiB()));
                     row.put("usrbio_over_posix_read_cpu", ratio(usrbio.readCpuPerGiB(), posix.readCpuPerGiB()));
                 }
-                row.put("fio_gib_per_s", c.fioGiBps() == null ? null : round(c.fioGiBps()));
+                row.put("fio_gib_per_s", c.fioGiBps() == null ? null : Rounding.round(c.fioGiBps(), 3));
                 rows.add(row);
             }
             report.put("cases", rows);
@@ -463,13 +465,9 @@ public final class BenchIoCommand implements Callable<Integer>, SettingsOptions.
         out.flush();
     }
 
-    private static double round(double v) {
-        return Math.round(v * 1000) / 1000.0;
-    }
-
     /** {@code a / b} rounded, or null when {@code b} is 0 (a CPU time below the clock's tick). */
     private static Double ratio(double a, double b) {
-        return b == 0 ? null : round(a / b);
+        return b == 0 ? null : Rounding.round(a / b, 3);
     }
 
     private static String fmt(double v) {

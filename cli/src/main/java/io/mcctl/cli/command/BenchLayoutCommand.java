@@ -5,6 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.cli.bench.MachineInfo;
+import io.mcctl.cli.util.FileTrees;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -98,7 +99,7 @@ public final class BenchLayoutCommand implements Callable<Integer> {
             perKey = perKey(dir.resolve("per-key"), data);
             paged = pages(dir.resolve("root"), data);
         } finally {
-            BenchMasterCommand.deleteTree(dir);
+            FileTrees.deleteTree(dir);
         }
         report(List.of(perKey, paged), bytes);
         return ExitCodes.OK;

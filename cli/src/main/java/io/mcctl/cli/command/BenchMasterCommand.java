@@ -10,10 +10,11 @@ import io.mcctl.cli.bench.MappingMemory;
 import io.mcctl.cli.bench.MasterBenchmark;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.ProcessCpu;
-import io.mcctl.master.client.ClientSecurity;
-import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 import io.mcctl.cli.bench.TcpEcho;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
+import io.mcctl.cli.util.SizeArguments;
+import io.mcctl.master.client.ClientSecurity;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.server.MasterGrpcService;
 import io.mcctl.master.server.MasterServer;
@@ -34,6 +35,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -240,7 +243,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         if (buckets < 1 || buckets > 4096) {
             throw new CliException(ExitCodes.USAGE, "invalid --buckets " + buckets + ": allowed is 1 to 4096");
         }
-        long bucketBytes = BenchCacheCommand.size("--bucket-size", bucketSize);
+        long bucketBytes = SizeArguments.positive("--bucket-size", bucketSize);
         if (bucketBytes % SizeParser.parse(PAGE_SIZE) != 0) {
             throw new CliException(ExitCodes.USAGE, "invalid --bucket-size " + bucketSize + ": allowed is a multiple of the " + PAGE_SIZE + " page");
         }
@@ -356,13 +359,13 @@ public final class BenchMasterCommand implements Callable<Integer> {
             report.put("security", securityRows);
         }
         report.put("objects_evicted", evictedKeys);
-        report.put("tcp_echo_p50_us", round(echoP50));
-        report.put("tcp_echo_p99_us", round(echo.percentileMicros(0.99)));
+        report.put("tcp_echo_p50_us", Rounding.roundFinite(echoP50, 3));
+        report.put("tcp_echo_p99_us", Rounding.roundFinite(echo.percentileMicros(0.99), 3));
         if (singleLookup != null) {
-            report.put("one_caller_single_lookup_p50_over_echo_p50", round(singleLookup.median(MasterBenchmark.Phase::p50Micros) / echoP50));
+            report.put("one_caller_single_lookup_p50_over_echo_p50", Rounding.roundFinite(singleLookup.median(MasterBenchmark.Phase::p50Micros) / echoP50, 3));
         }
         if (memory != null) {
-            report.put("heap_bytes_per_mapping", round(memory.bytesPerMapping()));
+            report.put("heap_bytes_per_mapping", Rounding.roundFinite(memory.bytesPerMapping(), 3));
             report.put("heap_mappings", memory.mappings());
             report.put("heap_key_length", memory.keyLength());
         }
@@ -386,7 +389,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                         serverFigure(row, "server_cpu_us_per_call"), serverFigure(row, "server_cores"), row.get("client_cores"), row.get("failures")));
                 if (rounds > 1) {
                     PhaseRounds p = phases.get(i);
-                    cells.add(8, round(p.low(MasterBenchmark.Phase::serverMicrosPerKey)) + "-" + round(p.high(MasterBenchmark.Phase::serverMicrosPerKey)));
+                    cells.add(8, Rounding.roundFinite(p.low(MasterBenchmark.Phase::serverMicrosPerKey), 3) + "-" + Rounding.roundFinite(p.high(MasterBenchmark.Phase::serverMicrosPerKey), 3));
                 }
                 table.row(cells.toArray());
             }
@@ -584,7 +587,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 process.close();
             }
             if (root != null) {
-                deleteTree(root);
+                FileTrees.deleteTree(root);
             }
         }
     }
@@ -635,7 +638,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             // Its standard error is kept (a few lines; the JVM names a bad --master-jvm-option there) and removed with it.
             started = MasterProcess.start(jar, jvmOptions, Duration.ofMinutes(2), builder -> { }, args.toArray(String[]::new));
         } catch (IOException | InterruptedException | RuntimeException e) {
-            deleteTree(root);
+            FileTrees.deleteTree(root);
             throw jar != null && e instanceof IOException ? new IOException("the baseline master from " + jar + " did not start: " + e.getMessage(), e) : e;
         }
         long pid = started.process().pid();
@@ -854,9 +857,9 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         row.put("callers", base.threads());
         row.put("batch", base.batch());
-        row.put("keys_per_second_ratio", round(other.median(MasterBenchmark.Phase::keysPerSecond) / base.median(MasterBenchmark.Phase::keysPerSecond)));
+        row.put("keys_per_second_ratio", Rounding.roundFinite(other.median(MasterBenchmark.Phase::keysPerSecond) / base.median(MasterBenchmark.Phase::keysPerSecond), 3));
         row.put("server_cpu_per_key_ratio",
-                round(other.median(MasterBenchmark.Phase::serverMicrosPerKey) / base.median(MasterBenchmark.Phase::serverMicrosPerKey)));
+                Rounding.roundFinite(other.median(MasterBenchmark.Phase::serverMicrosPerKey) / base.median(MasterBenchmark.Phase::serverMicrosPerKey), 3));
         return row;
     }
 
@@ -942,7 +945,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                 }
             }
         } finally {
-            deleteTree(work);
+            FileTrees.deleteTree(work);
         }
         return rows;
     }
@@ -958,44 +961,29 @@ public final class BenchMasterCommand implements Callable<Integer> {
         row.put("batch", p.batch());
         row.put("keys", Math.round(p.median(MasterBenchmark.Phase::keys)));
         row.put("keys_per_second", Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)));
-        row.put("call_p50_us", round(p.median(MasterBenchmark.Phase::p50Micros)));
-        row.put("call_p99_us", round(p.median(MasterBenchmark.Phase::p99Micros)));
+        row.put("call_p50_us", Rounding.roundFinite(p.median(MasterBenchmark.Phase::p50Micros), 3));
+        row.put("call_p99_us", Rounding.roundFinite(p.median(MasterBenchmark.Phase::p99Micros), 3));
         row.put("failures", p.failures());
-        row.put("seconds", round(p.median(MasterBenchmark.Phase::seconds)));
+        row.put("seconds", Rounding.roundFinite(p.median(MasterBenchmark.Phase::seconds), 3));
         row.put("calls", Math.round(p.median(MasterBenchmark.Phase::calls)));
         if (p.serverCpuKnown()) {
-            row.put("server_cpu_us_per_key", round(p.median(MasterBenchmark.Phase::serverMicrosPerKey)));
-            row.put("server_cpu_us_per_call", round(p.median(MasterBenchmark.Phase::serverMicrosPerCall)));
-            row.put("server_cores", round(p.median(MasterBenchmark.Phase::serverCores)));
+            row.put("server_cpu_us_per_key", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverMicrosPerKey), 3));
+            row.put("server_cpu_us_per_call", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverMicrosPerCall), 3));
+            row.put("server_cores", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverCores), 3));
             Map<String, Double> byThread = p.medianByThread();
             if (!byThread.isEmpty()) {
                 Map<String, Object> rounded = new LinkedHashMap<>();
-                byThread.forEach((group, micros) -> rounded.put(group, round(micros)));
+                byThread.forEach((group, micros) -> rounded.put(group, Rounding.roundFinite(micros, 3)));
                 row.put("server_cpu_us_per_key_by_thread", rounded);
             }
         }
-        row.put("client_cores", round(p.median(MasterBenchmark.Phase::clientCores)));
+        row.put("client_cores", Rounding.roundFinite(p.median(MasterBenchmark.Phase::clientCores), 3));
         if (p.rounds().size() > 1) {
             row.put("keys_per_second_rounds", p.rounds().stream().map(r -> Math.round(r.keysPerSecond())).toList());
             if (p.serverCpuKnown()) {
-                row.put("server_cpu_us_per_key_rounds", p.rounds().stream().map(r -> round(r.serverMicrosPerKey())).toList());
+                row.put("server_cpu_us_per_key_rounds", p.rounds().stream().map(r -> Rounding.roundFinite(r.serverMicrosPerKey(), 3)).toList());
             }
         }
         return row;
-    }
-
-    static double round(double value) {
-        if (Double.isNaN(value) || Double.isInfinite(value)) {
-            return value;
-        }
-        return Math.round(value * 1000) / 1000.0;
-    }
-
-    static void deleteTree(Path root) throws IOException {
-        try (Stream<Path> walk = Files.walk(root)) {
-            for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(path);
-            }
-        }
     }
 }

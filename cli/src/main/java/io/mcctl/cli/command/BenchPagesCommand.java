@@ -4,6 +4,7 @@ import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.PageServiceBenchmark;
+import io.mcctl.cli.util.Rounding;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -91,10 +92,10 @@ public final class BenchPagesCommand implements Callable<Integer> {
                 row.put("keys", p.keys());
                 row.put("failures", p.failures());
                 row.put("mappings_at_end", p.mappingsAtEnd());
-                row.put("seconds", BenchAllocatorCommand.round(p.seconds(), 3));
+                row.put("seconds", Rounding.round(p.seconds(), 3));
                 row.put("keys_per_second", Math.round(p.keysPerSecond()));
-                row.put("cpu_ns_per_key", BenchAllocatorCommand.round(p.cpuNanosPerKey(), 1));
-                row.put("collector_share_of_cpu", BenchAllocatorCommand.round(p.gcShare(), 3));
+                row.put("cpu_ns_per_key", Rounding.round(p.cpuNanosPerKey(), 1));
+                row.put("collector_share_of_cpu", Rounding.round(p.gcShare(), 3));
                 rows.add(row);
             }
             report.put("phases", rows);

@@ -1,8 +1,5 @@
 package io.mcctl.cli.command;
 
-import static io.mcctl.cli.command.BenchCrossnodeCommand.figures;
-import static io.mcctl.cli.command.BenchCrossnodeCommand.fixed;
-
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
@@ -11,7 +8,10 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.NodeProcess;
-import io.mcctl.cli.command.BenchCrossnodeCommand.PathFigures;
+import io.mcctl.cli.bench.PathFigures;
+import io.mcctl.cli.bench.ReadPasses;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.SizeArguments;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.TierNode;
@@ -94,7 +94,7 @@ public final class BenchPromotionCommand implements Callable<Integer> {
         if (rounds < 1 || rounds > 100) {
             throw new CliException(ExitCodes.USAGE, "invalid --rounds " + rounds + ": allowed is 1 to 100");
         }
-        List<Long> objectSizes = BenchCrossnodeCommand.parseSizes(sizes, 16L << 20);
+        List<Long> objectSizes = SizeArguments.objectSizes(sizes, 16L << 20);
         try {
             io.mcctl.storage.config.DurationParser.parse(promotionInterval);
         } catch (IllegalArgumentException e) {
@@ -144,8 +144,8 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                 }
                 awaitPromoted(client, before + objects);
                 double promotedPerSecond = objects / ((System.nanoTime() - promoting) / 1e9);
-                BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, null); // warm-up: page cache, connections, JIT
-                BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, null);
+                ReadPasses.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, null); // warm-up: page cache, connections, JIT
+                ReadPasses.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, null);
                 readerPass(dramReader, withDram, promoted, true, null);
                 readerPass(preadReader, filesOnly, promoted, false, null);
                 LatencyRecorder[] latencies = {new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder()};
@@ -155,25 +155,25 @@ public final class BenchPromotionCommand implements Callable<Integer> {
                     boolean dramFirst = round % 2 == 0;
                     for (int turn = 0; turn < 2; turn++) {
                         if (dramFirst == (turn == 0)) {
-                            nanos[0] += BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, latencies[0]);
+                            nanos[0] += ReadPasses.pass(k -> viaA.get("bench", k), promoted, ReplicaType.MEMORY, latencies[0]);
                             nanos[2] += readerPass(dramReader, withDram, promoted, true, latencies[2]);
                         } else {
                             dropCache(dir.resolve("root"));
-                            nanos[1] += BenchCrossnodeCommand.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, latencies[1]);
+                            nanos[1] += ReadPasses.pass(k -> viaA.get("bench", k), twins, ReplicaType.DISTRIBUTED_DISK, latencies[1]);
                             dropCache(dir.resolve("root"));
                             nanos[3] += readerPass(preadReader, filesOnly, promoted, false, latencies[3]);
                         }
                     }
                 }
-                PathFigures nodeDram = figures("node A: DRAM (promoted)", latencies[0], nanos[0], size);
-                PathFigures nodePread = figures("node A: pread (twin)", latencies[1], nanos[1], size);
-                PathFigures remoteDram = figures("reader: A's DRAM", latencies[2], nanos[2], size);
-                PathFigures localPread = figures("reader: pread", latencies[3], nanos[3], size);
+                PathFigures nodeDram = PathFigures.of("node A: DRAM (promoted)", latencies[0], nanos[0], size);
+                PathFigures nodePread = PathFigures.of("node A: pread (twin)", latencies[1], nanos[1], size);
+                PathFigures remoteDram = PathFigures.of("reader: A's DRAM", latencies[2], nanos[2], size);
+                PathFigures localPread = PathFigures.of("reader: pread", latencies[3], nanos[3], size);
                 cases.add(new Case(size, promotedPerSecond, nodeDram, nodePread, remoteDram, localPread, nodePread.meanMicros() / nodeDram.meanMicros(),
                         localPread.meanMicros() / remoteDram.meanMicros()));
             }
         } finally {
-            BenchMasterCommand.deleteTree(dir);
+            FileTrees.deleteTree(dir);
         }
         report(cases);
         return ExitCodes.OK;
@@ -261,8 +261,8 @@ public final class BenchPromotionCommand implements Callable<Integer> {
             Table table = new Table("OBJECT", "PATH", "READS", "MEAN us", "P50 us", "P99 us", "MiB/s");
             for (Case c : cases) {
                 for (PathFigures p : List.of(c.nodeDram(), c.nodePread(), c.remoteDram(), c.localPread())) {
-                    table.row(SizeParser.format(c.objectSize()), p.path(), p.reads(), fixed(p.meanMicros()), fixed(p.p50Micros()),
-                            fixed(p.p99Micros()), fixed(p.mibPerSecond()));
+                    table.row(SizeParser.format(c.objectSize()), p.path(), p.reads(), PathFigures.fixed(p.meanMicros()), PathFigures.fixed(p.p50Micros()),
+                            PathFigures.fixed(p.p99Micros()), PathFigures.fixed(p.mibPerSecond()));
                 }
             }
             out.print(table.render());

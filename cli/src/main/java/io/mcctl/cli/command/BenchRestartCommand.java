@@ -3,18 +3,17 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
-import io.mcctl.cli.Table;
+import io.mcctl.cli.bench.FigureReport;
 import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
-import io.mcctl.cli.bench.MasterProcess;
+import io.mcctl.cli.bench.MappingLoad;
 import io.mcctl.cli.bench.MasterBenchmark;
+import io.mcctl.cli.bench.MasterProcess;
+import io.mcctl.cli.util.FileTrees;
+import io.mcctl.cli.util.Rounding;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.CreateSnapshotResponse;
-import io.mcctl.master.server.MasterServer;
 import io.mcctl.master.server.MasterSettings;
-import io.mcctl.master.service.PageService;
-import io.mcctl.master.service.Placement;
-import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,7 +93,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
                 List<Long> snapshotMillis = new ArrayList<>();
                 CreateSnapshotResponse last = null;
                 for (int i = 0; i < snapshots; i++) {
-                    LatencyRecorder idle = lookups(client, probe, Duration.ofSeconds(2), null);
+                    LatencyRecorder idle = MappingLoad.lookups(client, probe, Duration.ofSeconds(2), null);
                     AtomicBoolean snapshotDone = new AtomicBoolean();
                     CreateSnapshotResponse[] taken = new CreateSnapshotResponse[1];
                     Thread snapshotThread = new Thread(() -> {
@@ -104,7 +103,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
                             snapshotDone.set(true);
                         }
                     });
-                    LatencyRecorder during = lookups(client, probe, null, () -> {
+                    LatencyRecorder during = MappingLoad.lookups(client, probe, null, () -> {
                         snapshotThread.start();
                         return snapshotDone;
                     });
@@ -114,9 +113,9 @@ public final class BenchRestartCommand implements Callable<Integer> {
                     }
                     last = taken[0];
                     snapshotMillis.add(taken[0].getMillis());
-                    idleP99.add(round(idle.percentileMicros(0.99)));
-                    duringP99.add(round(during.percentileMicros(0.99)));
-                    ratios.add(round(during.percentileMicros(0.99) / idle.percentileMicros(0.99)));
+                    idleP99.add(Rounding.round(idle.percentileMicros(0.99), 3));
+                    duringP99.add(Rounding.round(during.percentileMicros(0.99), 3));
+                    ratios.add(Rounding.round(during.percentileMicros(0.99) / idle.percentileMicros(0.99), 3));
                 }
                 report.put("snapshot_mappings", last.getMappings());
                 report.put("snapshot_millis", snapshotMillis);
@@ -124,7 +123,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
                 report.put("lookup_p99_idle_us", idleP99);
                 report.put("lookup_p99_during_snapshot_us", duringP99);
                 report.put("lookup_p99_ratios", ratios);
-                report.put("lookup_p99_ratio_median", median(ratios));
+                report.put("lookup_p99_ratio_median", FigureReport.median(ratios));
                 CreateSnapshotResponse[] taken = {last};
                 // Each offload cycle logs two records (allocated, committed).
                 new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "tail").offload(BATCH, perCaller(walRecords / 2), new ArrayList<>());
@@ -136,7 +135,7 @@ public final class BenchRestartCommand implements Callable<Integer> {
                 report.put("restart_millis_to_serving", restarted.startToServing().toMillis());
             }
         } finally {
-            BenchMasterCommand.deleteTree(root);
+            FileTrees.deleteTree(root);
         }
         Map<MasterSettings.Durability, List<Double>> throughput = new LinkedHashMap<>();
         offloadThroughput(MasterSettings.Durability.snapshot); // warms this JVM's client code, so the first measured round is not the slowest
@@ -145,13 +144,13 @@ public final class BenchRestartCommand implements Callable<Integer> {
                 throughput.computeIfAbsent(durability, d -> new ArrayList<>()).add(offloadThroughput(durability));
             }
         }
-        double wal = median(throughput.get(MasterSettings.Durability.wal));
-        double snapshot = median(throughput.get(MasterSettings.Durability.snapshot));
+        double wal = FigureReport.median(throughput.get(MasterSettings.Durability.wal));
+        double snapshot = FigureReport.median(throughput.get(MasterSettings.Durability.snapshot));
         report.put("offload_keys_per_s_wal", Math.round(wal));
         report.put("offload_keys_per_s_snapshot", Math.round(snapshot));
         report.put("offload_keys_per_s_wal_runs", throughput.get(MasterSettings.Durability.wal).stream().map(Math::round).toList());
         report.put("offload_keys_per_s_snapshot_runs", throughput.get(MasterSettings.Durability.snapshot).stream().map(Math::round).toList());
-        report.put("wal_cost", round(1 - wal / snapshot));
+        report.put("wal_cost", Rounding.round(1 - wal / snapshot, 3));
         print(report);
         return ExitCodes.OK;
     }
@@ -160,55 +159,10 @@ public final class BenchRestartCommand implements Callable<Integer> {
         return Math.max(BATCH, total / CALLERS / BATCH * BATCH);
     }
 
-    static double median(List<Double> values) {
-        List<Double> sorted = new ArrayList<>(values);
-        sorted.sort(null);
-        return sorted.get(sorted.size() / 2);
-    }
-
     private static MasterProcess startMaster(Path root, MasterSettings.Durability durability) throws Exception {
         return MasterProcess.start(List.of(), Duration.ofMinutes(5), builder -> builder.redirectError(ProcessBuilder.Redirect.DISCARD),
                 "--root", root.toString(), "--bucket-count", "256", "--bucket-size", "4GiB", "--page-size", "64KiB",
                 "--allocation-deadline", "10m", "--durability", durability.name());
-    }
-
-    /** Commits {@code count} one-page mappings straight through the page service (and so through its log). */
-    static void fill(PageService pages, String prefix, int count) {
-        for (int i = 0; i < count; i++) {
-            String key = prefix + i;
-            Placement placement = pages.allocate("bench", key, 64 << 10, false).value();
-            if (!pages.notifySuccess("bench", key, placement.withCrc(i)).isOk()) {
-                throw new IllegalStateException("notify failed for " + key);
-            }
-        }
-    }
-
-    /** Single-key lookups of base-0..base-999 (tenant bench) of an embedded master; see {@link #lookups(MasterClient, List, Duration, java.util.function.Supplier)}. */
-    static LatencyRecorder lookups(MasterServer master, Duration time, java.util.function.Supplier<AtomicBoolean> until) throws Exception {
-        List<String> keys = new ArrayList<>();
-        for (int i = 0; i < 1000; i++) {
-            keys.add("base-" + i);
-        }
-        try (MasterClient client = new MasterClient("127.0.0.1:" + master.port(), Duration.ofSeconds(30))) {
-            return lookups(client, keys, time, until);
-        }
-    }
-
-    /** Single-key lookups of {@code keys} (tenant bench) from one caller, for a fixed time or until {@code until} says stop. */
-    static LatencyRecorder lookups(MasterClient client, List<String> keys, Duration time, java.util.function.Supplier<AtomicBoolean> until) {
-        LatencyRecorder latencies = new LatencyRecorder();
-        for (int i = 0; i < 2000; i++) {
-            client.getMapping("bench", keys.get(i % keys.size())); // warm-up, on the keys measured below
-        }
-        AtomicBoolean stop = until == null ? null : until.get();
-        long end = time == null ? Long.MAX_VALUE : System.nanoTime() + time.toNanos();
-        int i = 0;
-        while (System.nanoTime() < end && (stop == null || !stop.get())) {
-            long start = System.nanoTime();
-            client.getMapping("bench", keys.get(i++ % keys.size()));
-            latencies.record(System.nanoTime() - start);
-        }
-        return latencies;
     }
 
     private double offloadThroughput(MasterSettings.Durability durability) throws Exception {
@@ -218,32 +172,11 @@ public final class BenchRestartCommand implements Callable<Integer> {
             new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "warm").offload(BATCH, perCaller(keys / 4), new ArrayList<>());
             return new MasterBenchmark(client, CALLERS, OBJECT_SIZE, "run").offload(BATCH, perCaller(keys), new ArrayList<>()).keysPerSecond();
         } finally {
-            BenchMasterCommand.deleteTree(root);
+            FileTrees.deleteTree(root);
         }
     }
 
     private void print(Map<String, Object> report) {
-        print(spec, output, report);
-    }
-
-    /** A report as a FIGURE/VALUE table, or as JSON with {@code -o json}. */
-    static void print(CommandSpec spec, OutputMixin output, Map<String, Object> report) {
-        PrintWriter out = spec.commandLine().getOut();
-        if (output.json()) {
-            out.println(OutputMixin.toJson(report));
-        } else {
-            Table table = new Table("FIGURE", "VALUE");
-            report.forEach((k, v) -> {
-                if (!"machine".equals(k) && !"benchmark".equals(k)) {
-                    table.row(k, v);
-                }
-            });
-            out.print(table.render());
-        }
-        out.flush();
-    }
-
-    static double round(double v) {
-        return Math.round(v * 1000) / 1000.0;
+        FigureReport.print(spec, output, report);
     }
 }

@@ -6,6 +6,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.cli.bench.NodeProcess;
+import io.mcctl.cli.util.FileTrees;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.node.NodeException;
@@ -138,7 +139,7 @@ public final class DemoOwnerDeathCommand implements Callable<Integer> {
             outcome.put("local_disk_files_intact", intact);
             outcome.put("distributed_disk_after_byte_exact", after[1]);
         } finally {
-            BenchMasterCommand.deleteTree(dir);
+            FileTrees.deleteTree(dir);
         }
         step(asDescribed ? "as the RFC says: the owner's death erased metadata of intact data; page mode lost nothing"
                 : "the outcome differs from the RFC's account (see the lines above)");
