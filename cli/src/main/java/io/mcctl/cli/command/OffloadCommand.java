@@ -232,7 +232,7 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
 
     private void offload(TierNode node, String tenant, List<Entry> entries, long bucketSize, Batch batch) throws IOException {
         List<Entry> ready = entries.stream().filter(Entry::ok).toList();
-        NotifyWatch watch = new NotifyWatch(TestHooks.fromEnvironment(spec.commandLine().getErr()));
+        NotifyWatch watch = new NotifyWatch(OffloadObserver.load(spec.commandLine().getErr()));
         TierWriter writer = new TierWriter(node, watch);
         try (Progress progress = new Progress("offload", ready.size())) {
             for (int from = 0; from < ready.size(); from += batchSize) {

@@ -8,11 +8,22 @@ import java.util.List;
  * Pauses an offload at a chosen point so that a process test can stop it there (SIGSTOP) or restart the master under
  * it. Inert unless one of its environment variables is set: {@value #PAUSE_AFTER_ALLOCATE} or
  * {@value #PAUSE_BEFORE_NOTIFY}, each a number of milliseconds. Each pause is announced on stderr first.
+ *
+ * <p>Found as the {@link OffloadObserver} of an mcctl started with the test classes on its classpath; the binary
+ * does not contain it.
  */
-final class TestHooks implements TierWriter.Listener {
+public final class TestHooks implements TierWriter.Listener {
 
-    static final String PAUSE_AFTER_ALLOCATE = "MCCTL_TEST_PAUSE_AFTER_ALLOCATE_MS";
-    static final String PAUSE_BEFORE_NOTIFY = "MCCTL_TEST_PAUSE_BEFORE_NOTIFY_MS";
+    public static final String PAUSE_AFTER_ALLOCATE = "MCCTL_TEST_PAUSE_AFTER_ALLOCATE_MS";
+    public static final String PAUSE_BEFORE_NOTIFY = "MCCTL_TEST_PAUSE_BEFORE_NOTIFY_MS";
+
+    /** The service {@link OffloadObserver#load} finds on a test classpath. */
+    public static final class Observer implements OffloadObserver {
+        @Override
+        public TierWriter.Listener listener(PrintWriter err) {
+            return fromEnvironment(err);
+        }
+    }
 
     private final PrintWriter err;
     private final long afterAllocateMillis;
