@@ -1,12 +1,10 @@
 package io.mcctl.cli;
 
-import io.mcctl.cli.command.BenchCommand;
 import io.mcctl.cli.command.PromoteCommand;
 import io.mcctl.cli.command.PromotionsCommand;
 import io.mcctl.cli.command.BitmapCommand;
 import io.mcctl.cli.command.CompletionCommand;
 import io.mcctl.cli.command.ConfigCommand;
-import io.mcctl.cli.command.DemoCommand;
 import io.mcctl.cli.command.FsckCommand;
 import io.mcctl.cli.command.GetCommand;
 import io.mcctl.cli.command.LsCommand;
@@ -23,8 +21,10 @@ import io.mcctl.cli.command.SnapshotCommand;
 import io.mcctl.cli.command.StatCommand;
 import io.mcctl.cli.command.StatsCommand;
 import io.mcctl.cli.command.TopCommand;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ScopeType;
@@ -43,9 +43,20 @@ public final class McctlCommand extends GroupCommand implements CommandEnvironme
      * command line can be given only the subcommand it runs: picocli reflects on every command class it is given, which
      * loads the classes their methods name (gRPC, protobuf, Jackson), a good part of a short command's start.
      */
-    static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
+    static final List<Class<?>> SUBCOMMANDS = subcommands(List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
             LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-            QuotaCommand.class, EventsCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+            QuotaCommand.class, EventsCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class),
+            List.of(ShellCommand.class, ConfigCommand.class, CompletionCommand.class));
+
+    /** The built-in commands with those of every {@link SubcommandProvider} on the classpath between the two groups. */
+    private static List<Class<?>> subcommands(List<Class<?>> operating, List<Class<?>> tools) {
+        List<Class<?>> all = new ArrayList<>(operating);
+        for (SubcommandProvider provider : ServiceLoader.load(SubcommandProvider.class, McctlCommand.class.getClassLoader())) {
+            all.addAll(provider.subcommands());
+        }
+        all.addAll(tools);
+        return List.copyOf(all);
+    }
 
     /**
      * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all

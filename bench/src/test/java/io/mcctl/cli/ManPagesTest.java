@@ -18,7 +18,7 @@ class ManPagesTest {
 
     /** docs/man at the repository root, seen from the cli module's directory where the tests run. */
     private static final Path CHECKED_IN = Path.of("..", "docs", "man");
-    private static final String REGENERATE = "regenerate with: java -cp cli/target/mcctl-all.jar io.mcctl.cli.ManPages docs/man";
+    private static final String REGENERATE = "regenerate with: java -cp bench/target/mcctl-all.jar io.mcctl.cli.ManPages docs/man";
 
     @Test
     void checked_in_man_pages_match_the_command_model_one_per_command() throws Exception {

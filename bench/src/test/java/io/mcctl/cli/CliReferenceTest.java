@@ -16,7 +16,7 @@ class CliReferenceTest {
     void checked_in_reference_matches_the_command_model() throws Exception {
         assertEquals(CliReference.markdown(), Files.readString(Path.of("..", "docs", "cli-reference.md"), StandardCharsets.UTF_8),
                 "docs/cli-reference.md is stale; regenerate with: "
-                        + "java -cp cli/target/mcctl-all.jar io.mcctl.cli.CliReference > docs/cli-reference.md");
+                        + "java -cp bench/target/mcctl-all.jar io.mcctl.cli.CliReference > docs/cli-reference.md");
     }
 
     @Test

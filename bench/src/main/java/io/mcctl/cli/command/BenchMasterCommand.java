@@ -269,7 +269,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
         }
         if (baselineJar != null && !Files.isRegularFile(baselineJar)) {
             throw new CliException(ExitCodes.USAGE, "invalid --baseline-jar " + baselineJar + ": no such file (allowed is an mcctl jar, such as "
-                    + "cli/target/mcctl-all.jar of another build)");
+                    + "bench/target/mcctl-all.jar of another build)");
         }
         if (compareKvEvents && master != null) {
             throw new CliException(ExitCodes.USAGE, "--compare-kv-events starts both masters here: leave out --master");

@@ -136,7 +136,7 @@ public final class BenchChaosCommand implements Callable<Integer> {
         }
         List<Path> candidates = new java.util.ArrayList<>(List.of(Path.of("clients", "python"), Path.of("..", "clients", "python")));
         try {
-            // the jar is <checkout>/cli/target/mcctl-all.jar, the classes <checkout>/cli/target/classes
+            // the jar is <checkout>/bench/target/mcctl-all.jar, the classes <checkout>/bench/target/classes
             Path code = Path.of(BenchChaosCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             candidates.add(0, code.getParent().getParent().getParent().resolve("clients").resolve("python"));
         } catch (java.net.URISyntaxException | RuntimeException e) {
