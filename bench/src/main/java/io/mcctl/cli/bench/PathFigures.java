@@ -1,5 +1,7 @@
 package io.mcctl.cli.bench;
 
+import io.mcctl.cli.Table;
+import io.mcctl.storage.config.SizeParser;
 import java.util.Locale;
 
 /** The figures of one read path of a benchmark: how many reads, their mean, median and 99th percentile, and the throughput. */
@@ -13,7 +15,17 @@ public record PathFigures(String path, int reads, double meanMicros, double p50M
     }
 
     /** A figure with one decimal, as the tables show them. */
-    public static String fixed(double value) {
+    private static String fixed(double value) {
         return String.format(Locale.ROOT, "%.1f", value);
+    }
+
+    /** The table the read benchmarks print, a row per object size and path (see {@link #addTo}). */
+    public static Table table() {
+        return new Table("OBJECT", "PATH", "READS", "MEAN us", "P50 us", "P99 us", "MiB/s");
+    }
+
+    /** These figures as a row of {@link #table()}, for objects of {@code objectSize} bytes. */
+    public void addTo(Table table, long objectSize) {
+        table.row(SizeParser.format(objectSize), path, reads, fixed(meanMicros), fixed(p50Micros), fixed(p99Micros), fixed(mibPerSecond));
     }
 }

@@ -153,11 +153,10 @@ public final class BenchCrossnodeCommand implements Callable<Integer> {
             report.put("cases", rows);
             out.println(OutputMixin.toJson(report));
         } else {
-            Table table = new Table("OBJECT", "PATH", "READS", "MEAN us", "P50 us", "P99 us", "MiB/s");
+            Table table = PathFigures.table();
             for (Case c : cases) {
                 for (PathFigures p : List.of(c.throughOwner(), c.directPread())) {
-                    table.row(SizeParser.format(c.objectSize()), p.path(), p.reads(), PathFigures.fixed(p.meanMicros()), PathFigures.fixed(p.p50Micros()),
-                            PathFigures.fixed(p.p99Micros()), PathFigures.fixed(p.mibPerSecond()));
+                    p.addTo(table, c.objectSize());
                 }
             }
             out.print(table.render());

@@ -8,7 +8,10 @@ import io.mcctl.cli.bench.LatencyRecorder;
 import io.mcctl.cli.bench.MachineInfo;
 import io.mcctl.cli.bench.MappingMemory;
 import io.mcctl.cli.bench.MasterBenchmark;
+import io.mcctl.cli.bench.MasterHeap;
 import io.mcctl.cli.bench.MasterProcess;
+import io.mcctl.cli.bench.PhaseReport;
+import io.mcctl.cli.bench.PhaseRounds;
 import io.mcctl.cli.bench.ProcessCpu;
 import io.mcctl.cli.bench.TcpEcho;
 import io.mcctl.cli.util.FileTrees;
@@ -85,11 +88,6 @@ public final class BenchMasterCommand implements Callable<Integer> {
 
     /** --master-busy-poll as parsed; set by {@link #call} before any master starts. */
     private Duration busyPoll = Duration.ZERO;
-
-    /** The heap the master started here gets unless --master-heap says otherwise, or a quarter of the memory if less. */
-    private static final long DEFAULT_MASTER_HEAP = 4L << 30;
-    /** The smallest --master-heap: less would measure the collector rather than the master. */
-    private static final long MIN_MASTER_HEAP = 64L << 20;
 
     @Option(names = "--master-heap", paramLabel = "SIZE|grow",
             description = "Heap of the master started here, fixed at this size and touched before it serves (-Xms, -Xmx, "
@@ -275,7 +273,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "--compare-kv-events starts both masters here: leave out --master");
         }
         int mastersStarted = master != null ? 0 : 1 + (compareDurability ? 1 : 0) + (baseline ? 1 : 0) + (compareKvEvents ? 1 : 0);
-        this.heapOptions = masterHeap == null ? fixedHeap(defaultMasterHeap(Math.max(1, mastersStarted))) : parseMasterHeap(masterHeap);
+        this.heapOptions = masterHeap == null ? MasterHeap.fixed(MasterHeap.defaultBytes(Math.max(1, mastersStarted))) : MasterHeap.parse(masterHeap);
         String target = master == null ? null : MasterClient.checkTarget(master);
         Map<String, Object> report = new LinkedHashMap<>();
         List<MasterUnderTest> masters = new ArrayList<>();
@@ -326,11 +324,11 @@ public final class BenchMasterCommand implements Callable<Integer> {
         report.put("phases_run", chosen.stream().map(PhaseSpec::name).toList());
         report.put("transport", transport);
         // Each figure's median is taken once, here; the text tables print these rows.
-        List<Map<String, Object>> phaseRows = rows(phases);
-        List<Map<String, Object>> snapshotRows = rows(snapshotPhases);
-        List<Map<String, Object>> snapshotRatios = ratios(phases, snapshotPhases);
-        List<Map<String, Object>> baselineRows = rows(baselinePhases);
-        List<Map<String, Object>> baselineRatios = ratios(baselinePhases, phases);
+        List<Map<String, Object>> phaseRows = PhaseReport.rows(phases);
+        List<Map<String, Object>> snapshotRows = PhaseReport.rows(snapshotPhases);
+        List<Map<String, Object>> snapshotRatios = PhaseReport.ratios(phases, snapshotPhases);
+        List<Map<String, Object>> baselineRows = PhaseReport.rows(baselinePhases);
+        List<Map<String, Object>> baselineRatios = PhaseReport.ratios(baselinePhases, phases);
         report.put("phases", phaseRows);
         if (compareDurability) {
             report.put("snapshot_durability_phases", snapshotRows);
@@ -344,14 +342,14 @@ public final class BenchMasterCommand implements Callable<Integer> {
             report.put("baseline_phases", baselineRows);
             report.put("this_over_baseline", baselineRatios);
         }
-        List<Map<String, Object>> kvEventRows = rows(kvEventPhases);
-        List<Map<String, Object>> kvEventRatios = ratios(phases, kvEventPhases);
+        List<Map<String, Object>> kvEventRows = PhaseReport.rows(kvEventPhases);
+        List<Map<String, Object>> kvEventRatios = PhaseReport.ratios(phases, kvEventPhases);
         if (compareKvEvents) {
             report.put("kv_events_phases", kvEventRows);
             report.put("kv_events_over_off", kvEventRatios);
             report.put("kv_event_batches_received", kvEventBatches);
         }
-        List<Map<String, Object>> gains = "both".equals(transport) ? gains(phases) : List.of();
+        List<Map<String, Object>> gains = "both".equals(transport) ? PhaseReport.gains(phases) : List.of();
         if ("both".equals(transport)) {
             report.put("stream_over_unary", gains);
         }
@@ -385,8 +383,8 @@ public final class BenchMasterCommand implements Callable<Integer> {
             for (int i = 0; i < phases.size(); i++) {
                 Map<String, Object> row = phaseRows.get(i);
                 List<Object> cells = new ArrayList<>(List.of(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch"),
-                        row.get("keys_per_second"), row.get("call_p50_us"), row.get("call_p99_us"), serverFigure(row, "server_cpu_us_per_key"),
-                        serverFigure(row, "server_cpu_us_per_call"), serverFigure(row, "server_cores"), row.get("client_cores"), row.get("failures")));
+                        row.get("keys_per_second"), row.get("call_p50_us"), row.get("call_p99_us"), PhaseReport.serverFigure(row, "server_cpu_us_per_key"),
+                        PhaseReport.serverFigure(row, "server_cpu_us_per_call"), PhaseReport.serverFigure(row, "server_cores"), row.get("client_cores"), row.get("failures")));
                 if (rounds > 1) {
                     PhaseRounds p = phases.get(i);
                     cells.add(8, Rounding.roundFinite(p.low(MasterBenchmark.Phase::serverMicrosPerKey), 3) + "-" + Rounding.roundFinite(p.high(MasterBenchmark.Phase::serverMicrosPerKey), 3));
@@ -396,7 +394,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
             out.print(table.render());
             if (phaseRows.get(0).containsKey("server_cpu_us_per_key_by_thread")) {
                 out.println("the master's CPU per key (us) by thread:");
-                out.print(byThreadTable(phaseRows));
+                out.print(PhaseReport.byThreadTable(phaseRows));
             }
             if (!gains.isEmpty()) {
                 Table byTransport = new Table("PHASE", "CALLERS", "BATCH", "KEYS/S stream/unary", "SERVER CPU/KEY stream/unary");
@@ -407,16 +405,16 @@ public final class BenchMasterCommand implements Callable<Integer> {
             }
             if (compareDurability) {
                 out.println("with --durability snapshot (nothing logged), in the same run:");
-                out.print(comparisonTable(snapshotRows, snapshotRatios, "snapshot/wal"));
+                out.print(PhaseReport.comparisonTable(snapshotRows, snapshotRatios, "snapshot/wal"));
             }
             if (baseline) {
                 out.println("the baseline master (" + (baselineJar == null ? "this build" : baselineJar) + "; JVM options: "
                         + String.join(" ", MasterProcess.jvmOptionsFor(baselineJvmOptions())) + "), in the same run:");
-                out.print(comparisonTable(baselineRows, baselineRatios, "this/baseline"));
+                out.print(PhaseReport.comparisonTable(baselineRows, baselineRatios, "this/baseline"));
             }
             if (compareKvEvents) {
                 out.println("with KV events on (a subscriber read " + kvEventBatches + " batches), in the same run:");
-                out.print(comparisonTable(kvEventRows, kvEventRatios, "events/off"));
+                out.print(PhaseReport.comparisonTable(kvEventRows, kvEventRatios, "events/off"));
             }
             if (security) {
                 Table byMode = new Table("TRANSPORT", "PHASE", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "CALL p99 us", "FAILURES");
@@ -736,37 +734,6 @@ public final class BenchMasterCommand implements Callable<Integer> {
         return options;
     }
 
-    /** The JVM options for a master heap of {@code text}: a size, fixed and touched up front, or "grow" for none. */
-    private static List<String> parseMasterHeap(String text) {
-        if ("grow".equals(text)) {
-            return List.of();
-        }
-        long bytes;
-        try {
-            bytes = SizeParser.parse(text);
-        } catch (IllegalArgumentException e) {
-            bytes = -1;
-        }
-        if (bytes < MIN_MASTER_HEAP || bytes % (1 << 20) != 0) {
-            throw new CliException(ExitCodes.USAGE, "invalid --master-heap " + text + ": allowed is 'grow' or a size of whole MiB from 64MiB, such as 4GiB");
-        }
-        return fixedHeap(bytes);
-    }
-
-    private static List<String> fixedHeap(long bytes) {
-        String mib = (bytes >> 20) + "m";
-        return List.of("-Xms" + mib, "-Xmx" + mib, "-XX:+AlwaysPreTouch");
-    }
-
-    /**
-     * 4 GiB, or a quarter of the machine's memory (the JVM's own default limit) shared among the {@code masters} started at
-     * once where that is less: touched up front, they must fit.
-     */
-    private static long defaultMasterHeap(int masters) {
-        long memory = ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize();
-        return Math.max(MIN_MASTER_HEAP, Math.min(DEFAULT_MASTER_HEAP, memory / 4 / masters >> 20 << 20));
-    }
-
     /** The baseline master's JVM options: --master-heap's, then --baseline-jvm-option's, or the master's when none is given. */
     private List<String> baselineJvmOptions() {
         if (baselineJvmOptions.isEmpty()) {
@@ -775,134 +742,6 @@ public final class BenchMasterCommand implements Callable<Integer> {
         List<String> options = new ArrayList<>(heapOptions);
         options.addAll(baselineJvmOptions);
         return options;
-    }
-
-    /** One phase's figures over the measured rounds; the report gives each figure's median over them. */
-    record PhaseRounds(List<MasterBenchmark.Phase> rounds) {
-        String name() {
-            return rounds.get(0).name();
-        }
-
-        String transport() {
-            return rounds.get(0).transport();
-        }
-
-        int threads() {
-            return rounds.get(0).threads();
-        }
-
-        int batch() {
-            return rounds.get(0).batch();
-        }
-
-        boolean serverCpuKnown() {
-            return rounds.stream().allMatch(p -> p.serverCpuNanos() >= 0);
-        }
-
-        /** Failures over every round: none hides behind a median. */
-        long failures() {
-            return rounds.stream().mapToLong(MasterBenchmark.Phase::failures).sum();
-        }
-
-        /** The median of {@code figure} over the rounds (the mean of the middle two of an even number). */
-        double median(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
-            double[] sorted = rounds.stream().mapToDouble(figure).sorted().toArray();
-            int mid = sorted.length / 2;
-            return sorted.length % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-        }
-
-        double low(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
-            return rounds.stream().mapToDouble(figure).min().orElse(Double.NaN);
-        }
-
-        double high(java.util.function.ToDoubleFunction<MasterBenchmark.Phase> figure) {
-            return rounds.stream().mapToDouble(figure).max().orElse(Double.NaN);
-        }
-
-        /** The median of each thread group's master CPU per key; empty when the groups' CPU was not read. */
-        Map<String, Double> medianByThread() {
-            Map<String, Double> medians = new LinkedHashMap<>();
-            if (serverCpuKnown()) {
-                for (String group : rounds.get(0).serverCpuNanosByThread().keySet()) {
-                    medians.put(group, median(p -> p.serverMicrosPerKeyByThread().getOrDefault(group, 0.0)));
-                }
-            }
-            return medians;
-        }
-    }
-
-    private static List<Map<String, Object>> rows(List<PhaseRounds> phases) {
-        List<Map<String, Object>> rows = new ArrayList<>();
-        for (PhaseRounds p : phases) {
-            rows.add(phaseRow(new LinkedHashMap<>(), p));
-        }
-        return rows;
-    }
-
-    /** For each phase and transport: {@code other}'s medians over {@code base}'s (the phases run alike on both masters). */
-    private static List<Map<String, Object>> ratios(List<PhaseRounds> base, List<PhaseRounds> other) {
-        List<Map<String, Object>> ratios = new ArrayList<>();
-        for (int i = 0; i < Math.min(base.size(), other.size()); i++) {
-            ratios.add(ratioRow(base.get(i), other.get(i), true));
-        }
-        return ratios;
-    }
-
-    /** {@code other}'s throughput and master CPU per key over {@code base}'s, for one phase: medians over the rounds. */
-    private static Map<String, Object> ratioRow(PhaseRounds base, PhaseRounds other, boolean withTransport) {
-        Map<String, Object> row = new LinkedHashMap<>();
-        row.put("phase", base.name());
-        if (withTransport) {
-            row.put("transport", base.transport());
-        }
-        row.put("callers", base.threads());
-        row.put("batch", base.batch());
-        row.put("keys_per_second_ratio", Rounding.roundFinite(other.median(MasterBenchmark.Phase::keysPerSecond) / base.median(MasterBenchmark.Phase::keysPerSecond), 3));
-        row.put("server_cpu_per_key_ratio",
-                Rounding.roundFinite(other.median(MasterBenchmark.Phase::serverMicrosPerKey) / base.median(MasterBenchmark.Phase::serverMicrosPerKey), 3));
-        return row;
-    }
-
-    /** For each phase run over both transports: stream over unary, for throughput and for the master's CPU per key. */
-    private static List<Map<String, Object>> gains(List<PhaseRounds> phases) {
-        List<Map<String, Object>> gains = new ArrayList<>();
-        for (int i = 0; i + 1 < phases.size(); i += 2) {
-            gains.add(ratioRow(phases.get(i), phases.get(i + 1), false));
-        }
-        return gains;
-    }
-
-    /** A master figure of a report row, NaN where the master's CPU was not read. */
-    private static Object serverFigure(Map<String, Object> row, String key) {
-        return row.getOrDefault(key, Double.NaN);
-    }
-
-    /** Each phase's master CPU per key split by {@link ProcessCpu#THREAD_GROUPS}, from the report's rows. */
-    private static String byThreadTable(List<Map<String, Object>> rows) {
-        List<String> headers = new ArrayList<>(List.of("PHASE", "TRANSPORT", "CALLERS", "BATCH"));
-        ProcessCpu.THREAD_GROUPS.forEach(group -> headers.add(group.toUpperCase(Locale.ROOT).replace('_', ' ')));
-        Table table = new Table(headers.toArray(String[]::new));
-        for (Map<String, Object> row : rows) {
-            List<Object> cells = new ArrayList<>(List.of(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch")));
-            @SuppressWarnings("unchecked")
-            Map<String, Object> byThread = (Map<String, Object>) row.get("server_cpu_us_per_key_by_thread");
-            ProcessCpu.THREAD_GROUPS.forEach(group -> cells.add(byThread.getOrDefault(group, 0.0)));
-            table.row(cells.toArray());
-        }
-        return table.render();
-    }
-
-    /** A master's phases compared with the first's, from the report's rows and ratios ({@code ratioName}: which over which). */
-    private static String comparisonTable(List<Map<String, Object>> rows, List<Map<String, Object>> ratios, String ratioName) {
-        Table table = new Table("PHASE", "TRANSPORT", "CALLERS", "BATCH", "KEYS/S", "CALL p50 us", "SERVER us/KEY",
-                "KEYS/S " + ratioName, "SERVER CPU/KEY " + ratioName);
-        for (int i = 0; i < rows.size(); i++) {
-            Map<String, Object> row = rows.get(i);
-            table.row(row.get("phase"), row.get("transport"), row.get("callers"), row.get("batch"), row.get("keys_per_second"),
-                    row.get("call_p50_us"), serverFigure(row, "server_cpu_us_per_key"),
-                    ratios.get(i).get("keys_per_second_ratio"), ratios.get(i).get("server_cpu_per_key_ratio"));
-        }
-        return table.render();
     }
 
     /**
@@ -940,7 +779,7 @@ public final class BenchMasterCommand implements Callable<Integer> {
                     for (MasterBenchmark.Phase p : timedPhases(m, m.runId, seconds)) {
                         Map<String, Object> row = new LinkedHashMap<>();
                         row.put("security", mode.name());
-                        rows.add(phaseRow(row, new PhaseRounds(List.of(p))));
+                        rows.add(PhaseReport.phaseRow(row, new PhaseRounds(List.of(p))));
                     }
                 }
             }
@@ -948,42 +787,5 @@ public final class BenchMasterCommand implements Callable<Integer> {
             FileTrees.deleteTree(work);
         }
         return rows;
-    }
-
-    /**
-     * One phase's figures added to {@code row}, with the JSON report's field names: medians over the rounds, failures
-     * summed; with more than one round, each round's throughput and master CPU per key too.
-     */
-    private static Map<String, Object> phaseRow(Map<String, Object> row, PhaseRounds p) {
-        row.put("phase", p.name());
-        row.put("transport", p.transport());
-        row.put("callers", p.threads());
-        row.put("batch", p.batch());
-        row.put("keys", Math.round(p.median(MasterBenchmark.Phase::keys)));
-        row.put("keys_per_second", Math.round(p.median(MasterBenchmark.Phase::keysPerSecond)));
-        row.put("call_p50_us", Rounding.roundFinite(p.median(MasterBenchmark.Phase::p50Micros), 3));
-        row.put("call_p99_us", Rounding.roundFinite(p.median(MasterBenchmark.Phase::p99Micros), 3));
-        row.put("failures", p.failures());
-        row.put("seconds", Rounding.roundFinite(p.median(MasterBenchmark.Phase::seconds), 3));
-        row.put("calls", Math.round(p.median(MasterBenchmark.Phase::calls)));
-        if (p.serverCpuKnown()) {
-            row.put("server_cpu_us_per_key", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverMicrosPerKey), 3));
-            row.put("server_cpu_us_per_call", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverMicrosPerCall), 3));
-            row.put("server_cores", Rounding.roundFinite(p.median(MasterBenchmark.Phase::serverCores), 3));
-            Map<String, Double> byThread = p.medianByThread();
-            if (!byThread.isEmpty()) {
-                Map<String, Object> rounded = new LinkedHashMap<>();
-                byThread.forEach((group, micros) -> rounded.put(group, Rounding.roundFinite(micros, 3)));
-                row.put("server_cpu_us_per_key_by_thread", rounded);
-            }
-        }
-        row.put("client_cores", Rounding.roundFinite(p.median(MasterBenchmark.Phase::clientCores), 3));
-        if (p.rounds().size() > 1) {
-            row.put("keys_per_second_rounds", p.rounds().stream().map(r -> Math.round(r.keysPerSecond())).toList());
-            if (p.serverCpuKnown()) {
-                row.put("server_cpu_us_per_key_rounds", p.rounds().stream().map(r -> Rounding.roundFinite(r.serverMicrosPerKey(), 3)).toList());
-            }
-        }
-        return row;
     }
 }
