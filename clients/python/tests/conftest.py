@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the package under test, not an installed copy
 
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-JAR = os.environ.get("MCCTL_JAR", os.path.join(REPO, "cli", "target", "mcctl-all.jar"))
+JAR = os.environ.get("MCCTL_JAR", os.path.join(REPO, "bench", "target", "mcctl-all.jar"))
 JAVA = os.environ.get("MCCTL_JAVA", "/usr/bin/java")
 SERVING = re.compile(r"serving gRPC on [^:]+:(\d+)")
 # The USRBIO stand-in the storage module's build compiles from its test sources (it is not 3FS: it runs the IOs with

@@ -23,7 +23,7 @@ public final class CliReference {
         StringBuilder out = new StringBuilder();
         out.append("# CLI reference\n\n");
         out.append("Generated from the command model by `mcctl`'s build; regenerate with\n");
-        out.append("`java -cp cli/target/mcctl-all.jar io.mcctl.cli.CliReference > docs/cli-reference.md`.\n");
+        out.append("`java -cp bench/target/mcctl-all.jar io.mcctl.cli.CliReference > docs/cli-reference.md`.\n");
         for (CommandLine command : commands(WIDTH)) {
             out.append("\n## ").append(command.getCommandSpec().qualifiedName()).append("\n\n```\n");
             out.append(command.getUsageMessage(Ansi.OFF).stripTrailing()).append("\n```\n");

@@ -37,7 +37,7 @@ public final class ConnectionOptions {
 
     /** What these options and the environment say; a bad combination or an unreadable file is a usage error. */
     public ClientSecurity security(CommandSpec spec) {
-        Map<String, String> env = McctlCommand.environment(spec);
+        Map<String, String> env = CommandEnvironment.of(spec);
         try {
             String token = tokenFile != null ? ClientSecurity.readTokenFile(tokenFile) : env.get(TOKEN_ENV);
             return new ClientSecurity(pathOr(tlsCa, env.get(TLS_CA_ENV)), pathOr(tlsCert, env.get(TLS_CERT_ENV)),

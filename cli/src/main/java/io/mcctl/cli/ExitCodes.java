@@ -1,5 +1,14 @@
 package io.mcctl.cli;
 
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.durability.StateInUseException;
+import io.mcctl.storage.config.ConfigException;
+import io.mcctl.storage.io.BucketFileMissingException;
+import io.mcctl.storage.io.ChecksumMismatchException;
+import io.mcctl.storage.layout.LayoutMismatchException;
+import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+
 /**
  * The exit codes of mcctl, listed in {@code mcctl --help}. fsck has its own, after fsck(8).
  */
@@ -54,5 +63,42 @@ public final class ExitCodes {
     }
 
     private ExitCodes() {
+    }
+
+    /** The exit code for a failure that stopped a command (public: a command that reports first still exits by it). */
+    public static int of(Throwable ex) {
+        if (ex instanceof CliException cli) {
+            return cli.exitCode();
+        }
+        if (ex instanceof MasterException master) {
+            if (master.unreachable()) {
+                return ExitCodes.UNAVAILABLE;
+            }
+            return switch (master.code()) {
+                case OBJECT_NOT_FOUND -> ExitCodes.NOT_FOUND;
+                case INVALID_PARAMS -> ExitCodes.USAGE;
+                default -> ExitCodes.FAILED;
+            };
+        }
+        if (ex instanceof StateInUseException) {
+            return ExitCodes.IN_USE;
+        }
+        if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException
+                || ex instanceof io.mcctl.storage.io.usrbio.UsrbioUnavailableException) {
+            return ExitCodes.USAGE;
+        }
+        if (ex instanceof BucketFileMissingException) {
+            return ExitCodes.UNAVAILABLE;
+        }
+        if (ex instanceof ChecksumMismatchException) {
+            return ExitCodes.CORRUPT;
+        }
+        if (ex instanceof NoSuchFileException) {
+            return ExitCodes.NOT_FOUND;
+        }
+        if (ex instanceof IOException) {
+            return ExitCodes.FAILED;
+        }
+        return ExitCodes.INTERNAL;
     }
 }

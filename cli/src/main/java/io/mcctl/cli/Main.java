@@ -1,12 +1,6 @@
 package io.mcctl.cli;
 
 import io.mcctl.master.client.MasterException;
-import io.mcctl.master.durability.StateInUseException;
-import io.mcctl.storage.config.ConfigException;
-import io.mcctl.storage.io.BucketFileMissingException;
-import io.mcctl.storage.io.ChecksumMismatchException;
-import io.mcctl.storage.layout.LayoutMismatchException;
-import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -101,13 +95,26 @@ public final class Main {
         return commandLine(environment, out, err, McctlCommand.subcommandsFor(args));
     }
 
+    /** The trees this class builds, for the commands that build further ones (the shell, completion). */
+    static final CommandTrees TREES = new CommandTrees() {
+        @Override
+        public CommandLine forArgs(Map<String, String> environment, PrintWriter out, PrintWriter err, String[] args) {
+            return commandLine(environment, out, err, args);
+        }
+
+        @Override
+        public CommandLine whole(Map<String, String> environment, PrintWriter out, PrintWriter err) {
+            return commandLine(environment, out, err);
+        }
+    };
+
     /** The whole configured command tree, for tools that read the model (completion, docs). */
     public static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err) {
         return commandLine(environment, out, err, McctlCommand.SUBCOMMANDS);
     }
 
     private static CommandLine commandLine(Map<String, String> environment, PrintWriter out, PrintWriter err, java.util.List<Class<?>> subcommands) {
-        McctlCommand root = new McctlCommand(environment);
+        McctlCommand root = new McctlCommand(environment, TREES);
         CommandLine commandLine = new CommandLine(root);
         for (Class<?> subcommand : subcommands) {
             commandLine.addSubcommand(subcommand);
@@ -140,7 +147,7 @@ public final class Main {
                 err.flush();
                 return ExitCodes.UNAVAILABLE;
             }
-            int code = exitCodeOf(ex);
+            int code = ExitCodes.of(ex);
             String message = ex.getMessage() == null || ex.getMessage().isBlank() ? ex.getClass().getSimpleName() : ex.getMessage();
             if (code == ExitCodes.INTERNAL) {
                 message = "internal error: " + ex.getClass().getName() + ": " + message + " (run again with -x and report the stack trace)";
@@ -160,42 +167,5 @@ public final class Main {
             return code;
         });
         return commandLine;
-    }
-
-    /** The exit code for a failure that stopped a command (public: a command that reports first still exits by it). */
-    public static int exitCodeOf(Throwable ex) {
-        if (ex instanceof CliException cli) {
-            return cli.exitCode();
-        }
-        if (ex instanceof MasterException master) {
-            if (master.unreachable()) {
-                return ExitCodes.UNAVAILABLE;
-            }
-            return switch (master.code()) {
-                case OBJECT_NOT_FOUND -> ExitCodes.NOT_FOUND;
-                case INVALID_PARAMS -> ExitCodes.USAGE;
-                default -> ExitCodes.FAILED;
-            };
-        }
-        if (ex instanceof StateInUseException) {
-            return ExitCodes.IN_USE;
-        }
-        if (ex instanceof ConfigException || ex instanceof LayoutMismatchException || ex instanceof IllegalArgumentException
-                || ex instanceof io.mcctl.storage.io.usrbio.UsrbioUnavailableException) {
-            return ExitCodes.USAGE;
-        }
-        if (ex instanceof BucketFileMissingException) {
-            return ExitCodes.UNAVAILABLE;
-        }
-        if (ex instanceof ChecksumMismatchException) {
-            return ExitCodes.CORRUPT;
-        }
-        if (ex instanceof NoSuchFileException) {
-            return ExitCodes.NOT_FOUND;
-        }
-        if (ex instanceof IOException) {
-            return ExitCodes.FAILED;
-        }
-        return ExitCodes.INTERNAL;
     }
 }

@@ -51,7 +51,7 @@ public final class ManPages {
         CommandSpec spec = command.getCommandSpec();
         StringBuilder out = new StringBuilder();
         String name = pageName(spec);
-        out.append(".\\\" Generated from mcctl's command model: java -cp cli/target/mcctl-all.jar io.mcctl.cli.ManPages docs/man\n");
+        out.append(".\\\" Generated from mcctl's command model: java -cp bench/target/mcctl-all.jar io.mcctl.cli.ManPages docs/man\n");
         out.append(".TH \"").append(escape(name.toUpperCase(Locale.ROOT))).append("\" 1 \"\" \"mcctl\" \"mcctl Manual\"\n");
         out.append(".nh\n.ad l\n"); // no hyphenation of option names, ragged right
         out.append(".SH NAME\n").append(escape(name)).append(" \\- ").append(escape(summary(spec))).append('\n');

@@ -45,6 +45,6 @@ final class MasterErrors {
         if (value != null) {
             return value.toString();
         }
-        return McctlCommand.environment(command).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
+        return CommandEnvironment.of(command).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
     }
 }

@@ -26,7 +26,7 @@ public final class MasterOptions {
     ConnectionOptions connection;
 
     public String target(CommandSpec spec) {
-        String fromEnvironment = McctlCommand.environment(spec).get(ClientOptions.MASTER_ENV);
+        String fromEnvironment = CommandEnvironment.of(spec).get(ClientOptions.MASTER_ENV);
         String target = master != null ? master : fromEnvironment != null ? fromEnvironment : MasterClient.DEFAULT_TARGET;
         try {
             return MasterClient.checkTarget(target);

@@ -1,12 +1,10 @@
 package io.mcctl.cli;
 
-import io.mcctl.cli.command.BenchCommand;
 import io.mcctl.cli.command.PromoteCommand;
 import io.mcctl.cli.command.PromotionsCommand;
 import io.mcctl.cli.command.BitmapCommand;
 import io.mcctl.cli.command.CompletionCommand;
 import io.mcctl.cli.command.ConfigCommand;
-import io.mcctl.cli.command.DemoCommand;
 import io.mcctl.cli.command.FsckCommand;
 import io.mcctl.cli.command.GetCommand;
 import io.mcctl.cli.command.LsCommand;
@@ -23,10 +21,11 @@ import io.mcctl.cli.command.SnapshotCommand;
 import io.mcctl.cli.command.StatCommand;
 import io.mcctl.cli.command.StatsCommand;
 import io.mcctl.cli.command.TopCommand;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ScopeType;
 
@@ -37,16 +36,27 @@ import picocli.CommandLine.ScopeType;
                 + "pages in large shared bucket files; any node writes with pwrite and reads with a direct pread, with no hop "
                 + "through the node that wrote the data.", ""},
         footer = {"", ExitCodes.HELP_TABLE, "", "Colour is used on a terminal only, never when NO_COLOR is set."})
-public final class McctlCommand extends GroupCommand {
+public final class McctlCommand extends GroupCommand implements CommandEnvironment.Carrier {
 
     /**
      * The subcommands, in the order help lists them. They are added by {@link Main}, not by the annotation, so that a
      * command line can be given only the subcommand it runs: picocli reflects on every command class it is given, which
      * loads the classes their methods name (gRPC, protobuf, Jackson), a good part of a short command's start.
      */
-    static final List<Class<?>> SUBCOMMANDS = List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
+    static final List<Class<?>> SUBCOMMANDS = subcommands(List.of(MasterCommand.class, OffloadCommand.class, GetCommand.class, RmCommand.class,
             LsCommand.class, StatCommand.class, StatsCommand.class, TopCommand.class, SnapshotCommand.class, FsckCommand.class, BitmapCommand.class, MountCommand.class,
-            QuotaCommand.class, EventsCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class, DemoCommand.class, BenchCommand.class, ShellCommand.class, ConfigCommand.class, CompletionCommand.class);
+            QuotaCommand.class, EventsCommand.class, LayoutCommand.class, NodeCommand.class, PromoteCommand.class, PromotionsCommand.class),
+            List.of(ShellCommand.class, ConfigCommand.class, CompletionCommand.class));
+
+    /** The built-in commands with those of every {@link SubcommandProvider} on the classpath between the two groups. */
+    private static List<Class<?>> subcommands(List<Class<?>> operating, List<Class<?>> tools) {
+        List<Class<?>> all = new ArrayList<>(operating);
+        for (SubcommandProvider provider : ServiceLoader.load(SubcommandProvider.class, McctlCommand.class.getClassLoader())) {
+            all.addAll(provider.subcommands());
+        }
+        all.addAll(tools);
+        return List.copyOf(all);
+    }
 
     /**
      * The subcommands a run of {@code args} needs: the one its first word names, none for the version alone, and all
@@ -77,13 +87,20 @@ public final class McctlCommand extends GroupCommand {
     boolean stacktrace;
 
     private final Map<String, String> environment;
+    private final CommandTrees trees;
 
-    McctlCommand(Map<String, String> environment) {
+    McctlCommand(Map<String, String> environment, CommandTrees trees) {
         this.environment = Map.copyOf(environment);
+        this.trees = trees;
     }
 
-    /** The environment the command line runs with (the process's, or one a test or the shell passes). */
-    public static Map<String, String> environment(CommandSpec spec) {
-        return ((McctlCommand) spec.root().userObject()).environment;
+    @Override
+    public CommandTrees trees() {
+        return trees;
+    }
+
+    @Override
+    public Map<String, String> environment() {
+        return environment;
     }
 }

@@ -67,6 +67,6 @@ public final class SettingsOptions {
             }
         }
         Path configFile = spec.findOption(CONFIG_OPTION).getValue();
-        return ConfigLoader.load(settings, flags, McctlCommand.environment(spec), configFile);
+        return ConfigLoader.load(settings, flags, CommandEnvironment.of(spec), configFile);
     }
 }

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mcctl.cli.command.TestHooksAccess;
+import io.mcctl.cli.command.TestHooks;
 import io.mcctl.master.client.MasterClient;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -126,7 +126,7 @@ class FenceProcessTest {
             Arrays.fill(large, STALLED_BYTE);
             Path largeFile = dir.resolve("large.bin");
             Files.write(largeFile, large);
-            Running stalled = startMcctl(Map.of(TestHooksAccess.PAUSE_AFTER_ALLOCATE, "2000"),
+            Running stalled = startMcctl(Map.of(TestHooks.PAUSE_AFTER_ALLOCATE, "2000"),
                     "offload", "--master", master.address(), "stalled", largeFile.toString());
             assertTrue(await(Duration.ofSeconds(60), () -> stalled.errSays("test hook: allocated")), "the writer never allocated");
             signal(stalled.process(), "STOP");
@@ -186,7 +186,7 @@ class FenceProcessTest {
         Path file = dir.resolve(key + ".bin");
         Files.write(file, bytes);
         McctlProcess.Master first = startMaster("40s", "10s", port);
-        Running writer = startMcctl(Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, String.valueOf(pauseMillis)),
+        Running writer = startMcctl(Map.of(TestHooks.PAUSE_BEFORE_NOTIFY, String.valueOf(pauseMillis)),
                 "offload", "--master", first.address(), "--timeout", "30s", key, file.toString());
         try {
             assertTrue(await(Duration.ofSeconds(60), () -> writer.errSays("test hook: written")), "the writer never finished writing");
@@ -212,7 +212,7 @@ class FenceProcessTest {
         Path file = dir.resolve("unsure.bin");
         Files.write(file, bytes);
         try (McctlProcess.Master master = startMaster("60s", "10s", 0)) {
-            Running writer = startMcctl(Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, "1000"),
+            Running writer = startMcctl(Map.of(TestHooks.PAUSE_BEFORE_NOTIFY, "1000"),
                     "offload", "--master", master.address(), "--timeout", "2s", "unsure", file.toString());
             assertTrue(await(Duration.ofSeconds(60), () -> writer.errSays("test hook: written")), "the writer never finished writing");
             signal(master.process(), "STOP"); // the notify goes out, and no answer comes

@@ -82,7 +82,7 @@ class LauncherProcessTest {
                 + "printf '[INFO] \\033[1mCompiling 40 source files\\033[m\\n'\n"
                 + "printf '[INFO] Building mcctl CLI 0.1.0-SNAPSHOT                                  [2/2]\\n'\n"
                 + "printf '[INFO] BUILD SUCCESS\\n\\033[0m\\033[0m'\n"
-                + "mkdir -p cli/target && cp '" + classPathJar() + "' cli/target/mcctl-all.jar\n");
+                + "mkdir -p bench/target && cp '" + classPathJar() + "' bench/target/mcctl-all.jar\n");
         return tree;
     }
 
@@ -104,7 +104,7 @@ class LauncherProcessTest {
         assertTrue(first.err().contains("mcctl: [2/2] building mcctl CLI 0.1.0-SNAPSHOT\n"), first.err());
         assertFalse(first.err().contains("\u001b"), "colour codes on a stderr that is not a terminal:\n" + first.err());
         assertFalse(first.err().contains("Compiling"), "Maven's detail is condensed to a line per module:\n" + first.err());
-        assertTrue(Files.size(tree.resolve("cli/target/mcctl-all.jsa")) > 0, "the class-data archive is beside the jar");
+        assertTrue(Files.size(tree.resolve("bench/target/mcctl-all.jsa")) > 0, "the class-data archive is beside the jar");
 
         Run second = launch(tree, bin, "--version");
         assertEquals(0, second.exitCode(), second.err());
@@ -126,7 +126,7 @@ class LauncherProcessTest {
         assertEquals(0, first.exitCode(), first.err());
         assertTrue(first.out().startsWith("mcctl "), first.out());
         assertTrue(first.err().contains("no class-data archive could be made for this build; commands run without it"), first.err());
-        assertFalse(Files.exists(tree.resolve("cli/target/mcctl-all.jsa")));
+        assertFalse(Files.exists(tree.resolve("bench/target/mcctl-all.jsa")));
 
         Run second = launch(tree, bin, "--version");
         assertEquals(0, second.exitCode(), second.err());

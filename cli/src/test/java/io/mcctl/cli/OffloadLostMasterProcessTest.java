@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mcctl.cli.command.TestHooksAccess;
+import io.mcctl.cli.command.TestHooks;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,7 +43,7 @@ class OffloadLostMasterProcessTest {
     FenceProcessTest.Running offloadPausingBeforeEachNotify(String address, Path in, String timeout, String pauseMillis) throws Exception {
         Path out = Files.createTempFile(dir, "out", ".txt");
         Path err = Files.createTempFile(dir, "err", ".txt");
-        Process process = McctlProcess.builder(dir, Map.of(TestHooksAccess.PAUSE_BEFORE_NOTIFY, pauseMillis), "offload", "--master", address,
+        Process process = McctlProcess.builder(dir, Map.of(TestHooks.PAUSE_BEFORE_NOTIFY, pauseMillis), "offload", "--master", address,
                 "--timeout", timeout, "--batch", in.toString(), "--batch-size", "10").redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         FenceProcessTest.Running running = new FenceProcessTest.Running(process, out, err);
         assertTrue(FenceProcessTest.await(Duration.ofSeconds(60), () -> pausesAnnounced(err) >= 2), "the second batch was never written");

@@ -32,7 +32,7 @@ class ShellCommandTest {
         static ShellRun of(String script) throws Exception {
             StringWriter out = new StringWriter();
             StringWriter err = new StringWriter();
-            int code = new Shell(Map.of(), new PrintWriter(out, true), new PrintWriter(err, true)).runScript(new StringReader(script));
+            int code = new Shell(Main.TREES, Map.of(), new PrintWriter(out, true), new PrintWriter(err, true)).runScript(new StringReader(script));
             return new ShellRun(code, out.toString(), err.toString());
         }
     }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.bench.NodeProcess;
-import io.mcctl.cli.command.TestHooksAccess;
+import io.mcctl.cli.command.TestHooks;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.proto.v1.ListKeysResponse;
@@ -95,7 +95,7 @@ class UsrbioProcessTest {
                 spooled.put(key, bytes);
             }
             Map<String, String> env = new HashMap<>(usrbio());
-            env.put(TestHooksAccess.PAUSE_BEFORE_NOTIFY, "1500");
+            env.put(TestHooks.PAUSE_BEFORE_NOTIFY, "1500");
             Path err = dir.resolve("writer.err");
             Process writer = McctlProcess.builder(dir, env, "offload", "--master", master.address(), "--batch", spool.toString(),
                     "--batch-size", "4").redirectOutput(dir.resolve("writer.out").toFile()).redirectError(err.toFile()).start();

@@ -49,6 +49,17 @@ class ReleaseTarballTest {
     }
 
     @Test
+    void the_jar_holds_no_test_code() throws Exception {
+        try (java.util.zip.ZipFile jar = new java.util.zip.ZipFile(release.home.resolve("lib/mcctl-all.jar").toFile())) {
+            List<String> testOnly = jar.stream().map(java.util.zip.ZipEntry::getName)
+                    .filter(name -> name.startsWith("io/mcctl/cli/command/TestHooks") || name.equals("META-INF/services/io.mcctl.cli.command.OffloadObserver"))
+                    .toList();
+            assertEquals(List.of(), testOnly, "the process tests' offload pauses are not in the release's jar");
+            assertTrue(jar.getEntry("io/mcctl/cli/command/OffloadObserver.class") != null, "the jar is mcctl's");
+        }
+    }
+
+    @Test
     void with_java_and_no_maven_the_launcher_starts_a_master_and_offloads_and_gets_an_object() throws Exception {
         Path work = Files.createDirectories(dir.resolve("node"));
         Map<String, String> env = release.environment(work);

@@ -1,11 +1,12 @@
 package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
-import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.ExitCodes;
+import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Progress;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.util.Plurals;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.GetBucketBitmapResponse;
 import io.mcctl.master.proto.v1.GetLayoutResponse;
@@ -229,7 +230,7 @@ public final class BitmapInspectCommand implements Callable<Integer> {
         head.row("bucket", BucketLayout.describeBucket(r.bucket()));
         head.row("capacity", r.pageCount() + " pages of " + r.pageSize() + " bytes");
         head.row("used", r.usedPages() + " pages (" + percent(r.usedPages(), r.pageCount()) + ")");
-        head.row("free", r.freePages() + " pages in " + SnapshotListCommand.plural(r.space().freeRunCount(), "run"));
+        head.row("free", r.freePages() + " pages in " + Plurals.plural(r.space().freeRunCount(), "run"));
         head.row("counter", (live ? "allocator counts " + r.counter() : "state claims " + r.counter()) + ", " + r.allocatedBits() + " bits set: "
                 + (r.counterMatches() ? "match" : "MISMATCH by " + (r.counter() - r.allocatedBits())));
         if (live) {
@@ -276,7 +277,7 @@ public final class BitmapInspectCommand implements Callable<Integer> {
                 out.println(line);
             }
             long rest = r.extentCount() - r.extents().size();
-            out.println(SnapshotListCommand.plural(r.extents().size(), "extent") + (rest > 0 ? ", " + rest + " more not listed (--limit)" : ""));
+            out.println(Plurals.plural(r.extents().size(), "extent") + (rest > 0 ? ", " + rest + " more not listed (--limit)" : ""));
         }
         printSavedNotes(out, source);
     }

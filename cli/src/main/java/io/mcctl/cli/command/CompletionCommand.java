@@ -1,8 +1,13 @@
 package io.mcctl.cli.command;
 
+import io.mcctl.cli.CommandEnvironment;
 import io.mcctl.cli.CompletionScripts;
 import io.mcctl.cli.ExitCodes;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.Map;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
@@ -28,7 +33,9 @@ public final class CompletionCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        spec.commandLine().getOut().print(CompletionScripts.script(shell.name()));
+        PrintWriter discard = new PrintWriter(new StringWriter());
+        CommandLine model = CommandEnvironment.trees(spec).whole(Map.of(), discard, discard);
+        spec.commandLine().getOut().print(CompletionScripts.script(shell.name(), model));
         spec.commandLine().getOut().flush();
         return ExitCodes.OK;
     }

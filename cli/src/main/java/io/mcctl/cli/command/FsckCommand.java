@@ -2,26 +2,26 @@ package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
+import io.mcctl.cli.CommandEnvironment;
 import io.mcctl.cli.ConnectionOptions;
-import io.mcctl.cli.McctlCommand;
+import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.Progress;
+import io.mcctl.cli.util.FsckSummary;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.storage.config.DurationParser;
-import io.mcctl.tools.fsck.LiveFsck;
-import java.time.Duration;
-import io.mcctl.cli.OutputMixin;
-import io.mcctl.cli.Progress;
 import io.mcctl.storage.layout.LayoutMismatchException;
 import io.mcctl.tools.fsck.Fsck;
 import io.mcctl.tools.fsck.FsckProblem;
+import io.mcctl.tools.fsck.LiveFsck;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -200,7 +200,7 @@ public final class FsckCommand implements Callable<Integer>, io.mcctl.cli.Settin
             for (FsckProblem p : report.problems()) {
                 out.println(p.text());
             }
-            out.println(summary(report, deep));
+            out.println(FsckSummary.of(report, deep));
         }
         out.flush();
         return report.exitCode();
@@ -216,7 +216,7 @@ public final class FsckCommand implements Callable<Integer>, io.mcctl.cli.Settin
 
     private String masterTarget() {
         String target = !master.isEmpty() ? master
-                : McctlCommand.environment(spec).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
+                : CommandEnvironment.of(spec).getOrDefault(ClientOptions.MASTER_ENV, MasterClient.DEFAULT_TARGET);
         try {
             return MasterClient.checkTarget(target);
         } catch (IllegalArgumentException e) {
@@ -254,23 +254,6 @@ public final class FsckCommand implements Callable<Integer>, io.mcctl.cli.Settin
             throw operational("--rate-limit takes a positive number of MB a second, not '" + rateLimit + "'", null);
         }
         return Math.max(1, (long) (mbPerSecond * 1_000_000));
-    }
-
-    static String summary(Fsck.Report r, boolean deep) {
-        int errors = r.errors().size();
-        int corrected = r.corrected().size();
-        int warnings = r.warnings().size();
-        String verdict = errors > 0 ? "found errors" : corrected > 0 ? "corrected errors" : "clean";
-        String live = "";
-        if (r.live() != null) {
-            live = String.format(Locale.ROOT, "; master %s held no lock longer than %.1f ms", r.live().master(), r.live().longestHoldMicros() / 1000.0);
-        }
-        return String.format(Locale.ROOT, "fsck %s: %s, %s%s; checked %s, %d in flight, %s, %s%s in %s%s (exit %d)",
-                verdict, SnapshotListCommand.plural(errors, "error"), corrected > 0 ? SnapshotListCommand.plural(corrected, "correction") + ", " : "",
-                SnapshotListCommand.plural(warnings, "warning"),
-                SnapshotListCommand.plural(r.mappings(), "mapping"), r.inFlight(), SnapshotListCommand.plural(r.quarantinedRanges(), "quarantined range"),
-                SnapshotListCommand.plural(r.bucketFiles(), "bucket file"), deep ? ", " + SnapshotListCommand.plural(r.objectsRead(), "object") + " read" : "",
-                r.root(), live, r.exitCode());
     }
 
     private static CliException operational(String message, Throwable cause) {

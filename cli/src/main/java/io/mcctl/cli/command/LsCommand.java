@@ -5,6 +5,7 @@ import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.util.DescriptorRows;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.proto.v1.KeyInfo;
 import io.mcctl.master.proto.v1.ListKeysResponse;
@@ -62,7 +63,7 @@ public final class LsCommand implements Callable<Integer> {
         if (output.json()) {
             List<Map<String, Object>> rows = new ArrayList<>();
             for (KeyInfo info : keys) {
-                rows.add(StatCommand.describe(info.getKey(), info.getDistributedDisk()));
+                rows.add(DescriptorRows.of(info.getKey(), info.getDistributedDisk()));
             }
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("tenant", tenant);

@@ -92,7 +92,7 @@ public final class MasterStartCommand implements Callable<Integer>, SettingsOpti
         String cwd = Path.of("").toAbsolutePath().toString();
         String given = switch (entry.source()) {
             case FLAG -> spec.findOption(StorageSettings.ROOT_DIR.flag()).getValue();
-            case ENVIRONMENT -> io.mcctl.cli.McctlCommand.environment(spec).get(StorageSettings.ROOT_DIR.envName());
+            case ENVIRONMENT -> io.mcctl.cli.CommandEnvironment.of(spec).get(StorageSettings.ROOT_DIR.envName());
             case DEFAULT -> StorageSettings.DEFAULT_ROOT;
             case FILE -> null; // the file's text is not kept: say how a relative one is read
         };

@@ -232,7 +232,7 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
 
     private void offload(TierNode node, String tenant, List<Entry> entries, long bucketSize, Batch batch) throws IOException {
         List<Entry> ready = entries.stream().filter(Entry::ok).toList();
-        NotifyWatch watch = new NotifyWatch(TestHooks.fromEnvironment(spec.commandLine().getErr()));
+        NotifyWatch watch = new NotifyWatch(OffloadObserver.load(spec.commandLine().getErr()));
         TierWriter writer = new TierWriter(node, watch);
         try (Progress progress = new Progress("offload", ready.size())) {
             for (int from = 0; from < ready.size(); from += batchSize) {
@@ -354,7 +354,7 @@ public final class OffloadCommand implements Callable<Integer>, io.mcctl.cli.Set
         out.flush();
         err.flush();
         if (batch.lost != null) {
-            return io.mcctl.cli.Main.exitCodeOf(batch.lost);
+            return ExitCodes.of(batch.lost);
         }
         return failed == 0 && refused == 0 ? ExitCodes.OK : ExitCodes.FAILED;
     }

@@ -2,7 +2,7 @@ package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
-import io.mcctl.cli.McctlCommand;
+import io.mcctl.cli.CommandEnvironment;
 import io.mcctl.cli.shell.Shell;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -40,7 +40,7 @@ public final class ShellCommand implements Callable<Integer> {
         if (Shell.active()) {
             throw new CliException(ExitCodes.USAGE, "already in the mcctl shell: type the command without 'shell', or 'exit' to leave");
         }
-        Shell shell = new Shell(McctlCommand.environment(spec), spec.commandLine().getOut(), spec.commandLine().getErr());
+        Shell shell = new Shell(CommandEnvironment.trees(spec), CommandEnvironment.of(spec), spec.commandLine().getOut(), spec.commandLine().getErr());
         // System.console() is null unless both stdin and stdout are terminals: then read plain lines, as a script.
         if (System.console() == null) {
             return shell.runScript(new InputStreamReader(System.in, StandardCharsets.UTF_8));

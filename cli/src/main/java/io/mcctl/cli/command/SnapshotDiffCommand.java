@@ -3,6 +3,8 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.util.Plurals;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.master.proto.v1.PlacementRecord;
 import io.mcctl.tools.snapshot.Formats;
 import io.mcctl.tools.snapshot.SnapshotDiff;
@@ -39,8 +41,8 @@ public final class SnapshotDiffCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        SnapshotListCommand.requireSnapshotFile(a, "mcctl snapshot diff");
-        SnapshotListCommand.requireSnapshotFile(b, "mcctl snapshot diff");
+        StatePaths.requireSnapshotFile(a, "mcctl snapshot diff");
+        StatePaths.requireSnapshotFile(b, "mcctl snapshot diff");
         io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), a, b);
         SnapshotDiff.Report diff = SnapshotDiff.diff(a, b);
         PrintWriter out = spec.commandLine().getOut();
@@ -83,8 +85,8 @@ public final class SnapshotDiffCommand implements Callable<Integer> {
 
     private static String side(SnapshotDiff.Side s) {
         return s.path() + " (covers WAL records up to " + s.meta().getWalSequence() + ", created " + Formats.iso(s.meta().getCreatedMs()) + "; "
-                + SnapshotListCommand.plural(s.mappings(), "mapping") + ", " + s.inFlight() + " in flight, "
-                + SnapshotListCommand.plural(s.quarantinedRanges(), "quarantined range") + ")";
+                + Plurals.plural(s.mappings(), "mapping") + ", " + s.inFlight() + " in flight, "
+                + Plurals.plural(s.quarantinedRanges(), "quarantined range") + ")";
     }
 
     private static void rows(Table table, String change, List<SnapshotDiff.Change> changes) {

@@ -2,6 +2,7 @@ package io.mcctl.cli.command;
 
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.tools.snapshot.StateExport;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -34,7 +35,7 @@ public final class SnapshotExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        SnapshotListCommand.requireSnapshotFile(file, "mcctl snapshot export");
+        StatePaths.requireSnapshotFile(file, "mcctl snapshot export");
         io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), file);
         PrintWriter out = spec.commandLine().getOut();
         StateExport.export(file, out);

@@ -4,6 +4,8 @@ import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.util.Plurals;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.master.proto.v1.SnapshotMeta;
 import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.tools.snapshot.Formats;
@@ -61,7 +63,7 @@ public final class SnapshotInspectCommand implements Callable<Integer> {
         if (tenant != null && KeyRules.checkTenant(tenant) != null) {
             throw new CliException(ExitCodes.USAGE, "invalid --tenant: " + KeyRules.checkTenant(tenant));
         }
-        SnapshotListCommand.requireSnapshotFile(file, "mcctl snapshot inspect");
+        StatePaths.requireSnapshotFile(file, "mcctl snapshot inspect");
         io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), file);
         boolean list = keys || tenant != null || !prefix.isEmpty() || limit > 0;
         SnapshotInspector.Report report = SnapshotInspector.inspect(file,
@@ -111,11 +113,11 @@ public final class SnapshotInspectCommand implements Callable<Integer> {
         SnapshotInspector.Counters c = r.counters();
         Table counters = new Table("mappings", String.valueOf(c.mappings()));
         counters.row("in flight", c.inFlight());
-        counters.row("quarantined", SnapshotListCommand.plural(c.quarantinedRanges(), "range") + ", "
-                + SnapshotListCommand.plural(c.quarantinedPages(), "page"));
+        counters.row("quarantined", Plurals.plural(c.quarantinedRanges(), "range") + ", "
+                + Plurals.plural(c.quarantinedPages(), "page"));
         if (r.meta() != null && r.meta().getReservationsCount() > 0) {
             // Open when the snapshot was taken: a recovery from it holds their free pages until their hold times.
-            counters.row("reservations", SnapshotListCommand.plural(r.meta().getReservationsCount(), "range") + " open, holding free pages "
+            counters.row("reservations", Plurals.plural(r.meta().getReservationsCount(), "range") + " open, holding free pages "
                     + "until " + Formats.iso(r.meta().getReservationsList().stream().mapToLong(io.mcctl.master.proto.v1.Reserved::getHoldUntilMs)
                     .max().orElse(0)) + " after a crash");
         }
@@ -145,8 +147,8 @@ public final class SnapshotInspectCommand implements Callable<Integer> {
                 keys.row(Formats.quote(k.tenant()), Formats.quote(k.key()), k.bucket(), k.offset(), k.size(), k.pages(), Formats.hex(k.crc32c()));
             }
             out.print(keys.render());
-            out.println(r.keys().size() == r.keysMatching() ? SnapshotListCommand.plural(r.keysMatching(), "key")
-                    : r.keys().size() + " of " + SnapshotListCommand.plural(r.keysMatching(), "matching key") + " (--limit)");
+            out.println(r.keys().size() == r.keysMatching() ? Plurals.plural(r.keysMatching(), "key")
+                    : r.keys().size() + " of " + Plurals.plural(r.keysMatching(), "matching key") + " (--limit)");
         }
         for (Problem p : r.problems()) {
             out.println(p.text());

@@ -1,14 +1,14 @@
 package io.mcctl.cli.command;
 
-import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
+import io.mcctl.cli.util.Plurals;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.tools.snapshot.Formats;
 import io.mcctl.tools.snapshot.StateListing;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -24,22 +24,20 @@ import picocli.CommandLine.Spec;
                 "Snapshots are only opened (header, footer, meta record); 'mcctl snapshot verify' reads them in full."})
 public final class SnapshotListCommand implements Callable<Integer> {
 
-    static final String DEFAULT_STATE_DIR = "./mooncake-data/master";
-
     @Spec
     CommandSpec spec;
 
     @Mixin
     OutputMixin output;
 
-    @Parameters(index = "0", arity = "0..1", paramLabel = "STATE_DIR", defaultValue = DEFAULT_STATE_DIR,
+    @Parameters(index = "0", arity = "0..1", paramLabel = "STATE_DIR", defaultValue = StatePaths.DEFAULT_STATE_DIR,
             description = "The master's state directory, <root>/master unless the master was given another (default: "
                     + "mooncake-data/master in the current directory).")
     Path dir;
 
     @Override
     public Integer call() throws IOException {
-        requireStateDir(dir);
+        StatePaths.requireStateDir(dir);
         io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), dir);
         StateListing.Listing listing = StateListing.list(dir);
         PrintWriter out = spec.commandLine().getOut();
@@ -78,8 +76,8 @@ public final class SnapshotListCommand implements Callable<Integer> {
         }
         out.println();
         long unreadable = listing.snapshots().stream().filter(s -> s.meta() == null).count();
-        out.println(plural(listing.snapshots().size(), "snapshot") + (unreadable > 0 ? " (" + unreadable + " unreadable)" : "") + ", "
-                + plural(listing.segments().size(), "log segment") + " holding " + plural(records, "record"));
+        out.println(Plurals.plural(listing.snapshots().size(), "snapshot") + (unreadable > 0 ? " (" + unreadable + " unreadable)" : "") + ", "
+                + Plurals.plural(listing.segments().size(), "log segment") + " holding " + Plurals.plural(records, "record"));
         out.flush();
         return ExitCodes.OK;
     }
@@ -91,32 +89,5 @@ public final class SnapshotListCommand implements Callable<Integer> {
             case CORRUPT -> "corrupt at byte " + s.problemOffset() + ": " + s.problem();
             case UNREAD -> s.problem();
         };
-    }
-
-    static String plural(long count, String noun) {
-        return count + " " + noun + (count == 1 ? "" : "s");
-    }
-
-    /** A state directory that exists, or a one-line error saying what was expected. */
-    static void requireStateDir(Path dir) {
-        if (!Files.exists(dir)) {
-            throw new CliException(ExitCodes.NOT_FOUND, "no such state directory: " + dir + " (the master keeps its state in <root>/master;"
-                    + " pass that directory)");
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new CliException(ExitCodes.USAGE, dir + " is a file, not a state directory; pass the directory that holds the master's "
-                    + "snapshot-<sequence>.snap and wal-<sequence>.log files");
-        }
-    }
-
-    /** A snapshot file that exists, or a one-line error saying what was expected. */
-    static void requireSnapshotFile(Path file, String command) {
-        if (!Files.exists(file)) {
-            throw new CliException(ExitCodes.NOT_FOUND, "no such snapshot file: " + file);
-        }
-        if (Files.isDirectory(file)) {
-            throw new CliException(ExitCodes.USAGE, file + " is a directory; '" + command + "' takes a snapshot file "
-                    + "(snapshot-<sequence>.snap): 'mcctl snapshot list " + file + "' lists them");
-        }
     }
 }

@@ -2,6 +2,8 @@ package io.mcctl.cli.command;
 
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
+import io.mcctl.cli.util.FsckSummary;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.master.durability.StateLock;
 import io.mcctl.tools.fsck.Fsck;
 import io.mcctl.tools.snapshot.StateRepair;
@@ -30,7 +32,7 @@ public final class SnapshotRecoverCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--state-dir", paramLabel = "DIR", defaultValue = SnapshotListCommand.DEFAULT_STATE_DIR,
+    @Option(names = "--state-dir", paramLabel = "DIR", defaultValue = StatePaths.DEFAULT_STATE_DIR,
             description = "The master's state directory (default: ${DEFAULT-VALUE}).")
     Path stateDir;
 
@@ -39,7 +41,7 @@ public final class SnapshotRecoverCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        SnapshotListCommand.requireStateDir(stateDir);
+        StatePaths.requireStateDir(stateDir);
         PrintWriter out = spec.commandLine().getOut();
         if (!discard) {
             io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), stateDir);
@@ -81,7 +83,7 @@ public final class SnapshotRecoverCommand implements Callable<Integer> {
         for (io.mcctl.tools.fsck.FsckProblem problem : report.problems()) {
             out.println(problem.text());
         }
-        out.println("fsck: " + FsckCommand.summary(report, false));
+        out.println("fsck: " + FsckSummary.of(report, false));
         out.flush();
         return report.exitCode();
     }

@@ -3,6 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.util.Plurals;
 import io.mcctl.tools.snapshot.Problem;
 import io.mcctl.tools.snapshot.SnapshotVerifier;
 import java.io.IOException;
@@ -57,14 +58,14 @@ public final class SnapshotVerifyCommand implements Callable<Integer> {
     private static void printText(PrintWriter out, SnapshotVerifier.Report r) {
         for (SnapshotVerifier.SnapshotResult s : r.snapshots()) {
             out.println((r.stateDir() ? s.file().getFileName() : s.file()) + ": " + (s.ok()
-                    ? "ok, " + SnapshotListCommand.plural(s.mappings(), "mapping") + ", " + s.inFlight() + " in flight, "
-                    + SnapshotListCommand.plural(s.quarantinedRanges(), "quarantined range") + " ("
-                    + SnapshotListCommand.plural(s.quarantinedPages(), "page") + ")"
+                    ? "ok, " + Plurals.plural(s.mappings(), "mapping") + ", " + s.inFlight() + " in flight, "
+                    + Plurals.plural(s.quarantinedRanges(), "quarantined range") + " ("
+                    + Plurals.plural(s.quarantinedPages(), "page") + ")"
                     : "FAILED"));
         }
         SnapshotVerifier.WalResult wal = r.wal();
         if (wal != null) {
-            out.println("write-ahead log: " + SnapshotListCommand.plural(wal.segments(), "segment") + ", "
+            out.println("write-ahead log: " + Plurals.plural(wal.segments(), "segment") + ", "
                     + (wal.records() == 0 ? "no records" : "records " + wal.firstSequence() + " to " + wal.lastSequence()) + ": "
                     + (!wal.ok() ? "FAILED" : wal.tornFile() != null ? "ok up to a torn tail" : "ok"));
         } else if (r.stateDir()) {
@@ -76,8 +77,8 @@ public final class SnapshotVerifyCommand implements Callable<Integer> {
                 out.println("recovery: not checked (" + rec.skipped() + ")");
             } else if (rec.ok()) {
                 out.println("recovery: " + (rec.snapshot() == null ? "no snapshot" : rec.snapshot().getFileName().toString()) + " and "
-                        + SnapshotListCommand.plural(rec.replayed(), "log record") + " rebuild " + SnapshotListCommand.plural(rec.mappings(), "mapping")
-                        + ", " + rec.inFlight() + " in flight, " + SnapshotListCommand.plural(rec.quarantinedRanges(), "quarantined range")
+                        + Plurals.plural(rec.replayed(), "log record") + " rebuild " + Plurals.plural(rec.mappings(), "mapping")
+                        + ", " + rec.inFlight() + " in flight, " + Plurals.plural(rec.quarantinedRanges(), "quarantined range")
                         + " up to record " + rec.lastSequence() + ": ok, no page claimed twice");
             } else {
                 out.println("recovery: FAILED");
@@ -87,10 +88,10 @@ public final class SnapshotVerifyCommand implements Callable<Integer> {
             out.println(p.text());
         }
         String checked = r.stateDir()
-                ? SnapshotListCommand.plural(r.snapshots().size(), "snapshot") + ", " + (r.wal() == null ? "no log" : SnapshotListCommand.plural(
+                ? Plurals.plural(r.snapshots().size(), "snapshot") + ", " + (r.wal() == null ? "no log" : Plurals.plural(
                 r.wal().segments(), "log segment")) + (r.recovery() != null && r.recovery().skipped() == null ? ", recovery" : "")
                 : "1 snapshot";
-        out.println((r.passed() ? "verify passed: " : "verify FAILED: ") + SnapshotListCommand.plural(r.errors(), "error") + ", "
-                + SnapshotListCommand.plural(r.warnings(), "warning") + " (checked " + checked + " in " + r.target() + ")");
+        out.println((r.passed() ? "verify passed: " : "verify FAILED: ") + Plurals.plural(r.errors(), "error") + ", "
+                + Plurals.plural(r.warnings(), "warning") + " (checked " + checked + " in " + r.target() + ")");
     }
 }

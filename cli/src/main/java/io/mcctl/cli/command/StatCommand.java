@@ -116,14 +116,4 @@ public final class StatCommand implements Callable<Integer> {
         row.put("crc32c", String.format("%08x", d.getCrc32C()));
         return row;
     }
-
-    static Map<String, Object> describe(String key, DistributedDiskDescriptor d) {
-        Map<String, Object> row = new LinkedHashMap<>();
-        row.put("key", key);
-        row.put("file", d.getFilePath());
-        row.put("offset", d.getOffset());
-        row.put("size", d.getObjectSize());
-        row.put("crc32c", String.format("%08x", d.getCrc32C()));
-        return row;
-    }
 }

@@ -3,7 +3,7 @@ package io.mcctl.cli.command;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ClientOptions;
 import io.mcctl.cli.ExitCodes;
-import io.mcctl.cli.McctlCommand;
+import io.mcctl.cli.CommandEnvironment;
 import io.mcctl.cli.stats.TierStatsReport;
 import io.mcctl.cli.stats.TopView;
 import io.mcctl.master.client.MasterClient;
@@ -71,7 +71,7 @@ public final class TopCommand implements Callable<Integer> {
             throw new CliException(ExitCodes.USAGE, "invalid --tenants " + tenants + ": allowed is 0 or more");
         }
         try (MasterClient master = client.connect(spec)) {
-            if (System.console() != null && !"dumb".equals(McctlCommand.environment(spec).get("TERM"))) {
+            if (System.console() != null && !"dumb".equals(CommandEnvironment.of(spec).get("TERM"))) {
                 return interactive(master, period);
             }
             return plain(master, period);
@@ -170,7 +170,7 @@ public final class TopCommand implements Callable<Integer> {
     /** Width of plain snapshots: $COLUMNS when set, else 100. */
     private int columns() {
         try {
-            int columns = Integer.parseInt(McctlCommand.environment(spec).getOrDefault("COLUMNS", "100"));
+            int columns = Integer.parseInt(CommandEnvironment.of(spec).getOrDefault("COLUMNS", "100"));
             return Math.max(40, columns);
         } catch (NumberFormatException e) {
             return 100;

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mcctl.cli.CliException;
 import io.mcctl.cli.ExitCodes;
 import io.mcctl.cli.OutputMixin;
+import io.mcctl.cli.util.Plurals;
+import io.mcctl.cli.util.StatePaths;
 import io.mcctl.tools.snapshot.WalDump;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -52,7 +54,7 @@ public final class WalDumpCommand implements Callable<Integer> {
         if (from < 1) {
             throw new CliException(ExitCodes.USAGE, "invalid --from " + from + ": allowed is a record sequence of 1 or more");
         }
-        SnapshotListCommand.requireStateDir(dir);
+        StatePaths.requireStateDir(dir);
         io.mcctl.cli.LiveState.warnIfLive(spec.commandLine().getErr(), dir);
         PrintWriter out = spec.commandLine().getOut();
         boolean json = output.json();
@@ -75,9 +77,9 @@ public final class WalDumpCommand implements Callable<Integer> {
                         + ": the last record was cut short by a crash; the master cuts it off when it next starts");
             }
             if (result.segments() > 0) {
-                out.println(SnapshotListCommand.plural(result.records(), "record") + (result.records() == 0 ? ""
+                out.println(Plurals.plural(result.records(), "record") + (result.records() == 0 ? ""
                         : ", sequences " + (result.lastSequence() - result.records() + 1) + " to " + result.lastSequence())
-                        + " in " + SnapshotListCommand.plural(result.segments(), "segment") + (result.corruption() != null ? (result.corruption() instanceof io.mcctl.master.durability.CorruptStateException
+                        + " in " + Plurals.plural(result.segments(), "segment") + (result.corruption() != null ? (result.corruption() instanceof io.mcctl.master.durability.CorruptStateException
                         ? "; stopped at a corrupt record" : "; stopped at a record this mcctl cannot read")
                         : result.torn() ? "; ends in a torn tail" : ""));
             }

@@ -1,7 +1,7 @@
 package io.mcctl.cli.shell;
 
 import io.mcctl.cli.ExitCodes;
-import io.mcctl.cli.Main;
+import io.mcctl.cli.CommandTrees;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -36,12 +36,14 @@ public final class Shell {
 
     private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> false);
 
+    private final CommandTrees trees;
     private final Map<String, String> environment;
     private final PrintWriter out;
     private final PrintWriter err;
     private int lastFailure = ExitCodes.OK;
 
-    public Shell(Map<String, String> environment, PrintWriter out, PrintWriter err) {
+    public Shell(CommandTrees trees, Map<String, String> environment, PrintWriter out, PrintWriter err) {
+        this.trees = trees;
         this.environment = Map.copyOf(environment);
         this.out = out;
         this.err = err;
@@ -91,7 +93,7 @@ public final class Shell {
      * @return 0: at a terminal, failures have been seen already and are not the shell's own
      */
     public int runInteractive(Terminal terminal) {
-        CommandLine model = Main.commandLine(environment, out, err);
+        CommandLine model = trees.whole(environment, out, err);
         try (KeyNameCompleter completer = new KeyNameCompleter(model.getCommandSpec(), environment)) {
             return runInteractive(terminal, completer);
         }
@@ -171,7 +173,7 @@ public final class Shell {
             return Step.NEXT;
         }
         String[] args = words.size() == 1 && first.equals("help") ? new String[] {"--help"} : words.toArray(new String[0]);
-        CommandLine commandLine = Main.commandLine(environment, out, err, args);
+        CommandLine commandLine = trees.forArgs(environment, out, err, args);
         String runsUntilStopped = runsUntilStopped(commandLine, words);
         if (runsUntilStopped != null) {
             fail(ExitCodes.USAGE, "'" + runsUntilStopped + "' runs until it is stopped and would hold the shell: run it outside "
