@@ -33,6 +33,7 @@ public final class ChaosCluster implements AutoCloseable {
     public static final Duration READ_LEASE = Duration.ofSeconds(2);
     public static final Duration HA_LEASE_TTL = Duration.ofSeconds(5);
     static final int MASTER_PORT = 50051;
+    static final int METRICS_PORT = 9003;
     static final List<String> JVM = List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
 
     private final ChaosNet net;
@@ -104,7 +105,7 @@ public final class ChaosCluster implements AutoCloseable {
                     "--bucket-size", String.valueOf(BUCKET_BYTES), "--page-size", String.valueOf(PAGE_BYTES),
                     "--allocation-deadline", ALLOCATION_DEADLINE.toSeconds() + "s", "--allocation-grace", ALLOCATION_GRACE.toSeconds() + "s",
                     "--read-lease", READ_LEASE.toSeconds() + "s", "--ha", haUrl, "--ha-lease-ttl", HA_LEASE_TTL.toSeconds() + "s",
-                    "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", "9003",
+                    "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", String.valueOf(METRICS_PORT),
                     "--snapshot-interval", "3600s", "--snapshot-retention", "100", "--client-ttl", "3s", "--bucket-check-interval", "1s",
                     "--eviction-high-watermark", "0.80", "--eviction-low-watermark", "0.60", "--connection-idle-timeout", "20s");
             ChaosProcess master = new ChaosProcess("master" + i, host, MasterProcess.command(JVM, args), logs.resolve("master" + i + ".log"));
