@@ -32,6 +32,13 @@ public final class ChaosCluster implements AutoCloseable {
     public static final Duration ALLOCATION_GRACE = Duration.ofSeconds(2);
     public static final Duration READ_LEASE = Duration.ofSeconds(2);
     public static final Duration HA_LEASE_TTL = Duration.ofSeconds(5);
+    /**
+     * Snapshots keep the log on the root's tmpfs to a minute or so of traffic (a run without them fills it with log in
+     * a few minutes). A segment goes only when the oldest of the {@link #SNAPSHOT_RETENTION} kept snapshots is past it,
+     * seconds after its last record: long after {@link #archiveLog} copied it, every 200 ms.
+     */
+    static final Duration SNAPSHOT_INTERVAL = Duration.ofSeconds(20);
+    static final int SNAPSHOT_RETENTION = 3;
     static final int MASTER_PORT = 50051;
     static final int METRICS_PORT = 9003;
     static final List<String> JVM = List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
@@ -106,7 +113,7 @@ public final class ChaosCluster implements AutoCloseable {
                     "--allocation-deadline", ALLOCATION_DEADLINE.toSeconds() + "s", "--allocation-grace", ALLOCATION_GRACE.toSeconds() + "s",
                     "--read-lease", READ_LEASE.toSeconds() + "s", "--ha", haUrl, "--ha-lease-ttl", HA_LEASE_TTL.toSeconds() + "s",
                     "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", String.valueOf(METRICS_PORT),
-                    "--snapshot-interval", "3600s", "--snapshot-retention", "100", "--client-ttl", "3s", "--bucket-check-interval", "1s",
+                    "--snapshot-interval", SNAPSHOT_INTERVAL.toSeconds() + "s", "--snapshot-retention", String.valueOf(SNAPSHOT_RETENTION), "--client-ttl", "3s", "--bucket-check-interval", "1s",
                     "--eviction-high-watermark", "0.80", "--eviction-low-watermark", "0.60", "--connection-idle-timeout", "20s");
             ChaosProcess master = new ChaosProcess("master" + i, host, MasterProcess.command(JVM, args), logs.resolve("master" + i + ".log"));
             masters.add(master);
@@ -252,13 +259,20 @@ public final class ChaosCluster implements AutoCloseable {
         return dir.resolve("log-archive");
     }
 
-    /** Copies every log segment of the state directory not copied yet (and the last one again: it grows). */
+    /**
+     * Copies every log segment of the state directory not copied yet, or grown since it was (the newest grows; the
+     * others are copied once, so a pass costs the new log, not the whole of it).
+     */
     public void archiveLog() throws IOException {
         Files.createDirectories(logArchive());
         try (var segments = Files.list(stateDir())) {
             for (Path segment : segments.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList()) {
+                Path copy = logArchive().resolve(segment.getFileName());
                 try {
-                    Files.copy(segment, logArchive().resolve(segment.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    if (Files.exists(copy) && Files.size(copy) == Files.size(segment)) {
+                        continue;
+                    }
+                    Files.copy(segment, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
                 } catch (java.nio.file.NoSuchFileException gone) {
                     // deleted under the copy by a snapshot: copied before, when it was not the newest
                 }

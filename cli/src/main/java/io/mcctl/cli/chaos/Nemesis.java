@@ -140,7 +140,7 @@ final class Nemesis {
                 if (sinceStart.contains("serving")) {
                     findings.add(process.name() + " exited by itself; its log ends: " + process.tail(600).replace('\n', ' '));
                 }
-                // else: it gave up at start, before it served (a node whose first call found no leader): counted, started again
+                // else: it gave up at start, before it served: counted, started again
                 history.fault("exited", sinceStart.contains("serving") ? "exited" : "start_failed", process.name(), Map.of());
                 process.start();
             }
