@@ -259,23 +259,35 @@ public final class ChaosCluster implements AutoCloseable {
         return dir.resolve("log-archive");
     }
 
+    /** Segments copied after a later one existed: the master writes them no more (it trims and closes one before it opens the next). */
+    private final java.util.Set<Path> archivedFinal = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /**
-     * Copies every log segment of the state directory not copied yet, or grown since it was (the newest grows; the
-     * others are copied once, so a pass costs the new log, not the whole of it).
+     * Copies the newest log segment, and every other one until it has been copied once after a later one existed.
+     * The newest holds zeros ahead of its last record (its size says nothing of what is written), so it is copied on
+     * every pass; a finished one once more, and again only if its size changes (a new leader trimming a torn tail), so
+     * that a pass costs about one segment rather than the whole log.
      */
-    public void archiveLog() throws IOException {
+    public synchronized void archiveLog() throws IOException {
         Files.createDirectories(logArchive());
-        try (var segments = Files.list(stateDir())) {
-            for (Path segment : segments.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList()) {
-                Path copy = logArchive().resolve(segment.getFileName());
-                try {
-                    if (Files.exists(copy) && Files.size(copy) == Files.size(segment)) {
-                        continue;
-                    }
-                    Files.copy(segment, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                } catch (java.nio.file.NoSuchFileException gone) {
-                    // deleted under the copy by a snapshot: copied before, when it was not the newest
+        List<Path> segments;
+        try (var listing = Files.list(stateDir())) {
+            segments = listing.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList();
+        }
+        for (int i = 0; i < segments.size(); i++) {
+            Path segment = segments.get(i);
+            Path copy = logArchive().resolve(segment.getFileName());
+            boolean finished = i < segments.size() - 1;
+            try {
+                if (finished && archivedFinal.contains(segment) && Files.size(copy) == Files.size(segment)) {
+                    continue;
                 }
+                Files.copy(segment, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                if (finished) {
+                    archivedFinal.add(segment);
+                }
+            } catch (java.nio.file.NoSuchFileException gone) {
+                // deleted under the copy by a snapshot: copied before, when it was not the newest
             }
         }
     }
