@@ -33,10 +33,12 @@ public final class ChaosCluster implements AutoCloseable {
     public static final Duration READ_LEASE = Duration.ofSeconds(2);
     public static final Duration HA_LEASE_TTL = Duration.ofSeconds(5);
     /**
-     * Snapshots keep the log on the root's tmpfs to a minute or so of traffic (a run without them fills it with log in
-     * a few minutes). A segment goes only when the oldest of the {@link #SNAPSHOT_RETENTION} kept snapshots is past it,
-     * seconds after its last record: long after {@link #archiveLog} copied it, every 200 ms.
+     * A run longer than this has its masters snapshot every {@link #SNAPSHOT_INTERVAL}, keeping
+     * {@link #SNAPSHOT_RETENTION}, so that its log fits the root's tmpfs (without them it fills it within minutes). A
+     * segment goes only when the oldest kept snapshot is past it, seconds after its last record: long after
+     * {@link #archiveLog} copied it, every 200 ms. Shorter runs snapshot only when the nemesis asks.
      */
+    static final Duration PERIODIC_SNAPSHOTS_PAST = Duration.ofMinutes(2);
     static final Duration SNAPSHOT_INTERVAL = Duration.ofSeconds(20);
     static final int SNAPSHOT_RETENTION = 3;
     static final int MASTER_PORT = 50051;
@@ -65,11 +67,11 @@ public final class ChaosCluster implements AutoCloseable {
      * Starts every process and waits until a leader serves. {@code python} is the clients/python directory; none
      * starts no Python worker.
      */
-    public static ChaosCluster start(ChaosNet net, Path dir, int etcdMembers, int pythonWorkers, Path python, long seed)
+    public static ChaosCluster start(ChaosNet net, Path dir, int etcdMembers, int pythonWorkers, Path python, long seed, Duration traffic)
             throws IOException, InterruptedException {
         ChaosCluster cluster = new ChaosCluster(net, dir);
         try {
-            cluster.startAll(etcdMembers, pythonWorkers, python, seed);
+            cluster.startAll(etcdMembers, pythonWorkers, python, seed, traffic.compareTo(PERIODIC_SNAPSHOTS_PAST) > 0);
             return cluster;
         } catch (IOException | InterruptedException | RuntimeException e) {
             cluster.close();
@@ -77,7 +79,8 @@ public final class ChaosCluster implements AutoCloseable {
         }
     }
 
-    private void startAll(int etcdMembers, int pythonWorkers, Path python, long seed) throws IOException, InterruptedException {
+    private void startAll(int etcdMembers, int pythonWorkers, Path python, long seed, boolean periodicSnapshots)
+            throws IOException, InterruptedException {
         Files.createDirectories(root);
         Files.createDirectories(logs);
         ChaosNet.run(List.of("mount", "-t", "tmpfs", "-o", "size=" + ROOT_FS_BYTES, "mcctl-chaos-" + net.id(), root.toString()));
@@ -113,7 +116,8 @@ public final class ChaosCluster implements AutoCloseable {
                     "--allocation-deadline", ALLOCATION_DEADLINE.toSeconds() + "s", "--allocation-grace", ALLOCATION_GRACE.toSeconds() + "s",
                     "--read-lease", READ_LEASE.toSeconds() + "s", "--ha", haUrl, "--ha-lease-ttl", HA_LEASE_TTL.toSeconds() + "s",
                     "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", String.valueOf(METRICS_PORT),
-                    "--snapshot-interval", SNAPSHOT_INTERVAL.toSeconds() + "s", "--snapshot-retention", String.valueOf(SNAPSHOT_RETENTION), "--client-ttl", "3s", "--bucket-check-interval", "1s",
+                    "--snapshot-interval", periodicSnapshots ? SNAPSHOT_INTERVAL.toSeconds() + "s" : "3600s",
+                    "--snapshot-retention", String.valueOf(periodicSnapshots ? SNAPSHOT_RETENTION : 100), "--client-ttl", "3s", "--bucket-check-interval", "1s",
                     "--eviction-high-watermark", "0.80", "--eviction-low-watermark", "0.60", "--connection-idle-timeout", "20s");
             ChaosProcess master = new ChaosProcess("master" + i, host, MasterProcess.command(JVM, args), logs.resolve("master" + i + ".log"));
             masters.add(master);
