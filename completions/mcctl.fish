@@ -745,7 +745,7 @@ complete -c mcctl -n '__mcctl_at bench chaos' -l minutes -x -d 'Minutes of traff
 complete -c mcctl -n '__mcctl_at bench chaos' -l seconds -x -d 'Seconds of traffic and faults instead of --minutes, 10 to 86400.'
 complete -c mcctl -n '__mcctl_at bench chaos' -l seed -x -d 'Seed of the nemesis and the workers (default: a random one, printed).'
 complete -c mcctl -n '__mcctl_at bench chaos' -l etcd-members -x -d 'etcd members, 1 or 3 (default: 3).'
-complete -c mcctl -n '__mcctl_at bench chaos' -l faults -x -d 'Fault kinds the nemesis injects: all, none, or a list of kill_master, kill_node, kill_etcd, kill_client, pause_leader, pause_client, pause_node, pause_etcd, partition_leader_etcd, partition_leader_clients, partition_client, netem_loss, netem_delay, fill_root, flip_byte, truncate_bucket, delete_bucket, idle_flood, snapshot_restart (default: all).'
+complete -c mcctl -n '__mcctl_at bench chaos' -l faults -x -d 'Fault kinds the nemesis injects: all, none, or a list of kill_master, kill_node, kill_etcd, kill_client, pause_leader, pause_client, pause_node, pause_etcd, partition_leader_etcd, partition_leader_clients, partition_client, netem_loss, netem_delay, fill_root, flip_byte, truncate_bucket, delete_bucket, idle_flood, idle_session, snapshot_restart (default: all).'
 complete -c mcctl -n '__mcctl_at bench chaos' -l java-workers -x -d 'Java client workers, 1 to 16 (default: 2).'
 complete -c mcctl -n '__mcctl_at bench chaos' -l python-workers -x -d 'Python client workers, 0 to 16 (default: 2).'
 complete -c mcctl -n '__mcctl_at bench chaos' -l python-client -r -F -d 'The clients/python directory of mcctl (default: clients/python of the checkout this mcctl was built in, or under the working directory).'

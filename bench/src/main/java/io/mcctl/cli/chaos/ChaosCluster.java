@@ -32,7 +32,17 @@ public final class ChaosCluster implements AutoCloseable {
     public static final Duration ALLOCATION_GRACE = Duration.ofSeconds(2);
     public static final Duration READ_LEASE = Duration.ofSeconds(2);
     public static final Duration HA_LEASE_TTL = Duration.ofSeconds(5);
+    /**
+     * A run longer than this has its masters snapshot every {@link #SNAPSHOT_INTERVAL}, keeping
+     * {@link #SNAPSHOT_RETENTION}, so that its log fits the root's tmpfs (without them it fills it within minutes). A
+     * segment goes only when the oldest kept snapshot is past it, seconds after its last record: long after
+     * {@link #archiveLog} copied it, every 200 ms. Shorter runs snapshot only when the nemesis asks.
+     */
+    static final Duration PERIODIC_SNAPSHOTS_PAST = Duration.ofMinutes(2);
+    static final Duration SNAPSHOT_INTERVAL = Duration.ofSeconds(20);
+    static final int SNAPSHOT_RETENTION = 3;
     static final int MASTER_PORT = 50051;
+    static final int METRICS_PORT = 9003;
     static final List<String> JVM = List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
 
     private final ChaosNet net;
@@ -57,11 +67,11 @@ public final class ChaosCluster implements AutoCloseable {
      * Starts every process and waits until a leader serves. {@code python} is the clients/python directory; none
      * starts no Python worker.
      */
-    public static ChaosCluster start(ChaosNet net, Path dir, int etcdMembers, int pythonWorkers, Path python, long seed)
+    public static ChaosCluster start(ChaosNet net, Path dir, int etcdMembers, int pythonWorkers, Path python, long seed, Duration traffic)
             throws IOException, InterruptedException {
         ChaosCluster cluster = new ChaosCluster(net, dir);
         try {
-            cluster.startAll(etcdMembers, pythonWorkers, python, seed);
+            cluster.startAll(etcdMembers, pythonWorkers, python, seed, traffic.compareTo(PERIODIC_SNAPSHOTS_PAST) > 0);
             return cluster;
         } catch (IOException | InterruptedException | RuntimeException e) {
             cluster.close();
@@ -69,7 +79,8 @@ public final class ChaosCluster implements AutoCloseable {
         }
     }
 
-    private void startAll(int etcdMembers, int pythonWorkers, Path python, long seed) throws IOException, InterruptedException {
+    private void startAll(int etcdMembers, int pythonWorkers, Path python, long seed, boolean periodicSnapshots)
+            throws IOException, InterruptedException {
         Files.createDirectories(root);
         Files.createDirectories(logs);
         ChaosNet.run(List.of("mount", "-t", "tmpfs", "-o", "size=" + ROOT_FS_BYTES, "mcctl-chaos-" + net.id(), root.toString()));
@@ -104,8 +115,9 @@ public final class ChaosCluster implements AutoCloseable {
                     "--bucket-size", String.valueOf(BUCKET_BYTES), "--page-size", String.valueOf(PAGE_BYTES),
                     "--allocation-deadline", ALLOCATION_DEADLINE.toSeconds() + "s", "--allocation-grace", ALLOCATION_GRACE.toSeconds() + "s",
                     "--read-lease", READ_LEASE.toSeconds() + "s", "--ha", haUrl, "--ha-lease-ttl", HA_LEASE_TTL.toSeconds() + "s",
-                    "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", "9003",
-                    "--snapshot-interval", "3600s", "--snapshot-retention", "100", "--client-ttl", "3s", "--bucket-check-interval", "1s",
+                    "--bind", host.address(), "--port", String.valueOf(MASTER_PORT), "--metrics-port", String.valueOf(METRICS_PORT),
+                    "--snapshot-interval", periodicSnapshots ? SNAPSHOT_INTERVAL.toSeconds() + "s" : "3600s",
+                    "--snapshot-retention", String.valueOf(periodicSnapshots ? SNAPSHOT_RETENTION : 100), "--client-ttl", "3s", "--bucket-check-interval", "1s",
                     "--eviction-high-watermark", "0.80", "--eviction-low-watermark", "0.60", "--connection-idle-timeout", "20s");
             ChaosProcess master = new ChaosProcess("master" + i, host, MasterProcess.command(JVM, args), logs.resolve("master" + i + ".log"));
             masters.add(master);
@@ -251,16 +263,35 @@ public final class ChaosCluster implements AutoCloseable {
         return dir.resolve("log-archive");
     }
 
-    /** Copies every log segment of the state directory not copied yet (and the last one again: it grows). */
-    public void archiveLog() throws IOException {
+    /** Segments copied after a later one existed: the master writes them no more (it trims and closes one before it opens the next). */
+    private final java.util.Set<Path> archivedFinal = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * Copies the newest log segment, and every other one until it has been copied once after a later one existed.
+     * The newest holds zeros ahead of its last record (its size says nothing of what is written), so it is copied on
+     * every pass; a finished one once more, and again only if its size changes (a new leader trimming a torn tail), so
+     * that a pass costs about one segment rather than the whole log.
+     */
+    public synchronized void archiveLog() throws IOException {
         Files.createDirectories(logArchive());
-        try (var segments = Files.list(stateDir())) {
-            for (Path segment : segments.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList()) {
-                try {
-                    Files.copy(segment, logArchive().resolve(segment.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                } catch (java.nio.file.NoSuchFileException gone) {
-                    // deleted under the copy by a snapshot: copied before, when it was not the newest
+        List<Path> segments;
+        try (var listing = Files.list(stateDir())) {
+            segments = listing.filter(f -> f.getFileName().toString().matches("wal-.*\\.log")).sorted().toList();
+        }
+        for (int i = 0; i < segments.size(); i++) {
+            Path segment = segments.get(i);
+            Path copy = logArchive().resolve(segment.getFileName());
+            boolean finished = i < segments.size() - 1;
+            try {
+                if (finished && archivedFinal.contains(segment) && Files.size(copy) == Files.size(segment)) {
+                    continue;
                 }
+                Files.copy(segment, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                if (finished) {
+                    archivedFinal.add(segment);
+                }
+            } catch (java.nio.file.NoSuchFileException gone) {
+                // deleted under the copy by a snapshot: copied before, when it was not the newest
             }
         }
     }

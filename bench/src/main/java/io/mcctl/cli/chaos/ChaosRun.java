@@ -70,7 +70,8 @@ public final class ChaosRun {
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> workers = new ArrayList<>();
         try (ChaosHistory history = new ChaosHistory(folder.resolve("history-java.jsonl"), "j")) {
-            cluster = ChaosCluster.start(net, folder, settings.etcdMembers(), settings.pythonWorkers(), settings.pythonClient(), settings.seed());
+            cluster = ChaosCluster.start(net, folder, settings.etcdMembers(), settings.pythonWorkers(), settings.pythonClient(), settings.seed(),
+                    settings.duration());
             ChaosCluster started = cluster;
             Thread unmount = new Thread(() -> closeQuietly(started));
             Runtime.getRuntime().removeShutdownHook(cleanup);

@@ -42,6 +42,11 @@ public enum FaultKind {
     DELETE_BUCKET,
     /** Idle TCP connections to the leader by the thousand, held, then closed. */
     IDLE_FLOOD,
+    /**
+     * Session streams to the leader held open by clients that send nothing, or send lookups and take no answer, then
+     * cancelled: the master must keep serving the others, and end such a stream only past session_backlog.
+     */
+    IDLE_SESSION,
     /** A snapshot taken, then the leader killed (-9) and started again: it recovers from the snapshot and the log after it. */
     SNAPSHOT_RESTART;
 

@@ -47,6 +47,8 @@ final class Nemesis {
     private final Map<FaultKind, Integer> injected = new EnumMap<>(FaultKind.class);
     private final Map<FaultKind, Long> longestRecoveryMs = new EnumMap<>(FaultKind.class);
     private final List<String> findings = new ArrayList<>();
+    /** The faults of the round in place now. */
+    private List<FaultKind> round = List.of();
 
     Nemesis(ChaosCluster cluster, ChaosHistory history, long seed, Set<FaultKind> kinds, Probe probe) {
         this.cluster = cluster;
@@ -77,6 +79,7 @@ final class Nemesis {
         while (System.nanoTime() - endNanos < 0) {
             int count = random.nextInt(10) < 3 ? 2 : 1;
             List<FaultKind> now = new ArrayList<>();
+            round = now;
             List<Healing> healings = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 FaultKind kind = kinds.get(random.nextInt(kinds.size()));
@@ -137,7 +140,7 @@ final class Nemesis {
                 if (sinceStart.contains("serving")) {
                     findings.add(process.name() + " exited by itself; its log ends: " + process.tail(600).replace('\n', ' '));
                 }
-                // else: it gave up at start, before it served (a node whose first call found no leader): counted, started again
+                // else: it gave up at start, before it served: counted, started again
                 history.fault("exited", sinceStart.contains("serving") ? "exited" : "start_failed", process.name(), Map.of());
                 process.start();
             }
@@ -301,6 +304,29 @@ final class Nemesis {
                     for (Socket socket : sockets) {
                         socket.close();
                     }
+                });
+                return leader.get().name();
+            }
+            case IDLE_SESSION -> {
+                Optional<ChaosProcess> leader = leaderProcess();
+                if (leader.isEmpty()) {
+                    return null;
+                }
+                int idle = 1 + random.nextInt(8);
+                int stalled = 1 + random.nextInt(4);
+                IdleSessions sessions = IdleSessions.open(ChaosCluster.address(leader.get()), idle, stalled, random);
+                fields.put("idle_streams", idle);
+                fields.put("stalled_streams", stalled);
+                healings.add(() -> {
+                    // Without other kinds of fault in place the cluster is whole: the others must be served while the streams are held.
+                    if (round.stream().allMatch(FaultKind.IDLE_SESSION::equals) && !probe.awaitServing(RECOVERY_LIMIT)) {
+                        findings.add("the cluster did not serve an offload and its read within " + RECOVERY_LIMIT.toSeconds() + " s while "
+                                + leader.get().name() + " held " + (idle + stalled) + " idle Session streams: " + probe.lastFailure());
+                    }
+                    history.fault("observed", kind.label(), leader.get().name(), Map.of("streams_open", sessions.open(),
+                            "lookups_sent", sessions.lookupsSent(), "master_streams_paused",
+                            IdleSessions.pausedStreams(leader.get().host().address())));
+                    findings.addAll(sessions.release());
                 });
                 return leader.get().name();
             }

@@ -56,7 +56,7 @@ public final class BenchChaosCommand implements Callable<Integer> {
             description = "Fault kinds the nemesis injects: all, none, or a list of kill_master, kill_node, kill_etcd, kill_client, "
                     + "pause_leader, pause_client, pause_node, pause_etcd, partition_leader_etcd, partition_leader_clients, "
                     + "partition_client, netem_loss, netem_delay, fill_root, flip_byte, truncate_bucket, delete_bucket, idle_flood, "
-                    + "snapshot_restart (default: ${DEFAULT-VALUE}).")
+                    + "idle_session, snapshot_restart (default: ${DEFAULT-VALUE}).")
     List<String> faults;
 
     @Option(names = "--java-workers", paramLabel = "N", defaultValue = "2", description = "Java client workers, 1 to 16 (default: ${DEFAULT-VALUE}).")

@@ -31,7 +31,8 @@ import picocli.CommandLine.Spec;
                 "Offloads through it (mcctl node offload) go to pages of the shared bucket files in page mode (DISTRIBUTED_DISK, no owner), "
                         + "or with page_mode false to one file per key under --local-disk (LOCAL_DISK, owned by this node: "
                         + "when it dies the master forgets them). A node that misses its TTL is dead; after a master restart "
-                        + "it registers again.",
+                        + "it registers again. Started before its master (or during a fail-over) it waits for one, trying "
+                        + "again until it answers.",
                 "With --memory SIZE the node holds a DRAM segment of SIZE off-heap: offloads with --mode memory go into it "
                         + "(MEMORY replicas, read first), and every --promotion-interval it asks the master for promotion tasks "
                         + "(objects read often enough, or mcctl promote), copies each from the shared bucket file into its "

@@ -36,6 +36,7 @@ import io.mcctl.storage.io.BucketIoSelector;
 import io.mcctl.storage.io.usrbio.UsrbioUnavailableException;
 import io.mcctl.storage.perkey.PerKeyStore;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -147,9 +148,10 @@ public final class NodeServer implements AutoCloseable {
     /**
      * Opens the local disk, checks this node's mount of the shared root (a node without it serves per-key objects
      * only), allocates the DRAM segment, listens, registers with the master and starts pinging, and with a segment and
-     * the shared root, taking promotion tasks.
+     * the shared root, taking promotion tasks. While no master answers it waits, trying again (see
+     * {@link #untilMasterAnswers}).
      *
-     * @throws MasterException          when the master cannot be reached or refuses the registration
+     * @throws MasterException          when the master refuses the registration or the TLS handshake fails
      * @throws DramSegment.AllocationException when the segment cannot be allocated (one line saying why)
      */
     public static NodeServer start(Options options) throws IOException {
@@ -159,7 +161,7 @@ public final class NodeServer implements AutoCloseable {
         String tierProblem = null;
         try {
             // The IO first: io usrbio that cannot be used here stops the node before it makes or registers anything.
-            tier = TierNode.connect(master, true, new ClientMetrics(), options.io());
+            tier = untilMasterAnswers(master, () -> TierNode.connect(master, true, new ClientMetrics(), options.io()));
             LOG.info("bucket-file IO {}", tier.ioChoice().reason());
         } catch (MasterException | UsrbioUnavailableException e) {
             master.close();
@@ -211,7 +213,7 @@ public final class NodeServer implements AutoCloseable {
             host = wildcard ? InetAddress.getLocalHost().getHostName() : options.listenHost();
         }
         endpoint = host + ":" + server.getPort();
-        ttlMillis = register();
+        ttlMillis = untilMasterAnswers(master, this::register);
         reportLocalDisk();
         // Mooncake pings every second under a 10 s TTL: ten tries before a busy node is declared dead.
         long every = Math.max(50, Math.min(1000, ttlMillis / 10));
@@ -219,6 +221,59 @@ public final class NodeServer implements AutoCloseable {
         if (promoter != null) {
             promoter.start(options.promotionInterval());
         }
+    }
+
+    /** Longest pause between two tries while the master does not answer. */
+    static final Duration MASTER_RETRY_CAP = Duration.ofSeconds(2);
+
+    /** A call to the master that may also fail with an IOException of its own. */
+    private interface MasterCall<T> {
+        T call() throws IOException;
+    }
+
+    /**
+     * {@code call}, tried again with a growing pause (up to {@link #MASTER_RETRY_CAP}) for as long as the master cannot be
+     * reached: a node started before its master, or while masters fail over, waits for one instead of exiting. A master
+     * that answers and refuses, or a TLS handshake that fails (a setting to fix, not a wait), ends the wait with that
+     * error. One line when the wait starts and one when the master answers; SIGTERM stops the process meanwhile.
+     */
+    private static <T> T untilMasterAnswers(MasterClient master, MasterCall<T> call) throws IOException {
+        long pauseMillis = 100;
+        boolean waiting = false;
+        while (true) {
+            try {
+                T answer = call.call();
+                if (waiting) {
+                    LOG.info("connected to the master at {}", master.target());
+                }
+                return answer;
+            } catch (MasterException e) {
+                if (!e.unreachable() || handshakeFailed(e)) {
+                    throw e;
+                }
+                if (!waiting) {
+                    waiting = true;
+                    LOG.warn("waiting for the master at {}: {} (trying again every {} s at most until it answers; not serving meanwhile)",
+                            master.target(), e.getMessage(), MASTER_RETRY_CAP.toSeconds());
+                }
+            }
+            try {
+                Thread.sleep(pauseMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted while waiting for the master at " + master.target());
+            }
+            pauseMillis = Math.min(MASTER_RETRY_CAP.toMillis(), pauseMillis * 2);
+        }
+    }
+
+    private static boolean handshakeFailed(Throwable e) {
+        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof javax.net.ssl.SSLException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private long register() {
