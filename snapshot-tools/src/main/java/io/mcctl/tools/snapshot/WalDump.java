@@ -89,7 +89,7 @@ public final class WalDump {
     /**
      * Each segment's header as one JSON object ({@code "type":"segment"}): file, format version, minimum reader version,
      * cluster id, first sequence and leader epoch; a segment written before headers existed shows as format 1 without
-     * the rest, and one whose header cannot be read carries the error.
+     * the rest, an empty file as {@code "empty":true}, and one whose header cannot be read carries the error.
      */
     public static List<Map<String, Object>> segments(Path dir) throws IOException {
         List<Map<String, Object>> out = new ArrayList<>();
@@ -97,7 +97,15 @@ public final class WalDump {
             Map<String, Object> line = new LinkedHashMap<>();
             line.put("type", "segment");
             line.put("segment", segment.path().getFileName().toString());
-            line.put("bytes", Files.size(segment.path()));
+            long bytes = Files.size(segment.path());
+            line.put("bytes", bytes);
+            if (bytes == 0) {
+                // A master that could not write a new segment's header (a full disk, a kill) leaves it empty: no
+                // format to name, and nothing in it that replay reads.
+                line.put("empty", true);
+                out.add(line);
+                continue;
+            }
             try {
                 Optional<WalSegmentHeader> header = WalSegmentHeader.read(segment.path());
                 line.put("format_version", header.map(WalSegmentHeader::formatVersion).orElse(WalSegmentHeader.LEGACY_FORMAT_VERSION));
@@ -121,6 +129,9 @@ public final class WalDump {
         String name = "segment " + segment.get("segment") + " (" + segment.get("bytes") + " bytes): ";
         if (segment.containsKey("error")) {
             return name + "header unreadable: " + ((Map<?, ?>) segment.get("error")).get("message");
+        }
+        if (Boolean.TRUE.equals(segment.get("empty"))) {
+            return name + "empty (no header and no record: its header was never written)";
         }
         if (Boolean.TRUE.equals(segment.get("legacy"))) {
             return name + "format 1 (written before segments had a header: no cluster id)";

@@ -135,6 +135,22 @@ class WalDumpTest {
     }
 
     @Test
+    void an_empty_segment_is_called_empty_not_a_legacy_format() throws Exception {
+        Path dir = logged();
+        Files.createFile(dir.resolve("wal-00000000000000000018.log"));
+        List<Map<String, Object>> segments = WalDump.segments(dir);
+        assertEquals(2, segments.size());
+        Map<String, Object> empty = segments.get(1);
+        assertEquals(Boolean.TRUE, empty.get("empty"));
+        assertFalse(empty.containsKey("legacy"));
+        assertFalse(empty.containsKey("format_version"));
+        assertEquals("segment wal-00000000000000000018.log (0 bytes): empty (no header and no record: its header was never written)",
+                WalDump.segmentText(empty));
+        assertFalse(segments.get(0).containsKey("empty"));
+        assertEquals(17, WalDump.dump(dir, 1, (r, f, o) -> { }).records());
+    }
+
+    @Test
     void a_directory_without_a_log_dumps_nothing() throws Exception {
         WalDump.Result result = WalDump.dump(root, 1, (r, f, o) -> { });
         assertEquals(0, result.segments());
