@@ -76,6 +76,22 @@ class HaFailoverProcessTest {
         return master;
     }
 
+    /** Two masters, once one of them leads: the leader, then the standby. */
+    List<McctlProcess.Master> leaderAndStandby() throws Exception {
+        startMaster();
+        startMaster();
+        McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+        return List.of(leader, masters.get(0) == leader ? masters.get(1) : masters.get(0));
+    }
+
+    /** Offloads 4 KiB under {@code key} of tenant t through {@code master}: allocated, then committed. */
+    static void commit(McctlProcess.Master master, String key) {
+        try (MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10))) {
+            DistributedDiskDescriptor d = client.allocate("t", key, 4096, false).getDistributedDisk();
+            client.notifySuccess(List.of(key), List.of("t"), List.of(d));
+        }
+    }
+
     static GetMasterStatusResponse status(McctlProcess.Master master) {
         try (MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(2))) {
             return client.masterStatus();
@@ -155,14 +171,10 @@ class HaFailoverProcessTest {
     @Test
     void a_leader_stopped_past_its_lease_and_woken_after_a_standby_took_over_answers_no_change_and_adds_nothing_replayed() throws Exception {
         etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
-        startMaster();
-        startMaster();
-        McctlProcess.Master old = awaitLeader(Duration.ofSeconds(60));
-        McctlProcess.Master standby = masters.get(0) == old ? masters.get(1) : masters.get(0);
-        try (MasterClient client = new MasterClient(old.address(), Duration.ofSeconds(10))) {
-            DistributedDiskDescriptor d = client.allocate("t", "before", 4096, false).getDistributedDisk();
-            client.notifySuccess(List.of("before"), List.of("t"), List.of(d));
-        }
+        List<McctlProcess.Master> started = leaderAndStandby();
+        McctlProcess.Master old = started.get(0);
+        McctlProcess.Master standby = started.get(1);
+        commit(old, "before");
         long pid = old.process().pid();
         signal("STOP", pid);
         CompletableFuture<Object> sentWhileStopped;
@@ -170,10 +182,7 @@ class HaFailoverProcessTest {
         try {
             McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
             assertEquals(standby, leader);
-            try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
-                DistributedDiskDescriptor d = client.allocate("t", "after", 4096, false).getDistributedDisk();
-                client.notifySuccess(List.of("after"), List.of("t"), List.of(d));
-            }
+            commit(leader, "after");
             // Sent to the stopped process: its kernel takes the bytes, the process reads them when woken.
             MasterClient toOld = new MasterClient(old.address(), Duration.ofSeconds(30));
             sentWhileStopped = CompletableFuture.supplyAsync(() -> {
@@ -226,14 +235,10 @@ class HaFailoverProcessTest {
         assumeTrue(Tmpfs.mount(root, "32m"), "needs root to mount a tmpfs");
         mounted = root;
         etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
-        startMaster();
-        startMaster();
-        McctlProcess.Master old = awaitLeader(Duration.ofSeconds(60));
-        McctlProcess.Master standby = masters.get(0) == old ? masters.get(1) : masters.get(0);
-        try (MasterClient client = new MasterClient(old.address(), Duration.ofSeconds(10))) {
-            DistributedDiskDescriptor d = client.allocate("t", "before", 4096, false).getDistributedDisk();
-            client.notifySuccess(List.of("before"), List.of("t"), List.of(d));
-        }
+        List<McctlProcess.Master> started = leaderAndStandby();
+        McctlProcess.Master old = started.get(0);
+        McctlProcess.Master standby = started.get(1);
+        commit(old, "before");
         Path filler = root.resolve("filler");
         Tmpfs.fill(filler);
         CrashRestartProcessTest.kill9(old);
@@ -260,9 +265,8 @@ class HaFailoverProcessTest {
 
         Files.delete(filler);
         assertEquals(standby, awaitLeader(Duration.ofSeconds(60)));
+        commit(standby, "after");
         try (MasterClient client = new MasterClient(standby.address(), Duration.ofSeconds(10))) {
-            DistributedDiskDescriptor d = client.allocate("t", "after", 4096, false).getDistributedDisk();
-            client.notifySuccess(List.of("after"), List.of("t"), List.of(d));
             assertTrue(client.exists("t", "before"));
             assertTrue(client.exists("t", "after"));
         }
