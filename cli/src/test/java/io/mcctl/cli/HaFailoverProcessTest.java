@@ -3,8 +3,10 @@ package io.mcctl.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.mcctl.cli.bench.EtcdCluster;
 import io.mcctl.master.client.MasterClient;
@@ -12,6 +14,7 @@ import io.mcctl.master.client.MasterException;
 import io.mcctl.master.etcd.EtcdClient;
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.GetMasterStatusResponse;
+import io.mcctl.testkit.Tmpfs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -41,6 +44,8 @@ class HaFailoverProcessTest {
 
     final List<McctlProcess.Master> masters = new ArrayList<>();
     EtcdCluster etcd;
+    /** A tmpfs mounted at the root by a test that fills it, unmounted once the masters are gone. */
+    Path mounted;
 
     @AfterEach
     void stop() throws Exception {
@@ -50,6 +55,9 @@ class HaFailoverProcessTest {
         }
         if (etcd != null) {
             etcd.close();
+        }
+        if (mounted != null) {
+            Tmpfs.unmount(mounted);
         }
     }
 
@@ -66,6 +74,22 @@ class HaFailoverProcessTest {
         McctlProcess.Master master = McctlProcess.Master.start(dir, env, args.toArray(String[]::new));
         masters.add(master);
         return master;
+    }
+
+    /** Two masters, once one of them leads: the leader, then the standby. */
+    List<McctlProcess.Master> leaderAndStandby() throws Exception {
+        startMaster();
+        startMaster();
+        McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
+        return List.of(leader, masters.get(0) == leader ? masters.get(1) : masters.get(0));
+    }
+
+    /** Offloads 4 KiB under {@code key} of tenant t through {@code master}: allocated, then committed. */
+    static void commit(McctlProcess.Master master, String key) {
+        try (MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10))) {
+            DistributedDiskDescriptor d = client.allocate("t", key, 4096, false).getDistributedDisk();
+            client.notifySuccess(List.of(key), List.of("t"), List.of(d));
+        }
     }
 
     static GetMasterStatusResponse status(McctlProcess.Master master) {
@@ -147,14 +171,10 @@ class HaFailoverProcessTest {
     @Test
     void a_leader_stopped_past_its_lease_and_woken_after_a_standby_took_over_answers_no_change_and_adds_nothing_replayed() throws Exception {
         etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
-        startMaster();
-        startMaster();
-        McctlProcess.Master old = awaitLeader(Duration.ofSeconds(60));
-        McctlProcess.Master standby = masters.get(0) == old ? masters.get(1) : masters.get(0);
-        try (MasterClient client = new MasterClient(old.address(), Duration.ofSeconds(10))) {
-            DistributedDiskDescriptor d = client.allocate("t", "before", 4096, false).getDistributedDisk();
-            client.notifySuccess(List.of("before"), List.of("t"), List.of(d));
-        }
+        List<McctlProcess.Master> started = leaderAndStandby();
+        McctlProcess.Master old = started.get(0);
+        McctlProcess.Master standby = started.get(1);
+        commit(old, "before");
         long pid = old.process().pid();
         signal("STOP", pid);
         CompletableFuture<Object> sentWhileStopped;
@@ -162,10 +182,7 @@ class HaFailoverProcessTest {
         try {
             McctlProcess.Master leader = awaitLeader(Duration.ofSeconds(60));
             assertEquals(standby, leader);
-            try (MasterClient client = new MasterClient(leader.address(), Duration.ofSeconds(10))) {
-                DistributedDiskDescriptor d = client.allocate("t", "after", 4096, false).getDistributedDisk();
-                client.notifySuccess(List.of("after"), List.of("t"), List.of(d));
-            }
+            commit(leader, "after");
             // Sent to the stopped process: its kernel takes the bytes, the process reads them when woken.
             MasterClient toOld = new MasterClient(old.address(), Duration.ofSeconds(30));
             sentWhileStopped = CompletableFuture.supplyAsync(() -> {
@@ -210,6 +227,52 @@ class HaFailoverProcessTest {
             assertTrue(client.exists("t", "after"));
             assertEquals(0, client.stats().getInFlightAllocations(), "an allocation of the woken leader was replayed: " + client.stats());
         }
+    }
+
+    @Test
+    void a_standby_taking_over_on_a_full_root_says_why_tries_again_and_leads_once_space_is_back() throws Exception {
+        Path root = Files.createDirectories(dir.resolve("root"));
+        assumeTrue(Tmpfs.mount(root, "32m"), "needs root to mount a tmpfs");
+        mounted = root;
+        etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+        List<McctlProcess.Master> started = leaderAndStandby();
+        McctlProcess.Master old = started.get(0);
+        McctlProcess.Master standby = started.get(1);
+        commit(old, "before");
+        Path filler = root.resolve("filler");
+        Tmpfs.fill(filler);
+        CrashRestartProcessTest.kill9(old);
+        masters.remove(old);
+
+        // The standby wins the election but cannot write the header of its log segment: it says so, and keeps trying.
+        String reason = "";
+        long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!(reason.contains("write the header of log segment") && reason.contains("No space left on device"))) {
+            assertTrue(System.nanoTime() - end < 0, "the standby never said why it does not lead; last: " + reason);
+            GetMasterStatusResponse status = status(standby);
+            assertNotEquals(GetMasterStatusResponse.Role.LEADER, status.getRole(), "led with no room for its log");
+            reason = status.getReason();
+            Thread.sleep(50);
+        }
+        assertTrue(reason.startsWith("this master cannot follow or lead: "), reason);
+        try (MasterClient client = new MasterClient(standby.address(), Duration.ofSeconds(10))) {
+            MasterException refused = assertThrows(MasterException.class,
+                    () -> client.allocate("t", "while-full", 4096, false));
+            assertTrue(refused.getMessage().contains("No space left on device"), refused.getMessage());
+        }
+        Thread.sleep(2000); // several attempts fail the same way: the master keeps going, logging the problem once
+        assertTrue(standby.process().isAlive(), "the standby stopped on a full root");
+
+        Files.delete(filler);
+        assertEquals(standby, awaitLeader(Duration.ofSeconds(60)));
+        commit(standby, "after");
+        try (MasterClient client = new MasterClient(standby.address(), Duration.ofSeconds(10))) {
+            assertTrue(client.exists("t", "before"));
+            assertTrue(client.exists("t", "after"));
+        }
+        String log = standby.log();
+        assertTrue(log.contains("write the header of log segment") && log.contains("; trying again"), log);
+        assertTrue(log.contains("high availability: working again after"), log);
     }
 
     @Test

@@ -26,8 +26,19 @@ public final class ChaosCluster implements AutoCloseable {
     public static final int BUCKETS = 8;
     public static final long BUCKET_BYTES = 8 << 20;
     public static final long PAGE_BYTES = 4 << 10;
-    /** The tmpfs of the root (bucket files, sparse, and the state directory): room for the buckets and the log, not much more. */
-    public static final long ROOT_FS_BYTES = 96L << 20;
+    /**
+     * The state directory's share of the root's tmpfs: the log from the oldest kept snapshot on, the snapshots, and the
+     * zeros the writer keeps ahead in its segment. A 30-minute run held up to 30 MiB there, half of it zeros: a leader
+     * that lives less than {@link #SNAPSHOT_INTERVAL} never snapshots, and one killed or deposed leaves the zeros it
+     * wrote ahead (up to 4 MiB) in its last segment, which stays until a snapshot covers it. Twice that.
+     */
+    static final long STATE_ROOM = 64L << 20;
+    /**
+     * The tmpfs of the root at the start: the bucket files (sparse, but the traffic writes them through) and
+     * {@link #STATE_ROOM}, not much more, so that fill_root fills it at once. Each deleted bucket file adds its size
+     * ({@link #growRoot}).
+     */
+    public static final long ROOT_FS_BYTES = BUCKETS * BUCKET_BYTES + STATE_ROOM;
     public static final Duration ALLOCATION_DEADLINE = Duration.ofSeconds(4);
     public static final Duration ALLOCATION_GRACE = Duration.ofSeconds(2);
     public static final Duration READ_LEASE = Duration.ofSeconds(2);
@@ -54,6 +65,7 @@ public final class ChaosCluster implements AutoCloseable {
     private final List<ChaosProcess> nodes = new ArrayList<>();
     private final List<ChaosProcess> pythons = new ArrayList<>();
     private boolean mounted;
+    private long rootBytes = ROOT_FS_BYTES;
     private String haUrl;
 
     private ChaosCluster(ChaosNet net, Path dir) {
@@ -224,6 +236,20 @@ public final class ChaosCluster implements AutoCloseable {
 
     public Path stateDir() {
         return root.resolve("master");
+    }
+
+    /**
+     * Gives the root's tmpfs {@code bytes} more room, for a bucket file deleted under the processes that have it open:
+     * its pages stay allocated until the last of them closes it. A Python client keeps even a replaced fd until it
+     * closes (so a worker that is not killed keeps it to the end of the run), a Java node until it next writes to, or
+     * fails to read from, that bucket. Without this, every delete_bucket took a bucket file's room from the log for as
+     * long as its holders lived: a 30-minute run had three such files held at once, the root filled, no new leader
+     * could write the header of its first log segment, and nothing could give room back (no snapshot without a leader,
+     * no write to make a holder let go) until the workers stopped at the end of the run.
+     */
+    public void growRoot(long bytes) throws IOException, InterruptedException {
+        rootBytes += bytes;
+        ChaosNet.run(List.of("mount", "-o", "remount,size=" + rootBytes, root.toString()));
     }
 
     public Path dir() {

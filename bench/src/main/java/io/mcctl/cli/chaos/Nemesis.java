@@ -279,6 +279,7 @@ final class Nemesis {
                 if (!Files.deleteIfExists(file)) {
                     return null;
                 }
+                cluster.growRoot(ChaosCluster.BUCKET_BYTES); // the deleted file keeps its room while a client has it open
                 fields.put("bucket", bucket);
                 healings.add(() -> restoreBucketFile(file));
                 return "bucket " + bucket;

@@ -52,6 +52,8 @@ public final class SnapshotFile {
     static final byte[] HEADER_MAGIC = "MCCTLSNP".getBytes(StandardCharsets.US_ASCII);
     static final byte[] FOOTER_MAGIC = "MCCTLEND".getBytes(StandardCharsets.US_ASCII);
     private static final Pattern NAME = Pattern.compile("snapshot-(\\d{20})\\.snap");
+    /** A snapshot being written, or one whose writer was killed before it renamed the file. */
+    private static final Pattern UNFINISHED = Pattern.compile("snapshot-\\d{20}\\.snap\\.tmp");
     private static final int TRAILER_BYTES = 4 + 8 + 8;
     private static final int INDEX_ENTRY_BYTES = 4 + 8 + 8 + 8 + 4;
 
@@ -88,6 +90,23 @@ public final class SnapshotFile {
 
     public static String fileName(long walSequence) {
         return String.format(Locale.ROOT, "snapshot-%020d.snap", walSequence);
+    }
+
+    /** The temp file a snapshot is written to before it is renamed to {@link #fileName}. */
+    static String unfinishedFileName(long walSequence) {
+        return fileName(walSequence) + ".tmp";
+    }
+
+    /** The temp files of snapshots in {@code dir} that are not finished: being written, or left by a killed writer. */
+    public static List<Path> listUnfinished(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(file -> UNFINISHED.matcher(file.getFileName().toString()).matches()).sorted().toList();
+        } catch (IOException e) {
+            throw IoErrors.named("list state directory", dir, e);
+        }
     }
 
     /** Snapshot files in {@code dir}, newest (highest covered sequence) first. */
@@ -134,7 +153,7 @@ public final class SnapshotFile {
                 throw IoErrors.named("create state directory", dir, e);
             }
             this.target = dir.resolve(fileName(walSequence));
-            this.temp = dir.resolve(fileName(walSequence) + ".tmp");
+            this.temp = dir.resolve(unfinishedFileName(walSequence));
             try {
                 this.channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
             } catch (IOException e) {

@@ -127,6 +127,7 @@ public final class Snapshotter {
 
     private Taken writeSnapshot() throws IOException {
         long start = System.nanoTime();
+        deleteUnfinished();
         // Under WAL durability: every record up to here is in the export (each was appended under the lock
         // of the shard the export copies later); records after it are replayed on top, changing nothing twice.
         // The layout with it, read with no grow in between: the snapshot carries the bucket size its sequence was
@@ -311,6 +312,26 @@ public final class Snapshotter {
         if (Thread.interrupted()) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("snapshot interrupted");
+        }
+    }
+
+    /**
+     * Deletes the temp files of snapshots that a killed master never finished: nothing reads them, and each can be as
+     * large as a snapshot, so they would pile up on the state directory's filesystem, one per kill during a snapshot.
+     * Done before writing, so that a nearly full filesystem has their room for this one. No snapshot of this master is
+     * being written now (one at a time); under high availability only the leader deletes them, and a deposed leader
+     * still writing one could not publish it anyway.
+     */
+    private void deleteUnfinished() throws IOException {
+        if (!owner.getAsBoolean()) {
+            return; // this snapshot is refused when it would be published, saying why
+        }
+        for (Path unfinished : SnapshotFile.listUnfinished(stateDir)) {
+            try {
+                Files.deleteIfExists(unfinished);
+            } catch (IOException e) {
+                throw IoErrors.named("delete unfinished snapshot file", unfinished, e);
+            }
         }
     }
 

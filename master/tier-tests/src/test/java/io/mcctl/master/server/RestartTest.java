@@ -25,9 +25,11 @@ import io.mcctl.master.proto.v1.KeyInfo;
 import io.mcctl.storage.layout.BucketLayout;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -195,6 +197,40 @@ class RestartTest {
             assertEquals(tier.master().recovered().lastSequence - covered, tier.master().recovered().replayed);
             assertTrue(tier.master().recovered().replayed >= 45, "replayed " + tier.master().recovered().replayed);
             assertHoldsExactlyWhatWasAcknowledged(tier, Set.of("before/0", "before/1", "before/2", "before/3", "before/4"));
+        }
+    }
+
+    @Test
+    void the_next_snapshot_deletes_the_temp_files_of_snapshots_that_a_killed_master_left_unfinished() throws Exception {
+        BucketLayout layout = TierCluster.smallLayout(root, 8);
+        MasterServer.Options options = walOptions(layout, Duration.ofSeconds(60));
+        Path stateDir = options.resolvedStateDir();
+        Path finished;
+        try (Tier tier = Tier.start(options)) {
+            offload(tier, "alpha", keys("before/", 20), 0, false);
+            finished = tier.master().snapshot().path();
+        }
+        // What a master killed while it wrote snapshots leaves: their temp files, cut short (no footer), never renamed.
+        byte[] whole = Files.readAllBytes(finished);
+        List<Path> unfinished = List.of(stateDir.resolve(SnapshotFile.fileName(1) + ".tmp"), stateDir.resolve(SnapshotFile.fileName(1L << 40) + ".tmp"));
+        for (Path temp : unfinished) {
+            Files.write(temp, Arrays.copyOf(whole, whole.length / 2));
+        }
+        Path notASnapshot = Files.writeString(stateDir.resolve("notes.snap.tmp.txt"), "an operator's file");
+        try (Tier tier = Tier.start(options)) {
+            assertEquals(finished, tier.master().recovered().snapshot, "recovery reads finished snapshots only");
+            offload(tier, "alpha", keys("after/", 20), 100, false);
+            for (Path temp : unfinished) {
+                assertTrue(Files.exists(temp), "nothing is deleted before a snapshot: " + temp);
+            }
+            tier.master().snapshot();
+            for (Path temp : unfinished) {
+                assertTrue(Files.notExists(temp), "left behind: " + temp);
+            }
+            assertTrue(Files.exists(notASnapshot), "only snapshots' temp files are deleted");
+        }
+        try (Tier tier = Tier.start(options)) {
+            assertHoldsExactlyWhatWasAcknowledged(tier, Set.of());
         }
     }
 
