@@ -32,7 +32,7 @@ from ._proto import master_pb2 as pb
 from ._proto import master_pb2_grpc as pb_grpc
 from .errors import (InvalidParams, MasterUnavailable, McctlError)
 
-MAX_BATCH = 10_000  # keys per call the master accepts (MasterGrpcService.MAX_BATCH)
+MAX_BATCH = 10_000  # keys per call the master accepts (BatchLimits.MAX_BATCH)
 MAX_KEY_BYTES = 4096  # KeyRules.MAX_KEY_BYTES
 MAX_TENANT_LENGTH = 64  # KeyRules.MAX_TENANT_LENGTH
 MAX_MESSAGE_BYTES = 64 << 20  # the most the master sends or reads in one message

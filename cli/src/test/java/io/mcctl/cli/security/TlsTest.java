@@ -1,6 +1,7 @@
 package io.mcctl.cli.security;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,7 @@ import io.mcctl.cli.bench.TestCertificates;
 import io.mcctl.master.client.ClientSecurity;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
+import io.mcctl.master.node.NodeServer;
 import io.mcctl.master.proto.v1.GetStatsRequest;
 import io.mcctl.master.proto.v1.MasterServiceGrpc;
 import io.mcctl.master.security.MasterSecurity;
@@ -86,9 +88,25 @@ class TlsTest {
             assertEquals(1, e.getMessage().lines().count(), e.getMessage());
             assertTrue(e.getMessage().startsWith("TLS with the master at 127.0.0.1:" + master.port() + " failed: the master's certificate "
                     + "is not signed by a CA in " + otherCa.caCert()), e.getMessage());
+            assertTrue(e.tlsHandshakeFailed(), "a certificate not trusted fails the handshake");
             MasterException p = assertThrows(MasterException.class, plaintext::stats);
             assertEquals(1, p.getMessage().lines().count(), p.getMessage());
             assertTrue(p.getMessage().contains("if the master serves TLS, pass --tls-ca"), p.getMessage());
+            assertFalse(p.tlsHandshakeFailed(), "plaintext makes no handshake: the closed connection may be a master going away");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void a_node_that_does_not_trust_the_masters_certificate_stops_with_the_tls_line_instead_of_waiting() throws Exception {
+        try (MasterServer master = start(MasterSecurity.of(server.cert(), server.key(), null, null))) {
+            NodeServer.Options options = new NodeServer.Options("127.0.0.1:" + master.port(), "127.0.0.1", 0, null, dir.resolve("disk"),
+                    false, Duration.ofSeconds(5), new ClientSecurity(otherCa.caCert(), null, null, null));
+            // A node waiting for its master would never return from start: the time limit would end the test instead.
+            MasterException e = assertThrows(MasterException.class, () -> NodeServer.start(options).close());
+            assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+            assertTrue(e.getMessage().startsWith("TLS with the master at 127.0.0.1:" + master.port() + " failed: the master's certificate "
+                    + "is not signed by a CA in " + otherCa.caCert()), e.getMessage());
         }
     }
 

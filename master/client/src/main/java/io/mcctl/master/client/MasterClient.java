@@ -252,9 +252,11 @@ public final class MasterClient implements AutoCloseable {
             }
             String reason = root != e && root.getMessage() != null ? root.getMessage()
                     : e.getStatus().getDescription() != null ? e.getStatus().getDescription() : "unavailable";
-            String tlsProblem = tlsProblem(e, reason);
+            boolean handshake = handshakeFailed(e);
+            String tlsProblem = tlsProblem(handshake, reason);
             if (tlsProblem != null) {
-                return new MasterException(ErrorCode.INTERNAL_ERROR, "TLS with the master at " + target + " failed: " + tlsProblem, true, e);
+                String message = "TLS with the master at " + target + " failed: " + tlsProblem;
+                return handshake ? MasterException.tlsHandshake(message, e) : new MasterException(ErrorCode.INTERNAL_ERROR, message, true, e);
             }
             boolean notSent = notSent(e);
             return new MasterException(ErrorCode.INTERNAL_ERROR, "cannot reach the master at " + target + ": " + reason
@@ -271,12 +273,22 @@ public final class MasterClient implements AutoCloseable {
         return new MasterException(WireErrors.codeOf(e), WireErrors.messageOf(e), false, e);
     }
 
-    /** What went wrong with TLS, for people, or null when the failure was not about TLS. */
-    private String tlsProblem(StatusRuntimeException e, String reason) {
-        boolean handshake = false;
+    /** Whether the connection under a failed call broke in its TLS handshake: an SSLException below the status. */
+    private static boolean handshakeFailed(StatusRuntimeException e) {
         for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
-            handshake |= cause instanceof javax.net.ssl.SSLException;
+            if (cause instanceof javax.net.ssl.SSLException) {
+                return true;
+            }
         }
+        return false;
+    }
+
+    /**
+     * What went wrong with TLS, for people, or null when the failure was not about TLS.
+     *
+     * @param handshake the TLS handshake failed ({@link #handshakeFailed}); without it only {@code reason} tells
+     */
+    private String tlsProblem(boolean handshake, String reason) {
         String lower = reason.toLowerCase(java.util.Locale.ROOT);
         if (!handshake && !lower.contains("ssl") && !lower.contains("tls")) {
             return security.tls() || !lower.contains("network closed") ? null

@@ -10,6 +10,7 @@ public final class MasterException extends RuntimeException {
     private final boolean unreachable;
     private final boolean notSent;
     private final boolean connectionLost;
+    private final boolean tlsHandshakeFailed;
 
     public MasterException(ErrorCode code, String message, boolean unreachable, Throwable cause) {
         this(code, message, unreachable, false, cause);
@@ -25,11 +26,27 @@ public final class MasterException extends RuntimeException {
      *     master that answered, or did not answer in time)
      */
     public MasterException(ErrorCode code, String message, boolean unreachable, boolean notSent, boolean connectionLost, Throwable cause) {
+        this(code, message, unreachable, notSent, connectionLost, false, cause);
+    }
+
+    private MasterException(ErrorCode code, String message, boolean unreachable, boolean notSent, boolean connectionLost,
+                            boolean tlsHandshakeFailed, Throwable cause) {
         super(message, cause);
         this.code = code;
         this.unreachable = unreachable;
         this.notSent = notSent;
         this.connectionLost = connectionLost;
+        this.tlsHandshakeFailed = tlsHandshakeFailed;
+    }
+
+    /** A call whose connection failed in its TLS handshake: unreachable, as every connection failure is. */
+    static MasterException tlsHandshake(String message, Throwable cause) {
+        return new MasterException(ErrorCode.INTERNAL_ERROR, message, true, false, false, true, cause);
+    }
+
+    /** This failure told with {@code message} for the caller's context: the same code and flags, this as its cause. */
+    public MasterException withMessage(String message) {
+        return new MasterException(code, message, unreachable, notSent, connectionLost, tlsHandshakeFailed, this);
     }
 
     public ErrorCode code() {
@@ -52,6 +69,15 @@ public final class MasterException extends RuntimeException {
      */
     public boolean connectionLost() {
         return connectionLost;
+    }
+
+    /**
+     * True when the TLS handshake with the master failed (its certificate or this client's was not accepted): a setting to
+     * fix, not a master to wait for. A failure that only mentions TLS, or a plaintext connection the master closed, is not
+     * one: that master may simply be going away.
+     */
+    public boolean tlsHandshakeFailed() {
+        return tlsHandshakeFailed;
     }
 
     /**

@@ -759,7 +759,7 @@ public final class TierWriter {
                 : e.notSent() ? "notify of " + keys.size() + " key(s) failed: the master could not be reached before the allocation deadline: "
                 + e.getMessage()
                 : e.getMessage();
-        return new MasterException(e.code(), message, e.unreachable(), e.notSent(), e.connectionLost(), e);
+        return e.withMessage(message);
     }
 
     /** A write failure as one line; a full filesystem says how full, against what the layout promises. */

@@ -248,7 +248,7 @@ public final class NodeServer implements AutoCloseable {
                 }
                 return answer;
             } catch (MasterException e) {
-                if (!e.unreachable() || handshakeFailed(e)) {
+                if (!e.unreachable() || e.tlsHandshakeFailed()) {
                     throw e;
                 }
                 if (!waiting) {
@@ -265,15 +265,6 @@ public final class NodeServer implements AutoCloseable {
             }
             pauseMillis = Math.min(MASTER_RETRY_CAP.toMillis(), pauseMillis * 2);
         }
-    }
-
-    private static boolean handshakeFailed(Throwable e) {
-        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
-            if (cause instanceof javax.net.ssl.SSLException) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private long register() {

@@ -27,10 +27,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Session stream: each request it carries is checked by its unary twin's access rule, handed to the very method
- * of {@link MasterGrpcService} that serves the twin, and answered by its id: lookups at once (or, one that met a
- * commit the log does not hold yet, once it does), allocations once the reservations they were made in are durable (see
- * {@link AnswerBarrier}), notifies once their commits are, other mutations once their changes are durable (so answers may
- * overtake each other). A request that fails whole is answered with the status
+ * of {@link PageWriteRpcs} or {@link PageReadRpcs} that serves the twin, and answered by its id: lookups at once (or,
+ * one that met a commit the log does not hold yet, once it does), allocations once the reservations they were made in
+ * are durable (see {@link AnswerBarrier}), notifies once their commits are, other mutations once their changes are
+ * durable (so answers may overtake each other). A request that fails whole is answered with the status
  * its twin's call would have closed with; the stream goes on. A bundle's requests are served the same way, one after
  * the other, and answered in bundles: one message for what is answered at once, one for what waits for the log.
  *
@@ -55,7 +55,10 @@ final class SessionStream implements StreamObserver<SessionRequest> {
      */
     static final int MAX_OUTSTANDING_KEYS = 4 * BatchLimits.MAX_BATCH;
 
-    private final MasterGrpcService service;
+    private final SessionRpcs sessions;
+    private final PageWriteRpcs writes;
+    private final PageReadRpcs reads;
+    private final DurableAnswers answers;
     private final AccessControl.SessionGuard guard;
     private final ServerCallStreamObserver<SessionResponse> responses;
     private final SessionBacklog backlog;
@@ -75,11 +78,14 @@ final class SessionStream implements StreamObserver<SessionRequest> {
     /** Bytes of answers handed to the transport since the call was last seen ready (counted in {@link #backlog} too). */
     private long held;
 
-    SessionStream(MasterGrpcService service, AccessControl.SessionGuard guard, ServerCallStreamObserver<SessionResponse> responses) {
-        this.service = service;
+    SessionStream(SessionRpcs sessions, AccessControl.SessionGuard guard, ServerCallStreamObserver<SessionResponse> responses) {
+        this.sessions = sessions;
+        this.writes = sessions.writes;
+        this.reads = sessions.reads;
+        this.answers = sessions.answers;
         this.guard = guard;
         this.responses = responses;
-        this.backlog = service.sessionBacklog();
+        this.backlog = sessions.backlog;
         // Requests are asked for one at a time, while the client takes its answers (see askIfAllowed).
         responses.disableAutoRequest();
         responses.setOnCancelHandler(this::release);
@@ -110,7 +116,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                 outstandingKeys += weight(request);
             }
             Served served = serve(request, arrived);
-            service.whenDurable(served.awaitSequence, () -> answer(List.of(served.settled())), e -> answer(List.of(served.failedWith(e))));
+            answers.whenDurable(served.awaitSequence, () -> answer(List.of(served.settled())), e -> answer(List.of(served.failedWith(e))));
         }
         synchronized (responses) {
             askIfAllowed();
@@ -178,7 +184,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
      */
     private void onBundle(SessionRequest bundle, long arrived) {
         List<SessionRequest> members = bundle.getBundle().getRequestsList();
-        MasterMetrics metrics = service.metrics();
+        MasterMetrics metrics = sessions.metrics();
         if (metrics != null) {
             metrics.sessionBundle(members.size());
         }
@@ -212,7 +218,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
             answer(atOnce);
         }
         if (!afterDurable.isEmpty()) {
-            service.whenDurable(awaitSequence, () -> {
+            answers.whenDurable(awaitSequence, () -> {
                 List<Served> settled = new ArrayList<>(afterDurable.size());
                 for (Served served : afterDurable) {
                     settled.add(served.settled());
@@ -309,26 +315,26 @@ final class SessionStream implements StreamObserver<SessionRequest> {
                 case LOOKUP -> {
                     AnswerBarrier wait = new AnswerBarrier();
                     BatchGetDistributedPageMappingRequest lookup = request.getLookup();
-                    List<Result<Placement>> found = service.batchLookupResults(lookup, wait);
+                    List<Result<Placement>> found = reads.batchLookupResults(lookup, wait);
                     if (wait.sequence() == 0) {
-                        return new Served(kind, weight, arrived, response.setLookup(service.batchLookup(lookup, found)).build(), 0);
+                        return new Served(kind, weight, arrived, response.setLookup(reads.batchLookup(lookup, found)).build(), 0);
                     }
                     // Met commits the log does not hold yet: answered once it does, with those keys looked up again.
                     return new Served(kind, weight, arrived, response.build(), wait.sequence(),
-                            () -> SessionResponse.newBuilder().setId(id).setLookup(service.batchLookup(lookup, service.lookAgain(lookup, found))).build());
+                            () -> SessionResponse.newBuilder().setId(id).setLookup(reads.batchLookup(lookup, reads.lookAgain(lookup, found))).build());
                 }
                 case ALLOCATE -> {
                     AnswerBarrier answer = new AnswerBarrier();
-                    response.setAllocate(service.batchAllocate(request.getAllocate(), answer));
+                    response.setAllocate(writes.batchAllocate(request.getAllocate(), answer));
                     return new Served(kind, weight, arrived, response.build(), answer.sequence());
                 }
                 case NOTIFY -> {
                     AnswerBarrier answer = new AnswerBarrier();
-                    response.setNotify(service.notifySuccess(request.getNotify(), answer));
+                    response.setNotify(writes.notifySuccess(request.getNotify(), answer));
                     return new Served(kind, weight, arrived, response.build(), answer.sequence());
                 }
-                case FREE -> response.setFree(service.batchFree(request.getFree()));
-                case REMOVE -> response.setRemove(service.batchRemove(request.getRemove()));
+                case FREE -> response.setFree(writes.batchFree(request.getFree()));
+                case REMOVE -> response.setRemove(writes.batchRemove(request.getRemove()));
                 default -> throw new IllegalStateException("no handler for " + kind);
             }
             return new Served(kind, weight, arrived, response.build(), AnswerBarrier.EVERYTHING);
@@ -359,7 +365,7 @@ final class SessionStream implements StreamObserver<SessionRequest> {
 
     /** Sends the answers of {@code served} in one message (a bundle when there are several) and counts them. */
     private void answer(List<Served> served) {
-        MasterMetrics metrics = service.metrics();
+        MasterMetrics metrics = sessions.metrics();
         if (metrics != null) {
             long now = System.nanoTime();
             for (Served one : served) {
