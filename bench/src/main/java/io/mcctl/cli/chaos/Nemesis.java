@@ -350,6 +350,11 @@ final class Nemesis {
     }
 
     private String kill(ChaosProcess process, List<Healing> healings) throws InterruptedException {
+        if (!process.alive()) {
+            // Drawn twice in one round (or down since the last round, which the round's end restarts): the first
+            // kill's restart is queued already, and a second one would start a process that is running.
+            return null;
+        }
         process.kill();
         healings.add(process::start);
         return process.name();

@@ -57,6 +57,17 @@ class ChaosScheduleTest {
 
     @Test
     @Timeout(600)
+    void a_process_drawn_for_two_kills_in_one_round_is_killed_and_started_once() throws Exception {
+        // Seed 4's first round holds two faults; with one kind and one Python worker both kill py0.
+        assertTrue(new java.util.Random(4).nextInt(10) < 3, "seed 4 no longer opens with a round of two faults");
+        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(4, Duration.ofSeconds(10), 1, 1, 1, EnumSet.of(FaultKind.KILL_CLIENT),
+                dir, PYTHON_CLIENT, false), null);
+        assertTrue((boolean) report.get("passed"), describe(report));
+        assertTrue((int) report.get("faults_injected") > 0, "no fault was injected: " + report);
+    }
+
+    @Test
+    @Timeout(600)
     void a_byte_flipped_where_no_fault_was_recorded_fails_the_run() throws Exception {
         AtomicReference<String> flipped = new AtomicReference<>();
         Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(7, Duration.ofSeconds(15), 1, 2, 0, EnumSet.noneOf(FaultKind.class), dir,
