@@ -1,14 +1,19 @@
 package io.mcctl.cli.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -97,44 +102,87 @@ final class ChaosChecker {
         return tenant + "/" + key;
     }
 
-    /** Reads every history file: the operations (an invocation without completion is unknown) and the faults. */
-    static List<JsonNode> readLines(List<Path> files) throws IOException {
-        List<JsonNode> lines = new ArrayList<>();
-        for (Path file : files) {
-            if (!Files.exists(file)) {
-                continue;
-            }
-            for (String line : Files.readAllLines(file)) {
-                if (line.isBlank()) {
-                    continue;
-                }
+    /**
+     * The JSON lines of {@code files} in order, each parsed only when the walk reaches it: a long run's history and log
+     * dump are gigabytes of JSON, far more than the heap holds as trees at once. Blank lines are skipped, and so is a
+     * line that does not parse (the last line of a worker killed while writing it). Each walk reads the files again.
+     */
+    static Iterable<JsonNode> readLines(List<Path> files) {
+        return () -> new Iterator<>() {
+            private final Iterator<Path> remaining = files.iterator();
+            private BufferedReader reader;
+            private JsonNode next;
+
+            @Override
+            public boolean hasNext() {
                 try {
-                    lines.add(ChaosHistory.JSON.readTree(line));
-                } catch (IOException torn) {
-                    // the last line of a worker killed while writing it
+                    while (next == null) {
+                        String line = reader == null ? null : reader.readLine();
+                        if (line == null) {
+                            if (reader != null) {
+                                reader.close();
+                                reader = null;
+                            }
+                            Path file = nextExisting();
+                            if (file == null) {
+                                return false;
+                            }
+                            reader = Files.newBufferedReader(file, StandardCharsets.UTF_8);
+                            continue;
+                        }
+                        if (!line.isBlank()) {
+                            try {
+                                next = ChaosHistory.JSON.readTree(line);
+                            } catch (IOException torn) {
+                                // the last line of a worker killed while writing it
+                            }
+                        }
+                    }
+                    return true;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
                 }
             }
-        }
-        return lines;
+
+            private Path nextExisting() {
+                while (remaining.hasNext()) {
+                    Path file = remaining.next();
+                    if (Files.exists(file)) {
+                        return file;
+                    }
+                }
+                return null;
+            }
+
+            @Override
+            public JsonNode next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException();
+                }
+                JsonNode line = next;
+                next = null;
+                return line;
+            }
+        };
     }
 
-    void check(List<JsonNode> history, List<JsonNode> wal, JsonNode fsck, long inFlightAtEnd) {
+    void check(Iterable<JsonNode> history, Iterable<JsonNode> wal, JsonNode fsck, long inFlightAtEnd) {
         Map<String, Op> ops = new LinkedHashMap<>();
         Map<String, JsonNode> invokes = new HashMap<>();
         List<JsonNode> faults = new ArrayList<>();
+        // One pass: a worker writes an operation's completion after its invocation, in its own file, so an invocation
+        // is held only while its operation is open.
         for (JsonNode line : history) {
             switch (line.path("type").asText()) {
                 case "invoke" -> invokes.put(line.get("id").asText(), line);
                 case "fault" -> faults.add(line);
-                default -> {
+                case "complete" -> {
+                    JsonNode in = invokes.remove(line.get("id").asText());
+                    if (in != null) {
+                        ops.put(in.get("id").asText(), op(in, line));
+                    }
                 }
-            }
-        }
-        for (JsonNode line : history) {
-            if (line.path("type").asText().equals("complete")) {
-                JsonNode in = invokes.remove(line.get("id").asText());
-                if (in != null) {
-                    ops.put(in.get("id").asText(), op(in, line));
+                default -> {
                 }
             }
         }

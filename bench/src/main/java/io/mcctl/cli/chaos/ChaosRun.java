@@ -134,7 +134,7 @@ public final class ChaosRun {
             }
             finalReads(cluster, folder, history);
             JsonNode fsck = fsck(cluster, leader, folder);
-            List<JsonNode> wal = walDump(cluster, folder);
+            Iterable<JsonNode> wal = walDump(cluster, folder);
             List<Path> histories = new ArrayList<>(List.of(folder.resolve("history-java.jsonl")));
             for (int i = 0; i < settings.pythonWorkers(); i++) {
                 histories.add(folder.resolve("history-py" + i + ".jsonl"));
@@ -232,20 +232,14 @@ public final class ChaosRun {
         return ChaosHistory.JSON.readTree(out.toFile());
     }
 
-    private static List<JsonNode> walDump(ChaosCluster cluster, Path folder) throws IOException, InterruptedException {
+    private static Iterable<JsonNode> walDump(ChaosCluster cluster, Path folder) throws IOException, InterruptedException {
         Path out = folder.resolve("wal.jsonl");
         cluster.archiveLog(); // with the segments copied before each snapshot: the whole log from its first record
         int exit = mcctl(List.of("snapshot", "wal", "dump", cluster.logArchive().toString(), "-o", "json"), out, folder.resolve("wal.err"));
         if (exit != 0 && exit != 1) {
             throw new IOException("snapshot wal dump exited " + exit + ": " + Files.readString(folder.resolve("wal.err")).strip());
         }
-        List<JsonNode> lines = new ArrayList<>();
-        for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
-            if (!line.isBlank()) {
-                lines.add(ChaosHistory.JSON.readTree(line));
-            }
-        }
-        return lines;
+        return ChaosChecker.readLines(List.of(out));
     }
 
     private static int mcctl(List<String> args, Path out, Path err) throws IOException, InterruptedException {
