@@ -61,7 +61,7 @@ class ConnectionLimitProcessTest {
         int metricsPort = freePort();
         int crowd = 2 * OPEN_FILES;
         try (MasterProcess master = MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60), builder -> {
-            McctlProcess.clean(builder.directory(dir.toFile()), Map.of());
+            McctlProcess.prepare(builder.directory(dir.toFile()), Map.of());
             builder.command().addAll(0, List.of(PRLIMIT.toString(), "--nofile=" + OPEN_FILES + ":" + OPEN_FILES, "--"));
         }, "--root", dir.resolve("root").toString(), "--bucket-count", "16", "--bucket-size", "1MiB", "--page-size", "4KiB",
                 "--metrics-port", Integer.toString(metricsPort));
@@ -103,7 +103,7 @@ class ConnectionLimitProcessTest {
         Path root = dir.resolve("tier");
         java.io.IOException refused = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
                 () -> MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60), builder -> {
-                    McctlProcess.clean(builder.directory(dir.toFile()), Map.of());
+                    McctlProcess.prepare(builder.directory(dir.toFile()), Map.of());
                     builder.command().addAll(0, List.of(PRLIMIT.toString(), "--nofile=" + OPEN_FILES + ":" + OPEN_FILES, "--"));
                 }, "--root", root.toString(), "--max-connections", "600"));
         assertEquals("the master exited with " + ExitCodes.USAGE + ": mcctl: error: max_connections 600 (from flag --max-connections) "

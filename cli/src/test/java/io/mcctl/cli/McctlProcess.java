@@ -31,15 +31,26 @@ public final class McctlProcess {
     }
 
     static ProcessBuilder builder(Path workDir, Map<String, String> env, String... args) {
-        return clean(new ProcessBuilder(MasterProcess.command(jvmOptions("256m"), List.of(args))).directory(workDir.toFile()), env);
+        return prepare(new ProcessBuilder(MasterProcess.command(jvmOptions("256m"), List.of(args))).directory(workDir.toFile()), env);
     }
 
-    /** This JVM's mcctl settings from the environment removed, {@code env} added. */
-    static ProcessBuilder clean(ProcessBuilder builder, Map<String, String> env) {
+    /**
+     * This JVM's mcctl settings from the environment removed, {@code env} added; and when the process runs mcctl on this
+     * JVM's class path, it maps its classes from the tests' class-data archive ({@link ChildClassData}).
+     */
+    static ProcessBuilder prepare(ProcessBuilder builder, Map<String, String> env) {
         builder.environment().remove("MCCTL_MASTER");
         builder.environment().remove("MCCTL_CONFIG");
         builder.environment().keySet().removeIf(name -> name.startsWith("MOONCAKE_"));
         builder.environment().putAll(env);
+        List<String> command = builder.command();
+        int classPath = command.indexOf("-cp") + 1;
+        if (classPath > 0 && classPath < command.size() && command.get(classPath).equals(System.getProperty("java.class.path"))) {
+            ChildClassData.get().ifPresent(prepared -> {
+                command.set(classPath, prepared.classPath());
+                command.addAll(classPath - 1, prepared.jvmOptions());
+            });
+        }
         return builder;
     }
 
@@ -65,7 +76,7 @@ public final class McctlProcess {
 
         public static Master start(Path workDir, Map<String, String> env, String... args) throws IOException, InterruptedException {
             try {
-                return new Master(MasterProcess.start(jvmOptions("256m"), Duration.ofSeconds(60), builder -> clean(builder.directory(workDir.toFile()), env), args));
+                return new Master(MasterProcess.start(jvmOptions("256m"), Duration.ofSeconds(60), builder -> prepare(builder.directory(workDir.toFile()), env), args));
             } catch (IOException e) {
                 throw new AssertionError(e.getMessage(), e);
             }
