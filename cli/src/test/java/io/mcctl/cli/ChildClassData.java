@@ -113,13 +113,9 @@ final class ChildClassData {
         return String.join(File.pathSeparator, entries);
     }
 
-    /** The directory holding this class's own class path entry: the module's build directory. */
-    private static Path buildDirectory() throws IOException {
-        try {
-            return Path.of(ChildClassData.class.getProtectionDomain().getCodeSource().getLocation().toURI()).getParent();
-        } catch (java.net.URISyntaxException | RuntimeException e) {
-            throw new IOException("no build directory for the class-data archive", e);
-        }
+    /** The build directory of the module under test (Surefire runs its tests in the module's directory). */
+    private static Path buildDirectory() {
+        return Path.of(System.getProperty("basedir", System.getProperty("user.dir")), "target");
     }
 
     /** Of the class path, each jar's size and time, and each directory's files': a new build gets jars and an archive of its own. */

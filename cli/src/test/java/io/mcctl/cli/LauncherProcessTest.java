@@ -61,7 +61,7 @@ class LauncherProcessTest {
         command.addAll(List.of(args));
         Path out = Files.createTempFile(dir, "out", ".txt");
         Path err = Files.createTempFile(dir, "err", ".txt");
-        ProcessBuilder builder = McctlProcess.prepare(new ProcessBuilder(command), env);
+        ProcessBuilder builder = McctlProcess.clean(new ProcessBuilder(command), env);
         builder.environment().put("PATH", bin + File.pathSeparator + System.getenv("PATH"));
         Process process = builder.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         assertTrue(process.waitFor(100, TimeUnit.SECONDS), "the launcher did not finish");

@@ -34,15 +34,21 @@ public final class McctlProcess {
         return prepare(new ProcessBuilder(MasterProcess.command(jvmOptions("256m"), List.of(args))).directory(workDir.toFile()), env);
     }
 
-    /**
-     * This JVM's mcctl settings from the environment removed, {@code env} added; and when the process runs mcctl on this
-     * JVM's class path, it maps its classes from the tests' class-data archive ({@link ChildClassData}).
-     */
-    static ProcessBuilder prepare(ProcessBuilder builder, Map<String, String> env) {
+    /** This JVM's mcctl settings from the environment removed, {@code env} added. */
+    static ProcessBuilder clean(ProcessBuilder builder, Map<String, String> env) {
         builder.environment().remove("MCCTL_MASTER");
         builder.environment().remove("MCCTL_CONFIG");
         builder.environment().keySet().removeIf(name -> name.startsWith("MOONCAKE_"));
         builder.environment().putAll(env);
+        return builder;
+    }
+
+    /**
+     * {@link #clean}; and when the process runs mcctl on this JVM's class path, it maps its classes from the tests'
+     * class-data archive ({@link ChildClassData}).
+     */
+    static ProcessBuilder prepare(ProcessBuilder builder, Map<String, String> env) {
+        clean(builder, env);
         List<String> command = builder.command();
         int classPath = command.indexOf("-cp") + 1;
         if (classPath > 0 && classPath < command.size() && command.get(classPath).equals(System.getProperty("java.class.path"))) {
