@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +28,36 @@ STANDIN = os.environ.get("MCCTL_USRBIO_STANDIN", os.path.join(REPO, "storage", "
 NODE_SERVING = re.compile(r"mcctl node (\S+) serving on (\S+)")
 
 
+_java_options = None
+
+
+def java_command(*args: str) -> list:
+    """The command that runs mcctl from the jar with ``args``: a small heap, and the start the launcher gives short commands
+    (the client compiler alone, the serial collector, the classes mapped from a class-data archive), since each test
+    starts masters and commands that live for seconds and on two cores their start-up is most of the tests' CPU."""
+    global _java_options
+    if _java_options is None:
+        _java_options = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *class_data_options()]
+    return [JAVA, *_java_options, "-jar", JAR, *args]
+
+
+def class_data_options() -> list:
+    """A class-data archive of the jar, recorded once per test run as the launcher records one (the everyday commands and
+    a master run in-process); none when it cannot be made, which only costs speed. The JVM's messages about it are off:
+    the tests read what the processes print."""
+    folder = tempfile.mkdtemp(prefix="mcctl-test-classes")
+    atexit.register(shutil.rmtree, folder, True)
+    archive = os.path.join(folder, "classes.jsa")
+    try:
+        subprocess.run([JAVA, "-Xlog:disable", f"-XX:ArchiveClassesAtExit={archive}", "-cp", JAR, "io.mcctl.cli.StartupTraining"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if not os.path.isfile(archive) or os.path.getsize(archive) == 0:
+        return []
+    return [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+
+
 def clean_env() -> dict:
     """This process's environment without mcctl settings, so only the arguments given count."""
     return {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_") and k not in ("MCCTL_MASTER", "MCCTL_CONFIG")}
@@ -39,7 +71,7 @@ class ServingProcess:
             raise RuntimeError(f"{JAR} is missing: build it with 'mvn -B package -DskipTests'")
         self.out = tempfile.NamedTemporaryFile(prefix=f"mcctl-{what}-out", delete=False)
         self.err = tempfile.NamedTemporaryFile(prefix=f"mcctl-{what}-err", delete=False)
-        self.process = subprocess.Popen([JAVA, "-Xmx256m", "-jar", JAR, *args], stdout=self.out, stderr=self.err, env=clean_env())
+        self.process = subprocess.Popen(java_command(*args), stdout=self.out, stderr=self.err, env=clean_env())
         deadline = time.monotonic() + 60
         while True:
             with open(self.out.name) as f:
@@ -159,7 +191,7 @@ def io_client(master, tenant, io):
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """Runs the mcctl CLI from the jar to completion."""
-    return subprocess.run([JAVA, "-Xmx256m", "-jar", JAR, *args], capture_output=True, timeout=timeout, env=clean_env())
+    return subprocess.run(java_command(*args), capture_output=True, timeout=timeout, env=clean_env())
 
 
 def free_port() -> int:

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mcctl.cli.bench.MasterProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -137,13 +138,34 @@ class BenchMasterCommandTest {
     }
 
     @Test
-    void bench_master_whose_master_cannot_start_says_why_and_leaves_no_files_behind() throws Exception {
-        Path temp = Path.of(System.getProperty("java.io.tmpdir"));
-        Set<String> before = benchLeftovers(temp);
-        CliRun run = CliRun.run("bench", "master", "--seconds", "1", "--master-jvm-option=-XX:+NoSuchMcctlOption").expectExit(ExitCodes.FAILED);
+    void bench_master_whose_master_cannot_start_says_why_and_leaves_no_files_behind(@TempDir Path dir) throws Exception {
+        Path temp = Files.createDirectory(dir.resolve("tmp"));
+        McctlProcess.Done run = benchMasterWithItsOwnTemporaryDirectory(dir, temp, "--seconds", "1", "--master-jvm-option=-XX:+NoSuchMcctlOption");
+        assertEquals(ExitCodes.FAILED, run.exitCode(), run.err());
         assertTrue(run.err().contains("the master exited with 1") && run.err().contains("NoSuchMcctlOption"), run.err());
         assertEquals(1, run.err().strip().lines().count(), run.err());
-        assertEquals(before, benchLeftovers(temp), "the temporary root and the master's output files are removed");
+        assertEquals(Set.of(), benchLeftovers(temp), "the temporary root and the master's output files are removed");
+    }
+
+    /**
+     * {@code mcctl bench master} as a process whose temporary directory is {@code temp}: what is left there is its own,
+     * whatever else runs on the machine meanwhile (other tests start masters, whose output files go to the temporary
+     * directory too).
+     */
+    private static McctlProcess.Done benchMasterWithItsOwnTemporaryDirectory(Path dir, Path temp, String... args) throws Exception {
+        List<String> jvmOptions = new java.util.ArrayList<>(McctlProcess.jvmOptions("256m"));
+        jvmOptions.add("-Djava.io.tmpdir=" + temp);
+        List<String> command = new java.util.ArrayList<>(List.of("bench", "master"));
+        command.addAll(List.of(args));
+        Path out = dir.resolve("out.txt");
+        Path err = dir.resolve("err.txt");
+        Process process = McctlProcess.clean(new ProcessBuilder(MasterProcess.command(jvmOptions, command)).directory(dir.toFile()), java.util.Map.of())
+                .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        if (!process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("mcctl bench master did not finish in 60 s");
+        }
+        return new McctlProcess.Done(process.exitValue(), Files.readString(out), Files.readString(err));
     }
 
     /** What bench master creates in the temporary directory: a root for its master and the master's output files. */
@@ -250,17 +272,17 @@ class BenchMasterCommandTest {
 
     @Test
     void bench_master_whose_baseline_master_cannot_start_says_why_in_one_line_and_leaves_no_files_behind(@TempDir Path dir) throws Exception {
-        Path temp = Path.of(System.getProperty("java.io.tmpdir"));
-        Set<String> before = benchLeftovers(temp);
+        Path temp = Files.createDirectory(dir.resolve("tmp"));
         Path notMcctl = dir.resolve("empty.jar");
         try (var jar = new java.util.jar.JarOutputStream(Files.newOutputStream(notMcctl), new java.util.jar.Manifest())) {
             jar.flush(); // a jar without mcctl in it
         }
-        CliRun run = CliRun.run("bench", "master", "--seconds", "1", "--master-heap", "256MiB", "--baseline-jar", notMcctl.toString())
-                .expectExit(ExitCodes.FAILED);
+        McctlProcess.Done run = benchMasterWithItsOwnTemporaryDirectory(dir, temp, "--seconds", "1", "--master-heap", "256MiB",
+                "--baseline-jar", notMcctl.toString());
+        assertEquals(ExitCodes.FAILED, run.exitCode(), run.err());
         assertTrue(run.err().contains("the baseline master from " + notMcctl + " did not start") && run.err().contains("io.mcctl.cli.Main"), run.err());
         assertEquals(1, run.err().strip().lines().count(), run.err());
-        assertEquals(before, benchLeftovers(temp), "both masters' roots and output files are removed");
+        assertEquals(Set.of(), benchLeftovers(temp), "both masters' roots and output files are removed");
     }
 
     @Test

@@ -60,8 +60,8 @@ class ConnectionLimitProcessTest {
         Assumptions.assumeTrue(Files.isExecutable(PRLIMIT), "needs prlimit (util-linux) to start the master with a small open-file limit");
         int metricsPort = freePort();
         int crowd = 2 * OPEN_FILES;
-        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> {
-            McctlProcess.clean(builder.directory(dir.toFile()), Map.of());
+        try (MasterProcess master = MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60), builder -> {
+            McctlProcess.prepare(builder.directory(dir.toFile()), Map.of());
             builder.command().addAll(0, List.of(PRLIMIT.toString(), "--nofile=" + OPEN_FILES + ":" + OPEN_FILES, "--"));
         }, "--root", dir.resolve("root").toString(), "--bucket-count", "16", "--bucket-size", "1MiB", "--page-size", "4KiB",
                 "--metrics-port", Integer.toString(metricsPort));
@@ -102,8 +102,8 @@ class ConnectionLimitProcessTest {
         Assumptions.assumeTrue(Files.isExecutable(PRLIMIT), "needs prlimit (util-linux) to start the master with a small open-file limit");
         Path root = dir.resolve("tier");
         java.io.IOException refused = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
-                () -> MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> {
-                    McctlProcess.clean(builder.directory(dir.toFile()), Map.of());
+                () -> MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60), builder -> {
+                    McctlProcess.prepare(builder.directory(dir.toFile()), Map.of());
                     builder.command().addAll(0, List.of(PRLIMIT.toString(), "--nofile=" + OPEN_FILES + ":" + OPEN_FILES, "--"));
                 }, "--root", root.toString(), "--max-connections", "600"));
         assertEquals("the master exited with " + ExitCodes.USAGE + ": mcctl: error: max_connections 600 (from flag --max-connections) "

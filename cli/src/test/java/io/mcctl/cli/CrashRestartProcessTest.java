@@ -64,6 +64,8 @@ class CrashRestartProcessTest {
     McctlProcess.Master startMaster(String allocationDeadline) throws Exception {
         return McctlProcess.Master.start(dir, Map.of(), "--root", root().toString(), "--bucket-count", "8", "--bucket-size", "4MiB",
                 "--page-size", "4KiB", "--allocation-deadline", allocationDeadline, "--read-lease", "1s",
+                // A grace of 1 s, not the default 10: every restart waits out the grace of the allocations the crash left.
+                "--allocation-grace", "1s",
                 "--eviction", "false"); // every acknowledged object must stay: this is about crashes, not a full cache
     }
 

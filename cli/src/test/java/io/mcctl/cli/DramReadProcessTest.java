@@ -41,8 +41,8 @@ class DramReadProcessTest {
         Files.write(file, data);
         try (McctlProcess.Master master = McctlProcess.Master.start(dir, Map.of(), "--root", dir.resolve("root").toString(),
                 "--bucket-count", "4", "--bucket-size", "16MiB", "--client-ttl", "2s", "--promotion-reads", "0");
-             NodeProcess node = NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60),
-                     b -> McctlProcess.clean(b.directory(dir.toFile()), Map.of()), master.address(), "--memory", "16MiB",
+             NodeProcess node = NodeProcess.start(McctlProcess.jvmOptions("128m"), Duration.ofSeconds(60),
+                     b -> McctlProcess.prepare(b.directory(dir.toFile()), Map.of()), master.address(), "--memory", "16MiB",
                      "--promotion-interval", "50ms");
              MasterClient client = new MasterClient(master.address(), Duration.ofSeconds(10))) {
             CliRun.run("offload", "--master", master.address(), "hot", file.toString()).expectOk();

@@ -42,7 +42,9 @@ class EvictionCrashProcessTest {
 
     McctlProcess.Master start() throws Exception {
         return McctlProcess.Master.start(dir, Map.of(), "--root", dir.resolve("root").toString(), "--bucket-count", "1",
-                "--bucket-size", "1MiB", "--page-size", "4KiB", "--read-lease", "200ms", "--allocation-deadline", "5s");
+                "--bucket-size", "1MiB", "--page-size", "4KiB", "--read-lease", "200ms",
+                // Short: every restart waits out the deadline and grace of the allocations the kill left in flight.
+                "--allocation-deadline", "2s", "--allocation-grace", "1s");
     }
 
     @Test

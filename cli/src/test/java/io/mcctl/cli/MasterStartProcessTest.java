@@ -45,7 +45,7 @@ class MasterStartProcessTest {
     void the_heap_is_on_transparent_huge_pages_where_the_kernel_offers_them_unless_turned_off_and_the_log_says_which() throws Exception {
         String mode = HeapPages.kernelMode();
         boolean offered = "always".equals(mode) || "madvise".equals(mode);
-        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(
+        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> McctlProcess.prepare(
                 builder.directory(dir.toFile()), Map.of()), "--root", "a", "--bucket-count", "8", "--bucket-size", "4MiB", "--page-size", "4KiB")) {
             String log = master.log();
             assertTrue(log.contains("heap: up to 256 MiB, transparent huge pages " + (offered ? "on (kernel: " + mode + ")"
@@ -54,7 +54,7 @@ class MasterStartProcessTest {
         // Turned off by the operator's own option, which comes after the default: where the kernel only offers them on
         // request, the heap is then on small pages.
         try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m", "-XX:-UseTransparentHugePages"), Duration.ofSeconds(60),
-                builder -> McctlProcess.clean(builder.directory(dir.toFile()), Map.of()), "--root", "b", "--bucket-count", "8",
+                builder -> McctlProcess.prepare(builder.directory(dir.toFile()), Map.of()), "--root", "b", "--bucket-count", "8",
                 "--bucket-size", "4MiB", "--page-size", "4KiB")) {
             String log = master.log();
             if ("madvise".equals(mode)) {

@@ -20,8 +20,18 @@ public final class McctlProcess {
     private McctlProcess() {
     }
 
+    /**
+     * The JVM options of the mcctl processes these tests start, with a heap of at most {@code heap}: the client compiler
+     * alone and the serial collector, as the launcher starts short commands. These processes live for seconds and do
+     * little; on a test machine's two cores the optimizing compiler's threads only took CPU from the test and from the
+     * other processes, for code that never ran long enough to gain from it.
+     */
+    public static List<String> jvmOptions(String heap) {
+        return List.of("-Xmx" + heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC");
+    }
+
     static ProcessBuilder builder(Path workDir, Map<String, String> env, String... args) {
-        return clean(new ProcessBuilder(MasterProcess.command(List.of("-Xmx256m"), List.of(args))).directory(workDir.toFile()), env);
+        return prepare(new ProcessBuilder(MasterProcess.command(jvmOptions("256m"), List.of(args))).directory(workDir.toFile()), env);
     }
 
     /** This JVM's mcctl settings from the environment removed, {@code env} added. */
@@ -30,6 +40,23 @@ public final class McctlProcess {
         builder.environment().remove("MCCTL_CONFIG");
         builder.environment().keySet().removeIf(name -> name.startsWith("MOONCAKE_"));
         builder.environment().putAll(env);
+        return builder;
+    }
+
+    /**
+     * {@link #clean}; and when the process runs mcctl on this JVM's class path, it maps its classes from the tests'
+     * class-data archive ({@link ChildClassData}).
+     */
+    static ProcessBuilder prepare(ProcessBuilder builder, Map<String, String> env) {
+        clean(builder, env);
+        List<String> command = builder.command();
+        int classPath = command.indexOf("-cp") + 1;
+        if (classPath > 0 && classPath < command.size() && command.get(classPath).equals(System.getProperty("java.class.path"))) {
+            ChildClassData.get().ifPresent(prepared -> {
+                command.set(classPath, prepared.classPath());
+                command.addAll(classPath - 1, prepared.jvmOptions());
+            });
+        }
         return builder;
     }
 
@@ -55,7 +82,7 @@ public final class McctlProcess {
 
         public static Master start(Path workDir, Map<String, String> env, String... args) throws IOException, InterruptedException {
             try {
-                return new Master(MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60), builder -> clean(builder.directory(workDir.toFile()), env), args));
+                return new Master(MasterProcess.start(jvmOptions("256m"), Duration.ofSeconds(60), builder -> prepare(builder.directory(workDir.toFile()), env), args));
             } catch (IOException e) {
                 throw new AssertionError(e.getMessage(), e);
             }

@@ -75,7 +75,7 @@ class NodeProcessTest {
     private Path diskA;
 
     private NodeProcess node(String name) throws Exception {
-        return NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(builder.directory(dir.toFile()), Map.of()),
+        return NodeProcess.start(McctlProcess.jvmOptions("128m"), Duration.ofSeconds(60), builder -> McctlProcess.prepare(builder.directory(dir.toFile()), Map.of()),
                 master.address(), "--local-disk", dir.resolve("disk-" + name).toString());
     }
 

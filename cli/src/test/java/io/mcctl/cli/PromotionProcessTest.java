@@ -79,7 +79,7 @@ class PromotionProcessTest {
 
     /** A node whose environment has {@code env} too. */
     private NodeProcess node(Map<String, String> env, String master, String... args) throws Exception {
-        return NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(builder.directory(dir.toFile()),
+        return NodeProcess.start(McctlProcess.jvmOptions("128m"), Duration.ofSeconds(60), builder -> McctlProcess.prepare(builder.directory(dir.toFile()),
                 env), master, args);
     }
 

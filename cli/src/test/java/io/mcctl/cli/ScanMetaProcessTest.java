@@ -37,7 +37,7 @@ class ScanMetaProcessTest {
     }
 
     private NodeProcess node(String master, String disk) throws Exception {
-        return NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60), b -> McctlProcess.clean(b.directory(dir.toFile()), Map.of()),
+        return NodeProcess.start(McctlProcess.jvmOptions("128m"), Duration.ofSeconds(60), b -> McctlProcess.prepare(b.directory(dir.toFile()), Map.of()),
                 master, "--local-disk", dir.resolve(disk).toString());
     }
 

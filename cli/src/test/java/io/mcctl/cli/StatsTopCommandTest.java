@@ -175,7 +175,7 @@ class StatsTopCommandTest {
     void top_on_a_terminal_redraws_and_quits_on_q() throws Exception {
         assumeTrue(onPath("tmux"), "tmux is not installed");
         String socket = "mcctl-top-" + ProcessHandle.current().pid();
-        String command = MasterProcess.command(List.of("-Xmx256m"), List.of("top", "--master", address, "--interval", "200ms")).stream()
+        String command = MasterProcess.command(McctlProcess.jvmOptions("256m"), List.of("top", "--master", address, "--interval", "200ms")).stream()
                 .map(StatsTopCommandTest::shellQuote).collect(Collectors.joining(" "));
         try {
             tmux(socket, "new-session", "-d", "-s", "top", "-x", "100", "-y", "40", command + "; echo EXITED $?; sleep 60");

@@ -53,7 +53,7 @@ class UsrbioProcessTest {
     }
 
     private NodeProcess node(String master, String name) throws Exception {
-        return NodeProcess.start(List.of("-Xmx128m"), Duration.ofSeconds(60), builder -> McctlProcess.clean(builder.directory(dir.toFile()), usrbio()),
+        return NodeProcess.start(McctlProcess.jvmOptions("128m"), Duration.ofSeconds(60), builder -> McctlProcess.prepare(builder.directory(dir.toFile()), usrbio()),
                 master, "--local-disk", dir.resolve("disk-" + name).toString());
     }
 

@@ -79,7 +79,7 @@ class SecuredMasterProcessTest {
         Path tokens = dir.resolve("tokens.yaml");
         Files.writeString(tokens, "tokens:\n" + entry("first", "tok-first", "[a]"));
         // nohup: the master's JVM starts with SIGHUP ignored, whatever the disposition of the JVM running this test.
-        try (MasterProcess master = MasterProcess.start(List.of("-Xmx256m"), Duration.ofSeconds(60),
+        try (MasterProcess master = MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60),
                 builder -> {
                     builder.directory(dir.toFile()).environment().remove("MCCTL_CONFIG");
                     builder.command().add(0, "nohup");
