@@ -146,7 +146,10 @@ public final class MasterBenchmark {
                 List<String> tenants = Collections.nCopies(batch, "bench");
                 List<Long> sizes = Collections.nCopies(batch, objectSize);
                 java.util.ArrayDeque<String> newest = new java.util.ArrayDeque<>(mine);
-                while (System.nanoTime() < end) {
+                // At least one batch, however late this thread starts on a busy machine: the lookup phases need keys.
+                boolean first = true;
+                while (first || System.nanoTime() < end) {
+                    first = false;
                     List<String> batchKeys = new ArrayList<>(batch);
                     for (int i = 0; i < batch; i++) {
                         batchKeys.add(threadPrefix + (keys + i));
@@ -182,9 +185,11 @@ public final class MasterBenchmark {
         for (int t = 0; t < threads; t++) {
             LatencyRecorder recorder = new LatencyRecorder();
             recorders.add(recorder);
-            List<String> keys = List.copyOf(keysPerThread.get(t % keysPerThread.size()));
+            List<String> own = keysPerThread.get(t % keysPerThread.size());
+            // A thread whose offloads committed fewer keys than a batch looks up every thread's.
+            List<String> keys = own.size() >= batch ? List.copyOf(own) : keysPerThread.stream().flatMap(List::stream).toList();
             if (keys.size() < batch) {
-                throw new IllegalStateException("thread " + t + " has " + keys.size() + " keys to look up, fewer than a batch of " + batch);
+                throw new IllegalStateException("the offload phases committed " + keys.size() + " keys, fewer than a lookup batch of " + batch);
             }
             tasks.add(() -> {
                 long failures = 0;
