@@ -43,7 +43,7 @@ public final class PromoteCommand implements Callable<Integer> {
                 try {
                     PromotionTask task = master.promote(client.tenant(), key);
                     out.println("queued " + key + " (" + task.getSize() + " bytes) for promotion"
-                            + (task.getHolderId().equals(io.mcctl.master.server.Promoter.ANY_NODE) ? "" : ": node " + task.getHolderId()
+                            + (task.getHolderId().equals(io.mcctl.master.dram.Promoter.ANY_NODE) ? "" : ": node " + task.getHolderId()
                             + " is copying it"));
                 } catch (MasterException e) {
                     if (e.unreachable()) {

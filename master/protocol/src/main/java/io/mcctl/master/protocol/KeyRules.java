@@ -1,6 +1,8 @@
 package io.mcctl.master.protocol;
 
-/** What a tenant id, a key and a size may be. Checked before anything changes. */
+import java.util.UUID;
+
+/** What a tenant id, a key, a size and a node's client id may be. Checked before anything changes. */
 public final class KeyRules {
 
     public static final int MAX_TENANT_LENGTH = 64;
@@ -104,6 +106,18 @@ public final class KeyRules {
             return "size " + size + " is larger than a bucket (" + bucketSize + " bytes)";
         }
         return null;
+    }
+
+    /** Why {@code clientId} is not a node's client id (a UUID in its canonical lower-case form), or null when it is one. */
+    public static String checkClientId(String clientId) {
+        try {
+            if (UUID.fromString(clientId).toString().equals(clientId)) {
+                return null;
+            }
+        } catch (IllegalArgumentException e) {
+            // fall through
+        }
+        return "client_id " + Quoted.of(clientId) + " is not a UUID in its canonical lower-case form (e.g. " + new UUID(0, 0) + ")";
     }
 
     /** The key the master files an object under: tenant id, NUL, key (tenant ids never hold NUL). */

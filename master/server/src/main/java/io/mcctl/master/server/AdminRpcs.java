@@ -5,6 +5,7 @@ import static io.mcctl.master.server.CallOutcomes.reply;
 
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import io.mcctl.master.dram.Promoter;
 import io.mcctl.master.durability.Snapshotter;
 import io.mcctl.master.proto.v1.BucketPageCounters;
 import io.mcctl.master.proto.v1.BucketStats;

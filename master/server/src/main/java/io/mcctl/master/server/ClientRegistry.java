@@ -1,5 +1,8 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.dram.MemoryTier;
+import io.mcctl.master.dram.Node;
+import io.mcctl.master.dram.Promoter;
 import io.mcctl.master.proto.v1.ClientInfo;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.LocalDiskDescriptor;
@@ -15,7 +18,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -35,7 +37,8 @@ import org.slf4j.LoggerFactory;
  * NEED_REGISTER) and report the per-key files they hold again (ScanMeta); the MEMORY replicas recorded before are gone.
  *
  * <p>MEMORY replicas, in the DRAM segments nodes register, are kept by {@link MemoryTier}; a dead client's go with its
- * LOCAL_DISK ones.
+ * LOCAL_DISK ones. The DRAM tier sees the clients through {@link Node} and {@link Promoter.Nodes}, which this registry
+ * implements.
  *
  * <p>Thread-safe without a global lock. {@link #clients} and {@link #replicas} are concurrent maps; each
  * {@link ClientState}'s monitor guards its {@code alive} flag, and a PutStart checks that flag and inserts its
@@ -44,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * {@link ClientState} that made them, not its id, so the cleanup of a dead client never removes replicas of its
  * re-registration.
  */
-public final class ClientRegistry implements AutoCloseable {
+public final class ClientRegistry implements Promoter.Nodes, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ClientRegistry.class);
 
@@ -56,7 +59,7 @@ public final class ClientRegistry implements AutoCloseable {
     public static final long MAX_OBJECT_BYTES = 64L << 30;
 
     /** One registration of a client id. */
-    static final class ClientState {
+    static final class ClientState implements Node {
         final String id;
         final String endpoint;
         final String localDiskDir;
@@ -75,9 +78,29 @@ public final class ClientRegistry implements AutoCloseable {
             this.endpoint = endpoint;
             this.localDiskDir = localDiskDir;
             this.pageMode = pageMode;
-            this.segment = memoryBytes == 0 ? null : new MemoryTier.Segment(this, memoryBytes / MemoryTier.PAGE_BYTES * MemoryTier.PAGE_BYTES);
+            this.segment = memoryBytes == 0 ? null : MemoryTier.segment(this, memoryBytes);
             this.registeredNanos = now;
             this.lastPingNanos = now;
+        }
+
+        @Override
+        public String id() {
+            return id;
+        }
+
+        @Override
+        public String endpoint() {
+            return endpoint;
+        }
+
+        @Override
+        public boolean alive() {
+            return alive;
+        }
+
+        @Override
+        public MemoryTier.Segment segment() {
+            return segment;
         }
     }
 
@@ -131,12 +154,14 @@ public final class ClientRegistry implements AutoCloseable {
         return memory;
     }
 
-    void onDeath(java.util.function.Consumer<String> listener) {
+    @Override
+    public void onDeath(java.util.function.Consumer<String> listener) {
         this.onDeath = listener;
     }
 
     /** The client registered under {@code clientId} when it is alive, else null. */
-    ClientState live(String clientId) {
+    @Override
+    public Node live(String clientId) {
         ClientState client = clients.get(clientId);
         return client != null && client.alive ? client : null;
     }
@@ -148,14 +173,15 @@ public final class ClientRegistry implements AutoCloseable {
         for (ClientState client : clients.values()) {
             if (client.alive) {
                 alive++;
-                segments += client.segment == null ? 0 : client.segment.bytes;
+                segments += client.segment == null ? 0 : client.segment.bytes();
             }
         }
         return new long[] {alive, segments};
     }
 
     /** Whether a live client has a DRAM segment: promotion is worth counting reads for only then. */
-    boolean anyLiveSegment() {
+    @Override
+    public boolean anyLiveSegment() {
         return liveTotals()[1] > 0;
     }
 
@@ -168,7 +194,7 @@ public final class ClientRegistry implements AutoCloseable {
 
     /** RegisterClient with a DRAM segment of {@code memoryBytes} (0: none), all of it free. */
     public Result<Void> register(String clientId, String endpoint, String localDiskDir, boolean pageMode, long memoryBytes) {
-        String bad = checkClientId(clientId);
+        String bad = KeyRules.checkClientId(clientId);
         if (bad == null) {
             bad = checkEndpoint(endpoint);
         }
@@ -199,6 +225,7 @@ public final class ClientRegistry implements AutoCloseable {
     }
 
     /** Ping: true when the client is registered and alive (its TTL starts again), false when it must register again. */
+    @Override
     public boolean ping(String clientId) {
         ClientState client = clients.get(clientId);
         if (client == null || !client.alive) {
@@ -285,7 +312,7 @@ public final class ClientRegistry implements AutoCloseable {
                     .setRegisteredAgeMs(TimeUnit.NANOSECONDS.toMillis(now - c.registeredNanos))
                     .setLocalDiskDir(c.localDiskDir).setPageMode(c.pageMode)
                     .setLocalDiskObjects(counts[0]).setLocalDiskBytes(counts[1]).setCleanedReplicas(c.cleaned)
-                    .setMemoryBytes(c.segment == null ? 0 : c.segment.bytes)
+                    .setMemoryBytes(c.segment == null ? 0 : c.segment.bytes())
                     .setMemoryUsedBytes(c.segment == null || !c.alive ? 0 : c.segment.usedBytes())
                     .setMemoryObjects(c.segment == null || !c.alive ? 0 : c.segment.completeObjects())
                     .setPromotionsHeld(promoting.getOrDefault(c.id, 0L)).build());
@@ -296,7 +323,8 @@ public final class ClientRegistry implements AutoCloseable {
     /** How many promotion tasks each client holds, by client id (set by the promoter). */
     private volatile java.util.function.Supplier<Map<String, Long>> promotionsHeld = Map::of;
 
-    void promotionsHeld(java.util.function.Supplier<Map<String, Long>> counter) {
+    @Override
+    public void promotionsHeld(java.util.function.Supplier<Map<String, Long>> counter) {
         this.promotionsHeld = counter;
     }
 
@@ -327,8 +355,7 @@ public final class ClientRegistry implements AutoCloseable {
                 if (!client.alive) {
                     return notRegistered(clientId);
                 }
-                Result<MemoryTier.MemoryReplica> staged = memory.stage(client.segment, scoped, size, null);
-                return staged.isOk() ? Result.ok(staged.value().toWire()) : Result.error(staged.error(), staged.message());
+                return memory.put(client.segment, scoped, size);
             }
         }
         OwnedReplica[] existing = {null};
@@ -355,7 +382,7 @@ public final class ClientRegistry implements AutoCloseable {
     /** PutEnd: the PROCESSING replica this client started becomes COMPLETE. */
     public Result<Void> putEnd(String clientId, String tenant, String key, ReplicaType type, int crc32c) {
         if (type == ReplicaType.MEMORY) {
-            return finishMemory(clientId, tenant, key, "PutEnd", replica -> memory.complete(replica, crc32c));
+            return finishMemory(clientId, tenant, key, "PutEnd", scoped -> memory.endPut(clientId, scoped, crc32c));
         }
         return finish(clientId, tenant, key, type, current -> new OwnedReplica(current.owner(), current.type(), current.size(),
                 ReplicaStatus.COMPLETE, crc32c), "PutEnd");
@@ -364,7 +391,7 @@ public final class ClientRegistry implements AutoCloseable {
     /** PutRevoke: the PROCESSING replica this client started goes. */
     public Result<Void> putRevoke(String clientId, String tenant, String key, ReplicaType type) {
         if (type == ReplicaType.MEMORY) {
-            return finishMemory(clientId, tenant, key, "PutRevoke", memory::drop);
+            return finishMemory(clientId, tenant, key, "PutRevoke", scoped -> memory.revokePut(clientId, scoped));
         }
         return finish(clientId, tenant, key, type, current -> null, "PutRevoke");
     }
@@ -393,14 +420,12 @@ public final class ClientRegistry implements AutoCloseable {
 
     /** PutEnd or PutRevoke of a MEMORY replica this client put into its own segment (not a promotion's staged copy). */
     private Result<Void> finishMemory(String clientId, String tenant, String key, String call,
-                                      java.util.function.Predicate<MemoryTier.MemoryReplica> change) {
+                                      java.util.function.Predicate<String> change) {
         String bad = checkReplica(tenant, key, ReplicaType.MEMORY);
         if (bad != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, bad);
         }
-        MemoryTier.MemoryReplica replica = memory.get(KeyRules.scopedKey(tenant, key));
-        if (replica == null || !replica.segment.owner.id.equals(clientId) || !replica.segment.owner.alive
-                || replica.status != ReplicaStatus.PROCESSING || replica.source != null || !change.test(replica)) {
+        if (!change.test(KeyRules.scopedKey(tenant, key))) {
             return Result.error(ErrorCode.OBJECT_NOT_FOUND, call + " of key " + Quoted.of(key) + " (tenant " + tenant + ") by client " + clientId
                     + ": that client has no MEMORY PutStart of it in progress");
         }
@@ -428,17 +453,6 @@ public final class ClientRegistry implements AutoCloseable {
                     + "BatchAllocateDistributedPage)";
         }
         return bad;
-    }
-
-    static String checkClientId(String clientId) {
-        try {
-            if (UUID.fromString(clientId).toString().equals(clientId)) {
-                return null;
-            }
-        } catch (IllegalArgumentException e) {
-            // fall through
-        }
-        return "client_id " + Quoted.of(clientId) + " is not a UUID in its canonical lower-case form (e.g. " + new UUID(0, 0) + ")";
     }
 
     static String checkEndpoint(String endpoint) {

@@ -1,5 +1,6 @@
 package io.mcctl.master.server;
 
+import io.mcctl.master.dram.Promoter;
 import io.mcctl.master.protocol.GrpcServers;
 import io.mcctl.master.protocol.WireErrors;
 import io.mcctl.master.service.eviction.EvictionPolicy;

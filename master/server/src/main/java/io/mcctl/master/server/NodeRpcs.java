@@ -4,6 +4,7 @@ import static io.mcctl.master.server.CallOutcomes.orThrow;
 import static io.mcctl.master.server.CallOutcomes.reply;
 
 import io.grpc.stub.StreamObserver;
+import io.mcctl.master.dram.Promoter;
 import io.mcctl.master.proto.v1.ClientStatus;
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.ListClientsRequest;
@@ -62,7 +63,7 @@ final class NodeRpcs {
 
     /** See {@link MasterGrpcService#serveClients}. */
     void serve(ClientRegistry registry) {
-        Promoter promoting = new Promoter(pages, registry, Promoter.DEFAULT_HOLD_LIMIT, codec::toWire);
+        Promoter promoting = new Promoter(pages, registry, registry.memory(), Promoter.DEFAULT_HOLD_LIMIT, codec::toWire);
         registry.closeWith(promoting);
         this.promoter = promoting;
         this.clients = registry;

@@ -1,4 +1,4 @@
-package io.mcctl.master.server;
+package io.mcctl.master.dram;
 
 import static io.mcctl.testkit.TestObjects.object;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,6 +20,8 @@ import io.mcctl.master.proto.v1.PromotionTask;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.server.MasterServer;
+import io.mcctl.master.server.MasterSettings;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.mcctl.master.server;
+package io.mcctl.master.dram;
 
 import io.mcctl.master.proto.v1.DistributedDiskDescriptor;
 import io.mcctl.master.proto.v1.ErrorCode;
@@ -17,11 +17,15 @@ import io.mcctl.master.service.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,7 +50,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Promoter implements AutoCloseable {
 
-    private static final Logger LOG = LoggerFactory.getLogger(Promoter.class);
+    /** Named as before the DRAM tier had a package: its log lines and a level set for the RPC side (...master.server=debug) stay. */
+    private static final Logger LOG = LoggerFactory.getLogger("io.mcctl.master.server.Promoter");
 
     /** The holder id of a task any node may take. */
     public static final String ANY_NODE = new UUID(0, 0).toString();
@@ -56,9 +61,31 @@ public final class Promoter implements AutoCloseable {
     static final int DEFAULT_TASKS_PER_HEARTBEAT = 8;
     private static final long TICK_MILLIS = 100;
 
+    /**
+     * What the promoter asks of the master's node registry: which nodes are alive (and their segments), and to be told of
+     * every death. The registry implements it, so this package never depends on the RPC rooms that hold it.
+     */
+    public interface Nodes {
+
+        /** The node registered under {@code clientId} when it is alive, else null. */
+        Node live(String clientId);
+
+        /** True when the node is registered and alive (its TTL starts again), false when it must register again. */
+        boolean ping(String clientId);
+
+        /** Whether a live node has a DRAM segment: promotion is worth counting reads for only then. */
+        boolean anyLiveSegment();
+
+        /** {@code listener} is told the id of every node that died, after its replicas went. */
+        void onDeath(Consumer<String> listener);
+
+        /** {@code counter} answers how many promotion tasks each node holds, by client id, for the node list. */
+        void promotionsHeld(Supplier<Map<String, Long>> counter);
+    }
+
     private final PageService pages;
     private final Promotions tasks;
-    private final ClientRegistry clients;
+    private final Nodes clients;
     private final MemoryTier memory;
     private final Function<Placement, DistributedDiskDescriptor> describe;
     /** Null when promotion by reads is off. */
@@ -70,19 +97,21 @@ public final class Promoter implements AutoCloseable {
      * Reads are counted in {@code pages}' admission sketch (none: only {@link #promote} queues), and tasks are queued up to
      * its promotion queue's size: both as the page service was built.
      *
+     * @param memory the DRAM tier of {@code clients}' segments
      * @param describe the descriptor of a placement, as lookups answer it
      */
-    public Promoter(PageService pages, ClientRegistry clients, Duration holdLimit, Function<Placement, DistributedDiskDescriptor> describe) {
+    public Promoter(PageService pages, Nodes clients, MemoryTier memory, Duration holdLimit,
+                    Function<Placement, DistributedDiskDescriptor> describe) {
         this.pages = pages;
         this.tasks = pages.promotions();
         this.clients = clients;
-        this.memory = clients.memory();
+        this.memory = memory;
         this.describe = describe;
         this.admission = pages.admission();
         this.holdLimitNanos = holdLimit.toNanos();
         clients.onDeath(this::holderDied);
         clients.promotionsHeld(() -> tasks.list().stream().filter(t -> t.holder() != null)
-                .collect(java.util.stream.Collectors.groupingBy(Promotions.Task::holder, java.util.stream.Collectors.counting())));
+                .collect(Collectors.groupingBy(Promotions.Task::holder, Collectors.counting())));
         this.thread = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "mcctl-master-promoter");
             t.setDaemon(true);
@@ -140,7 +169,7 @@ public final class Promoter implements AutoCloseable {
     /** Drops the PROCESSING replica {@code holder} staged for (tenant, key), if it is still there. */
     private void dropStagedOf(String tenant, String key, String holder) {
         MemoryTier.MemoryReplica staged = memory.get(KeyRules.scopedKey(tenant, key));
-        if (staged != null && staged.status == ReplicaStatus.PROCESSING && staged.source != null && staged.segment.owner.id.equals(holder)) {
+        if (staged != null && staged.status == ReplicaStatus.PROCESSING && staged.source != null && staged.segment.owner.id().equals(holder)) {
             memory.drop(staged);
         }
     }
@@ -168,14 +197,15 @@ public final class Promoter implements AutoCloseable {
             return Result.error(ErrorCode.INVALID_PARAMS, "max_tasks " + maxTasks + " is outside 0.." + MAX_TASKS_PER_HEARTBEAT
                     + " (0: " + DEFAULT_TASKS_PER_HEARTBEAT + ")");
         }
-        ClientRegistry.ClientState node = clients.live(clientId);
+        Node node = clients.live(clientId);
         if (node == null) {
             return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId + " is not registered with this master, or missed its TTL: "
                     + "register it first");
         }
         clients.ping(clientId); // a heartbeat is a sign of life too
         List<PromotionTask> taken = new ArrayList<>();
-        if (node.segment == null) {
+        MemoryTier.Segment segment = node.segment();
+        if (segment == null) {
             return Result.ok(taken); // a node without DRAM takes no tasks; that is not an error
         }
         int max = maxTasks == 0 ? DEFAULT_TASKS_PER_HEARTBEAT : maxTasks;
@@ -195,7 +225,7 @@ public final class Promoter implements AutoCloseable {
                 }
                 continue; // or being written by another node
             }
-            Result<MemoryTier.MemoryReplica> staged = memory.stage(node.segment, scoped, task.placement().size(), task.placement());
+            Result<MemoryTier.MemoryReplica> staged = memory.stage(segment, scoped, task.placement().size(), task.placement());
             if (!staged.isOk()) {
                 continue; // does not fit this node's segment: another node may take it
             }
@@ -258,16 +288,16 @@ public final class Promoter implements AutoCloseable {
             bad = KeyRules.checkKey(key);
         }
         if (bad == null) {
-            bad = ClientRegistry.checkClientId(clientId);
+            bad = KeyRules.checkClientId(clientId);
         }
         if (bad != null) {
             return Result.error(ErrorCode.INVALID_PARAMS, bad);
         }
         MemoryTier.MemoryReplica staged = memory.get(KeyRules.scopedKey(tenant, key));
-        if (staged == null || staged.status != ReplicaStatus.PROCESSING || staged.source == null || !staged.segment.owner.id.equals(clientId)) {
+        if (staged == null || staged.status != ReplicaStatus.PROCESSING || staged.source == null || !staged.segment.owner.id().equals(clientId)) {
             return Result.error(ErrorCode.INVALID_PARAMS, "client " + clientId + " holds no promotion task of key " + Quoted.of(key) + " (tenant "
                     + tenant + ")" + (staged != null && staged.status == ReplicaStatus.PROCESSING && staged.source != null
-                    ? ": client " + staged.segment.owner.id + " does" : ""));
+                    ? ": client " + staged.segment.owner.id() + " does" : ""));
         }
         return Result.ok(staged);
     }

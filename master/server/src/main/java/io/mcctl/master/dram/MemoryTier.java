@@ -1,10 +1,11 @@
-package io.mcctl.master.server;
+package io.mcctl.master.dram;
 
 import io.mcctl.master.proto.v1.ErrorCode;
 import io.mcctl.master.proto.v1.MemoryDescriptor;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.master.protocol.Placement;
 import io.mcctl.master.protocol.Quoted;
 import io.mcctl.master.service.Result;
@@ -33,10 +34,14 @@ import java.util.function.LongSupplier;
  *
  * <p>Locks: a segment's monitor guards its allocator, the set of replicas it holds and its used bytes; {@link #replicas}
  * is a concurrent map whose entries are added and removed only under the monitor of the segment the replica is in. No
- * code holds two segments' monitors. Callers may hold a {@link ClientRegistry.ClientState}'s monitor around a segment's
- * (a put checks its node is alive), never the other way round.
+ * code holds two segments' monitors. Callers may hold a {@link Node}'s monitor around a segment's (a put checks its node
+ * is alive), never the other way round.
+ *
+ * <p>The master's node registry makes the segments ({@link #segment}), puts into them and drops a dead node's; the
+ * promoter ({@link Promoter}) stages, completes and drops its copies; the RPCs that read or remove a key ask for a
+ * readable copy and drop one.
  */
-final class MemoryTier {
+public final class MemoryTier {
 
     /** Segments are allocated in pages of this many bytes. */
     static final long PAGE_BYTES = 4096;
@@ -48,26 +53,31 @@ final class MemoryTier {
     static final double LOW_WATERMARK = 0.85;
 
     /** One node's DRAM segment. */
-    static final class Segment {
-        final ClientRegistry.ClientState owner;
+    public static final class Segment {
+        final Node owner;
         final long bytes;
         /** Guarded by this segment's monitor. */
         private final BitmapPageAllocator pages;
         private final Set<MemoryReplica> held = new HashSet<>();
         private long usedBytes;
 
-        Segment(ClientRegistry.ClientState owner, long bytes) {
+        private Segment(Node owner, long bytes) {
             this.owner = owner;
             this.bytes = bytes;
             this.pages = new BitmapPageAllocator(bytes / PAGE_BYTES);
         }
 
-        synchronized long usedBytes() {
+        /** Its size: whole pages. */
+        public long bytes() {
+            return bytes;
+        }
+
+        public synchronized long usedBytes() {
             return usedBytes;
         }
 
         /** COMPLETE replicas in it. */
-        synchronized long completeObjects() {
+        public synchronized long completeObjects() {
             long n = 0;
             for (MemoryReplica r : held) {
                 if (r.status == ReplicaStatus.COMPLETE) {
@@ -103,10 +113,10 @@ final class MemoryTier {
         }
 
         Replica toWire() {
-            ClientRegistry.ClientState owner = segment.owner;
+            Node owner = segment.owner;
             return Replica.newBuilder().setType(ReplicaType.MEMORY).setStatus(status).setMemory(MemoryDescriptor.newBuilder()
-                    .setSegmentName(owner.id).setBufferAddress(firstPage * PAGE_BYTES).setSize(size).setClientId(owner.id)
-                    .setTransportEndpoint(owner.endpoint).setCrc32C(crc32c)).build();
+                    .setSegmentName(owner.id()).setBufferAddress(firstPage * PAGE_BYTES).setSize(size).setClientId(owner.id())
+                    .setTransportEndpoint(owner.endpoint()).setCrc32C(crc32c)).build();
         }
 
         /** Whether this is a current copy of the key's object: the mapping it copied, or none when it was put directly. */
@@ -123,12 +133,12 @@ final class MemoryTier {
     private final ConcurrentHashMap<String, MemoryReplica> replicas = new ConcurrentHashMap<>();
     private final LongAdder evicted = new LongAdder();
 
-    MemoryTier(LongSupplier nanoClock) {
+    public MemoryTier(LongSupplier nanoClock) {
         this.nanoClock = nanoClock;
     }
 
     /** Why a segment of {@code bytes} is refused, or null. */
-    static String checkSegment(long bytes) {
+    public static String checkSegment(long bytes) {
         if (bytes != 0 && (bytes < MIN_SEGMENT_BYTES || bytes > MAX_SEGMENT_BYTES)) {
             return "memory_bytes " + bytes + " is outside " + MIN_SEGMENT_BYTES + ".." + MAX_SEGMENT_BYTES
                     + " (0: no DRAM segment): a segment holds at least 1 MiB";
@@ -136,8 +146,13 @@ final class MemoryTier {
         return null;
     }
 
+    /** {@code owner}'s segment of {@code bytes} (as {@link #checkSegment} allows) rounded down to whole pages, all of it free. */
+    public static Segment segment(Node owner, long bytes) {
+        return new Segment(owner, bytes / PAGE_BYTES * PAGE_BYTES);
+    }
+
     /** Whether any replica at all is held: the lookup path asks nothing more when none is. */
-    boolean isEmpty() {
+    public boolean isEmpty() {
         return replicas.isEmpty();
     }
 
@@ -149,9 +164,9 @@ final class MemoryTier {
      * The COMPLETE MEMORY replica of {@code scopedKey} worth reading while the key's DISTRIBUTED_DISK mapping is
      * {@code mapping} (null: it has none), or null; a stale one is dropped. Counts as a read for the segment's LRU.
      */
-    Replica readable(String scopedKey, Placement mapping) {
+    public Replica readable(String scopedKey, Placement mapping) {
         MemoryReplica replica = replicas.get(scopedKey);
-        if (replica == null || replica.status != ReplicaStatus.COMPLETE || !replica.segment.owner.alive) {
+        if (replica == null || replica.status != ReplicaStatus.COMPLETE || !replica.segment.owner.alive()) {
             return null;
         }
         if (!replica.currentFor(mapping)) {
@@ -179,13 +194,13 @@ final class MemoryTier {
         long pages = (size + PAGE_BYTES - 1) / PAGE_BYTES;
         if (size < 1 || pages > segment.pages.pageCount()) {
             return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "an object of " + size + " bytes does not fit the DRAM segment of "
-                    + segment.bytes + " bytes of client " + segment.owner.id);
+                    + segment.bytes + " bytes of client " + segment.owner.id());
         }
         synchronized (segment) {
             MemoryReplica existing = replicas.get(scopedKey);
             if (existing != null) {
                 return Result.error(ErrorCode.OBJECT_ALREADY_EXISTS, "key " + describe(scopedKey) + " already has a " + existing.status
-                        + " MEMORY replica on client " + existing.segment.owner.id);
+                        + " MEMORY replica on client " + existing.segment.owner.id());
             }
             long need = pages * PAGE_BYTES;
             if (segment.usedBytes + need > HIGH_WATERMARK * segment.bytes) {
@@ -198,7 +213,7 @@ final class MemoryTier {
                 first = segment.pages.allocate(pages);
             }
             if (first < 0) {
-                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "the DRAM segment of client " + segment.owner.id + " has no run of "
+                return Result.error(ErrorCode.NO_AVAILABLE_HANDLE, "the DRAM segment of client " + segment.owner.id() + " has no run of "
                         + pages + " free pages for key " + describe(scopedKey) + ", even with every complete replica evicted");
             }
             MemoryReplica replica = new MemoryReplica(segment, scopedKey, first, pages, size, source, nanoClock.getAsLong());
@@ -207,6 +222,34 @@ final class MemoryTier {
             segment.usedBytes += need;
             return Result.ok(replica);
         }
+    }
+
+    /** PutStart MEMORY: a PROCESSING replica the node writes into its own segment, answered as where to write (see {@link #stage}). */
+    public Result<Replica> put(Segment segment, String scopedKey, long size) {
+        Result<MemoryReplica> staged = stage(segment, scopedKey, size, null);
+        return staged.isOk() ? Result.ok(staged.value().toWire()) : Result.error(staged.error(), staged.message());
+    }
+
+    /** PutEnd MEMORY: the put {@code clientId} has in progress for {@code scopedKey} becomes COMPLETE; false when it has none. */
+    public boolean endPut(String clientId, String scopedKey, int crc32c) {
+        MemoryReplica replica = putInProgress(clientId, scopedKey);
+        return replica != null && complete(replica, crc32c);
+    }
+
+    /** PutRevoke MEMORY: the put {@code clientId} has in progress for {@code scopedKey} goes; false when it has none. */
+    public boolean revokePut(String clientId, String scopedKey) {
+        MemoryReplica replica = putInProgress(clientId, scopedKey);
+        return replica != null && drop(replica);
+    }
+
+    /** The PROCESSING replica a live {@code clientId} put into its own segment (not a promotion's staged copy), or null. */
+    private MemoryReplica putInProgress(String clientId, String scopedKey) {
+        MemoryReplica replica = replicas.get(scopedKey);
+        if (replica == null || !replica.segment.owner.id().equals(clientId) || !replica.segment.owner.alive()
+                || replica.status != ReplicaStatus.PROCESSING || replica.source != null) {
+            return null;
+        }
+        return replica;
     }
 
     /** The staged replica holds its bytes now: readers see it. False when it was dropped meanwhile. */
@@ -236,13 +279,13 @@ final class MemoryTier {
     }
 
     /** Drops the key's COMPLETE replica (a remove of the key); false when it had none. */
-    boolean dropComplete(String scopedKey) {
+    public boolean dropComplete(String scopedKey) {
         MemoryReplica replica = replicas.get(scopedKey);
         return replica != null && replica.status == ReplicaStatus.COMPLETE && drop(replica);
     }
 
     /** Drops every replica of the segment (its node died): CleanupStaleHandles' share of the DRAM tier. */
-    long dropSegment(Segment segment) {
+    public long dropSegment(Segment segment) {
         List<MemoryReplica> all;
         synchronized (segment) {
             all = new ArrayList<>(segment.held);
@@ -277,7 +320,7 @@ final class MemoryTier {
         long objects = 0;
         long bytes = 0;
         for (MemoryReplica r : replicas.values()) {
-            if (r.status == ReplicaStatus.COMPLETE && r.segment.owner.alive) {
+            if (r.status == ReplicaStatus.COMPLETE && r.segment.owner.alive()) {
                 objects++;
                 bytes += r.size;
             }
@@ -289,7 +332,7 @@ final class MemoryTier {
         return evicted.sum();
     }
 
-    static String describe(String scopedKey) {
-        return Quoted.of(io.mcctl.master.protocol.KeyRules.keyOf(scopedKey)) + " (tenant " + io.mcctl.master.protocol.KeyRules.tenantOf(scopedKey) + ")";
+    private static String describe(String scopedKey) {
+        return Quoted.of(KeyRules.keyOf(scopedKey)) + " (tenant " + KeyRules.tenantOf(scopedKey) + ")";
     }
 }
