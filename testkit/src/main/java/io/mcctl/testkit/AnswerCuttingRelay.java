@@ -1,13 +1,28 @@
 package io.mcctl.testkit;
 
+import static io.mcctl.testkit.TestObjects.bytesOf;
+import static io.mcctl.testkit.TestObjects.content;
+import static io.mcctl.testkit.TestObjects.object;
+
+import io.mcctl.master.client.MasterClient;
+import io.mcctl.master.client.MasterException;
+import io.mcctl.master.client.TierNode;
+import io.mcctl.master.client.TierReader;
+import io.mcctl.master.client.TierWriter;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -93,6 +108,45 @@ public final class AnswerCuttingRelay implements AutoCloseable {
     @Override
     public void close() {
         cut();
+    }
+
+    /**
+     * Offloads {@code key} ({@link TestObjects#content} of {@code size} bytes) through {@code node}, whose master is
+     * {@code cluster}'s behind this relay: the notify's answer is held, and once the master has committed the key the
+     * relay is cut, so that the notify's connection is lost and every later attempt is refused. Checks that the key is
+     * committed with its bytes, and returns what the offload threw (an offload that returns is an error: its answer was
+     * held).
+     */
+    public MasterException offloadLosingTheNotifyAnswer(TierCluster cluster, TierNode node, String tenant, String key, int size)
+            throws IOException, InterruptedException, ExecutionException, TimeoutException {
+        TierWriter writer = new TierWriter(node, new TierWriter.Listener() {
+            @Override
+            public void beforeNotify(List<String> keys) {
+                holdAnswersFrom(streamsOpened() + 1); // the notify's answer never comes back
+            }
+        });
+        CompletableFuture<List<TierWriter.Outcome>> offload = CompletableFuture.supplyAsync(
+                () -> writer.offload(tenant, List.of(object(key, size)), true));
+        MasterClient direct = cluster.newClient();
+        if (!TierCluster.await(Duration.ofSeconds(20), () -> holding() && direct.exists(tenant, key))) {
+            throw new AssertionError("the notify did not commit " + key + " on the master (relay holding: " + holding() + ")");
+        }
+        cut();
+        MasterException failure;
+        try {
+            List<TierWriter.Outcome> outcomes = offload.get(60, TimeUnit.SECONDS);
+            throw new AssertionError("the offload was answered although its answer was held: " + outcomes);
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof MasterException thrown)) {
+                throw e;
+            }
+            failure = thrown;
+        }
+        TierReader.Outcome read = cluster.addNode().reader().get(tenant, List.of(key)).get(0);
+        if (!read.ok() || !Arrays.equals(content(key, size), bytesOf(read.data()))) {
+            throw new AssertionError("the master committed " + key + " but it does not read back: " + read.message());
+        }
+        return failure;
     }
 
     private void accept() {
