@@ -9,8 +9,8 @@ Names follow Mooncake's MooncakeDistributedStore where they fit; see docs/python
 
 from .client import Client, Mappings, PromotionTask, Promotions
 from .errors import (AccessDenied, ChangesRefused, InternalError, InvalidParams, MasterUnavailable, McctlError, NoAvailableHandle,
-                     ObjectAlreadyExists, ObjectNotFound, ReplicaIsNotReady)
+                     ObjectAlreadyExists, ObjectNotFound, OutcomeUnknown, ReplicaIsNotReady)
 
-__all__ = ["Client", "Mappings", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "ChangesRefused",
+__all__ = ["Client", "Mappings", "PromotionTask", "Promotions", "McctlError", "AccessDenied", "InternalError", "MasterUnavailable", "OutcomeUnknown", "ChangesRefused",
            "InvalidParams", "ObjectNotFound", "NoAvailableHandle", "ReplicaIsNotReady", "ObjectAlreadyExists"]
 __version__ = "0.1.0"

@@ -10,6 +10,9 @@ the leader as last known; a failure that says the leader may have moved sends it
 * sent again after an unknown outcome (the connection closed under it, or the leader could not make its answer
   durable) only when that is safe: lookups, notify (the master answers OK to a notify of the descriptor it already
   committed), free with a descriptor for every key, renew; never allocate, remove, or a free without descriptors.
+
+Once an attempt's outcome was unknown, a call that ends without an answer raises OutcomeUnknown, however the later
+attempts failed: a standby's refusal or a refused connection says nothing of the attempt that may have landed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import grpc
 
-from .errors import CHANGES_REFUSED_TRAILER, NOT_SERVED_TRAILER, InvalidParams
+from .errors import CHANGES_REFUSED_TRAILER, NOT_SERVED_TRAILER, InvalidParams, OutcomeUnknown
 
 SCHEME = "etcd://"
 LEADER_TRAILER = "mcctl-leader"
@@ -94,6 +97,20 @@ def resendable_after_connection_loss(error: grpc.RpcError, method: str, request:
     if error.code() != grpc.StatusCode.UNAVAILABLE or CHANGES_REFUSED_TRAILER in dict(error.trailing_metadata() or ()):
         return False
     return resendable_with_unknown_outcome(method, request)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, grpc.RpcError):
+        return f"{error.code().name}: {error.details()}"
+    return str(error)
+
+
+def outcome_unknown(target: str, earlier: grpc.RpcError, last: BaseException) -> OutcomeUnknown:
+    """The failure of a call to ``target`` whose ``earlier`` attempt may have reached a master and was sent again, and
+    whose last attempt got no answer either (``last``): its outcome is unknown, and the message names both."""
+    return OutcomeUnknown(f"the outcome of the call to the master at {target} is unknown: an earlier attempt may have reached "
+                          f"the master before its connection was lost ({_describe(earlier)}), so the call may have acted; "
+                          f"the last attempt: {_describe(last)}")
 
 
 class LeaderLookup:
@@ -190,7 +207,18 @@ class Follower:
             old.close()
 
     def call(self, method: str, request: Any, timeout: float, metadata: Any) -> Any:
-        """The answer of the leader, or the last grpc.RpcError (or ConnectionError with no leader found) once nothing safe is left."""
+        """The answer of the leader, or the last grpc.RpcError (or ConnectionError with no leader found) once nothing safe is
+        left; OutcomeUnknown instead when an earlier attempt may have reached a master and the last got no answer."""
+        earlier: List[grpc.RpcError] = []  # the first attempt that may have reached a master and was sent again
+        try:
+            return self._call(method, request, timeout, metadata, earlier)
+        except (grpc.RpcError, ConnectionError) as e:
+            unanswered = isinstance(e, ConnectionError) or e.code() == grpc.StatusCode.UNAVAILABLE
+            if not earlier or not unanswered:
+                raise
+            raise outcome_unknown(self._lookup.target, earlier[0], e) from None
+
+    def _call(self, method: str, request: Any, timeout: float, metadata: Any, earlier: List[grpc.RpcError]) -> Any:
         deadline = time.monotonic() + timeout
         attempt = 0
         while True:
@@ -228,6 +256,8 @@ class Follower:
                 pause = 0 if hint else min(_MAX_BACKOFF, _FIRST_BACKOFF * (2 ** min(attempt - 1, 8)))
                 if time.monotonic() + pause >= deadline:
                     raise
+                if acted_on is None and not earlier:
+                    earlier.append(e)
                 time.sleep(pause)
                 self._relocate(stub, hint)
 

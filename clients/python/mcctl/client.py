@@ -452,7 +452,8 @@ class Client:
         ``resend_until`` (on the monotonic clock), a call that failed UNAVAILABLE is sent again, after _RESEND_BACKOFF_S,
         until then, when that is safe by the rules of a fail-over (mcctl/_leader.py): it certainly never reached the
         master's service (refused while the master recovers its state, or no connection), or sending it twice acts once
-        (a notify: the master answers OK to one of the descriptor it already committed)."""
+        (a notify: the master answers OK to one of the descriptor it already committed). Once an attempt that may have
+        reached the master was sent again, a call that ends without an answer raises OutcomeUnknown."""
         if self._follower is not None:
             with self._stats_lock:
                 self._calls[method] += 1
@@ -464,6 +465,7 @@ class Client:
                 raise MasterUnavailable(f"cannot reach the leader through {self.master}: {e}") from None
         attempts = _READ_ATTEMPTS if read_only else 1  # a mutation that may have reached the master could act twice
         attempt = 0
+        may_have_landed: Optional[grpc.RpcError] = None  # the first attempt resent although it may have reached the master
         while True:
             attempt += 1
             with self._stats_lock:
@@ -475,7 +477,11 @@ class Client:
                 resend = (resend_until is not None and time.monotonic() + pause < resend_until
                           and (_leader.not_sent(e) or _leader.resendable_after_connection_loss(e, method, request)))
                 if not resend and (e.code() != grpc.StatusCode.UNAVAILABLE or attempt >= attempts):
+                    if may_have_landed is not None and e.code() == grpc.StatusCode.UNAVAILABLE:
+                        raise _leader.outcome_unknown(self.master, may_have_landed, e) from None
                     raise errors.from_rpc_error(e, self.master, self.timeout) from None
+                if resend and may_have_landed is None and not _leader.not_sent(e):
+                    may_have_landed = e
                 time.sleep(pause if resend else 0.1 * 2 ** (attempt - 1))
 
     def _read(self, method: str, request: Any) -> Any:
@@ -588,6 +594,9 @@ class Client:
                     kv_blocks=[kv_blocks[i] for i, _, _ in written] if kv_blocks else None), False, resend_until=started + deadline_s)
                 for (i, _, _), outcome in zip(written, Allocation.notified(notified, len(written))):
                     outcomes[i] = outcome
+            except errors.OutcomeUnknown as e:
+                for i, _, _ in written:
+                    outcomes[i] = (e.result, f"{e} (written; whether it was committed is unknown: check with mcctl stat {keys[i]})")
             except McctlError as e:
                 for i, _, _ in written:
                     outcomes[i] = (e.result, f"{e} (written but not committed; the master reclaims the pages at the deadline)")

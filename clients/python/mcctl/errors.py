@@ -60,6 +60,12 @@ class MasterUnavailable(InternalError):
     result = RPC_FAIL
 
 
+class OutcomeUnknown(MasterUnavailable):
+    """A call sent more than once whose earlier attempt may have reached the master (its connection was lost after the
+    request went out) and whose later attempts got no answer (refused, not sent, or lost too): the call may have acted,
+    whatever the later attempts met. A write that ends so may be committed: check with ``mcctl stat KEY``."""
+
+
 class ChangesRefused(MasterUnavailable):
     """The master answered but takes no changes (its write-ahead log failed, say): lookups still work there, and the
     message says why. Nothing was changed."""

@@ -35,7 +35,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A unary call is also sent again, within its own deadline, when that is safe: always when the first attempt was
  * certainly not acted on (no connection could be made, or a standby refused it), and after an unknown outcome only
- * for the calls {@link RetrySafety} lists. Streaming calls are never resent here; their callers open them again.
+ * for the calls {@link RetrySafety} lists. Streaming calls are never resent here; their callers open them again. Once an
+ * attempt's outcome was unknown, a call that ends without an answer reads as outcome unknown however the later attempts
+ * failed (a standby's refusal or a refused connection says nothing of the attempt that may have landed): the listener is
+ * closed with {@code UNAVAILABLE} caused by {@link EarlierAttemptMayHaveLanded}, which {@link MasterClient} reports as
+ * such.
  *
  * <p>Thread-safe. {@code lock} guards the leader's address, the channel to it and the channels retired; it is held
  * only to read or swap them, never across a call or an etcd lookup. {@code lookupLock} makes etcd lookups one at a
@@ -167,6 +171,41 @@ final class LeaderFollowingChannel extends ManagedChannel {
         FINAL
     }
 
+    /**
+     * The cause of the status a resent call closes with when an earlier attempt may have reached a master: it is neither
+     * a refusal nor a refused connection, so nothing reads the call as not sent. Never leaves this client.
+     */
+    static final class EarlierAttemptMayHaveLanded extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        EarlierAttemptMayHaveLanded(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** Whether {@code e} is the failure of a call an earlier attempt of which may have reached a master. */
+    static boolean earlierAttemptMayHaveLanded(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+            if (cause instanceof EarlierAttemptMayHaveLanded) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A failed attempt's status for people: its code and description, or what caused it. */
+    private static String describe(Status status) {
+        Throwable root = status.getCause();
+        while (root != null && root.getCause() != null) {
+            root = root.getCause();
+        }
+        String detail = status.getDescription() != null ? status.getDescription() : root != null ? root.toString() : null;
+        if (status.getDescription() != null && root != null && root.getMessage() != null) {
+            detail += " (" + root.getMessage() + ")";
+        }
+        return detail == null ? status.getCode().name() : status.getCode() + ": " + detail;
+    }
+
     private static Failure classify(Status status, Metadata trailers) {
         if (trailers != null && trailers.containsKey(LeaderRedirect.LEADER)) {
             return Failure.NOT_ACTED_ON;
@@ -230,6 +269,8 @@ final class LeaderFollowingChannel extends ManagedChannel {
         private volatile boolean cancelled;
         /** Between attempts: the last one failed and the next is not sent yet. */
         private volatile boolean waiting;
+        /** The status of the first attempt that may have reached a master and was sent again, or null while none was. */
+        private volatile Status mayHaveLanded;
         /** The listener has been closed: it hears nothing more. */
         private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
         /**
@@ -303,7 +344,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
                         send(2);
                     }, 0, Status.UNAVAILABLE.withDescription("the client is closed"));
                 } else {
-                    retryLater(number, null, null, Status.UNAVAILABLE.withDescription("no leader found: " + lastProblem), new Metadata());
+                    retryLater(number, null, null, Status.UNAVAILABLE.withDescription("no leader found: " + lastProblem), new Metadata(), false);
                 }
                 return;
             }
@@ -338,7 +379,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
                         boolean resend = failure == Failure.NOT_ACTED_ON
                                 || failure == Failure.OUTCOME_UNKNOWN && RetrySafety.resendableWithUnknownOutcome(method, request);
                         if (resend) {
-                            retryLater(number, channel, LeaderRedirect.leaderOf(trailers), status, trailers);
+                            retryLater(number, channel, LeaderRedirect.leaderOf(trailers), status, trailers, failure == Failure.OUTCOME_UNKNOWN);
                             return;
                         }
                         if (failure != Failure.FINAL) {
@@ -350,6 +391,8 @@ final class LeaderFollowingChannel extends ManagedChannel {
                     }
                     Metadata headersReceived = answerHeaders;
                     RespT answerReceived = answer;
+                    Status told = told(status, trailers);
+                    Metadata toldTrailers = told == status ? trailers : toldTrailers(trailers);
                     callbacks.execute(() -> {
                         if (headersReceived != null) {
                             listener.onHeaders(headersReceived);
@@ -357,7 +400,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
                         if (answerReceived != null && status.isOk()) {
                             listener.onMessage(answerReceived);
                         }
-                        listener.onClose(status, trailers);
+                        listener.onClose(told, toldTrailers);
                     });
                 }
             }, sent);
@@ -369,8 +412,10 @@ final class LeaderFollowingChannel extends ManagedChannel {
         /**
          * Sends attempt {@code number + 1} after a short pause (none when a standby named the leader), once the leader
          * has been looked up again, or passes {@code status} on when the call's deadline leaves no time for it.
+         *
+         * @param outcomeUnknown attempt {@code number} may have reached a master
          */
-        private void retryLater(int number, ManagedChannel failed, String hint, Status status, Metadata trailers) {
+        private void retryLater(int number, ManagedChannel failed, String hint, Status status, Metadata trailers, boolean outcomeUnknown) {
             boolean named = hint != null && !hint.isEmpty();
             long pause = named ? 0 : Math.min(MAX_BACKOFF_MILLIS, FIRST_BACKOFF_MILLIS << Math.min(number - 1, 8));
             if (shutdown || remainingMillis() <= pause) {
@@ -378,6 +423,9 @@ final class LeaderFollowingChannel extends ManagedChannel {
                     close(status, trailers);
                 }
                 return;
+            }
+            if (outcomeUnknown && mayHaveLanded == null) {
+                mayHaveLanded = status;
             }
             waiting = true;
             later(() -> {
@@ -389,7 +437,39 @@ final class LeaderFollowingChannel extends ManagedChannel {
 
         /** Closes the listener on its executor (the caller checks {@link #closed} first). */
         private void close(Status status, Metadata trailers) {
-            callbacks.execute(() -> listener.onClose(status, trailers));
+            Status told = told(status, trailers);
+            Metadata toldTrailers = told == status ? trailers : toldTrailers(trailers);
+            callbacks.execute(() -> listener.onClose(told, toldTrailers));
+        }
+
+        /**
+         * What the listener is told of a call that ended in {@code status}: that status, unless an earlier attempt may
+         * have reached a master and the last one got no answer either (it was refused, or not sent, or lost too), which is
+         * then told as an unknown outcome naming both attempts. A master's answer, a deadline and a cancellation pass as
+         * they are.
+         */
+        private Status told(Status status, Metadata trailers) {
+            Status earlier = mayHaveLanded;
+            if (earlier == null || status.isOk()) {
+                return status;
+            }
+            Failure failure = classify(status, trailers);
+            if (failure != Failure.NOT_ACTED_ON && failure != Failure.OUTCOME_UNKNOWN) {
+                return status;
+            }
+            String description = "an earlier attempt may have reached the master before its connection was lost (" + describe(earlier)
+                    + "), so the call may have acted; the last attempt: " + describe(status);
+            return Status.UNAVAILABLE.withDescription(description).withCause(new EarlierAttemptMayHaveLanded(description));
+        }
+
+        /** The trailers of an unknown outcome told instead of {@code trailers}: only the Mooncake code, none of a refusal's marks. */
+        private Metadata toldTrailers(Metadata trailers) {
+            Metadata told = new Metadata();
+            String code = trailers == null ? null : trailers.get(WireErrors.ERROR_CODE_KEY);
+            if (code != null) {
+                told.put(WireErrors.ERROR_CODE_KEY, code);
+            }
+            return told;
         }
 
         /** Runs {@code next} on the retry thread after {@code pauseMillis}; when the channel is closed, closes with {@code status}. */

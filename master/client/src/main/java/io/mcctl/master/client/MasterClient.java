@@ -241,6 +241,10 @@ public final class MasterClient implements AutoCloseable {
 
     private MasterException translate(StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
+        if (LeaderFollowingChannel.earlierAttemptMayHaveLanded(e)) {
+            return MasterException.earlierAttemptMayHaveLanded(WireErrors.codeOf(e), "the outcome of the call to the master at " + target
+                    + " is unknown: " + e.getStatus().getDescription(), e);
+        }
         if (WireErrors.isChangesRefused(e)) {
             return new MasterException(ErrorCode.INTERNAL_ERROR, "the master at " + target + " takes no changes: " + e.getStatus().getDescription(),
                     true, e);

@@ -44,6 +44,22 @@ public final class MasterException extends RuntimeException {
         return new MasterException(ErrorCode.INTERNAL_ERROR, message, true, false, false, true, cause);
     }
 
+    /**
+     * The failure of a call sent more than once, whose earlier attempt may have reached the master (its connection was
+     * lost after the request went out) and whose later attempts ended in {@code last}: whatever they met, the call may
+     * have acted, so its outcome is unknown ({@link #outcomeUnknown()}), never "not sent". Keeps the last failure's code;
+     * the message tells both.
+     */
+    public static MasterException earlierAttemptMayHaveLanded(MasterException earlier, MasterException last) {
+        return earlierAttemptMayHaveLanded(last.code(), "an earlier attempt may have reached the master before its connection was lost ("
+                + earlier.getMessage() + "), so the call may have acted; the last attempt: " + last.getMessage(), last);
+    }
+
+    /** As {@link #earlierAttemptMayHaveLanded(MasterException, MasterException)}, told with {@code message}. */
+    static MasterException earlierAttemptMayHaveLanded(ErrorCode code, String message, Throwable cause) {
+        return new MasterException(code, message, true, false, true, false, cause);
+    }
+
     /** This failure told with {@code message} for the caller's context: the same code and flags, this as its cause. */
     public MasterException withMessage(String message) {
         return new MasterException(code, message, unreachable, notSent, connectionLost, tlsHandshakeFailed, this);

@@ -685,15 +685,6 @@ public final class TierWriter {
         fence.set(sent, renewed.getDeadlineMs());
     }
 
-    /**
-     * Notifies, trying again with backoff, until the allocations' deadline on this writer's clock, while the master
-     * cannot be reached (it is restarting: the call never got to it) or after the connection broke under the call (the
-     * master may have committed it, and then answers OK to it again). A notify the master did not answer in time, or
-     * refused for want of its log, is not repeated: its outcome is unknown, and the exception says so and how to find
-     * out.
-     *
-     * @throws MasterException when the notify failed as a whole
-     */
     /** The engine KV blocks of the objects {@code written}, one per object (empty for one without), or null when none has any. */
     private static List<io.mcctl.master.proto.v1.KvBlocks> kvBlocksOf(List<ObjectSource> objects, List<Integer> written) {
         List<io.mcctl.master.proto.v1.KvBlocks> blocks = null;
@@ -709,9 +700,20 @@ public final class TierWriter {
         return blocks;
     }
 
+    /**
+     * Notifies, trying again with backoff, until the allocations' deadline on this writer's clock, while the master
+     * cannot be reached (it is restarting: the call never got to it) or after the connection broke under the call (the
+     * master may have committed it, and then answers OK to it again). A notify the master did not answer in time, or
+     * refused for want of its log, is not repeated: its outcome is unknown, and the exception says so and how to find
+     * out. Once an attempt may have reached the master, the notify's failure is outcome-unknown whatever the later
+     * attempts met (a master that could not be reached afterwards says nothing of the first attempt's commit).
+     *
+     * @throws MasterException when the notify failed as a whole
+     */
     private List<KeyError> notifyWithinDeadline(List<String> keys, List<String> tenants, List<DistributedDiskDescriptor> written,
                                                 boolean packed, Fence fence, List<io.mcctl.master.proto.v1.KvBlocks> kvBlocks) {
         ByteString records = packed ? packedRecords(written) : null;
+        MasterException mayHaveLanded = null; // the first failed attempt that may have reached the master
         for (int attempt = 0; ; attempt++) {
             try {
                 if (!packed) {
@@ -729,14 +731,18 @@ public final class TierWriter {
                 // master answers OK to the notify of a descriptor it has committed.
                 boolean resendable = e.notSent() || e.connectionLost();
                 boolean retry = resendable && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause) - fence.deadlineNanos < 0;
+                if (mayHaveLanded == null && e.outcomeUnknown()) {
+                    mayHaveLanded = e;
+                }
+                MasterException failure = mayHaveLanded == null || e.outcomeUnknown() ? e : MasterException.earlierAttemptMayHaveLanded(mayHaveLanded, e);
                 if (!retry) {
-                    throw notifyFailed(keys, e);
+                    throw notifyFailed(keys, failure);
                 }
                 try {
                     Thread.sleep(pause);
                 } catch (InterruptedException interrupted) {
                     Thread.currentThread().interrupt();
-                    throw notifyFailed(keys, e);
+                    throw notifyFailed(keys, failure);
                 }
             }
         }
