@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -65,6 +66,7 @@ class BenchCommandsTest {
     }
 
     @Test
+    @Tag("process")
     @Timeout(180)
     void bench_restart_runs_real_master_processes_through_a_kill_and_a_restart() throws Exception {
         CliRun run = CliRun.run("bench", "restart", "--mappings", "1000", "--wal-records", "1024", "--keys", "5120", "--rounds", "1",

@@ -7,11 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code mcctl bench failover} at a tiny size: real etcd, real --ha master processes, real kills and SIGTERMs. */
 @Timeout(300)
+@Tag("process")
 class BenchFailoverCommandTest {
 
     @Test

@@ -13,12 +13,14 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The master benchmark runs end to end at small sizes and reports every figure it promises. */
 @Timeout(180)
+@Tag("process")
 class BenchMasterCommandTest {
 
     @Test

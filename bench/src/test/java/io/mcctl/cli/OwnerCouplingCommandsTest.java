@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** mcctl demo owner-death and mcctl bench crossnode, small, with their real master and node processes. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("process")
 class OwnerCouplingCommandsTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

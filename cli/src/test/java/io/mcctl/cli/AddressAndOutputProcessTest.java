@@ -13,12 +13,14 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Master addresses that cannot work, and text output of keys that hold control characters, as a user sees them. */
 @Timeout(180)
+@Tag("process")
 class AddressAndOutputProcessTest {
 
     @TempDir

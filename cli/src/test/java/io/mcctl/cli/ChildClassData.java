@@ -113,7 +113,7 @@ final class ChildClassData {
         return String.join(File.pathSeparator, entries);
     }
 
-    /** The build directory of the module under test (Surefire runs its tests in the module's directory). */
+    /** The build directory of the module under test (Surefire and Failsafe run the tests in the module's directory). */
     private static Path buildDirectory() {
         return Path.of(System.getProperty("basedir", System.getProperty("user.dir")), "target");
     }

@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * snapshot needs, and says so in one log line rather than a stack trace a second.
  */
 @Timeout(180)
+@Tag("process")
 class ConnectionLimitProcessTest {
 
     private static final Path PRLIMIT = Path.of("/usr/bin/prlimit");

@@ -39,6 +39,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -48,6 +49,7 @@ import org.junit.jupiter.api.io.TempDir;
  * acknowledged is lost, every byte reads back, no two objects share a page, nothing leaks.
  */
 @Timeout(150)
+@Tag("process")
 class CrashRestartProcessTest {
 
     static final long PAGE = 4096;

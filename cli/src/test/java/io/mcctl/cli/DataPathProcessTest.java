@@ -12,12 +12,14 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The master and the data path as a user runs them: separate processes on loopback over a real root. */
 @Timeout(180)
+@Tag("process")
 class DataPathProcessTest {
 
     private static final String[] SMALL_LAYOUT = {"--bucket-count", "8", "--bucket-size", "4MiB", "--page-size", "4KiB"};

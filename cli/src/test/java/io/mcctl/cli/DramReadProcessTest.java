@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Real processes: a master and a node with a segment.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("process")
 class DramReadProcessTest {
 
     @TempDir

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * reads back byte-exact, no key a client saw evicted comes back, no two objects share a page and nothing leaks.
  */
 @Timeout(180)
+@Tag("process")
 class EvictionCrashProcessTest {
 
     static final String TENANT = "t";

@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,6 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * restarted between its write and its notify commits once the master is back.
  */
 @Timeout(180)
+@Tag("process")
 class FenceProcessTest {
 
     static final byte STALLED_BYTE = (byte) 0xA7;

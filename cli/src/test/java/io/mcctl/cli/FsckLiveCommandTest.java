@@ -30,6 +30,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayNameGeneration;
 import org.junit.jupiter.api.DisplayNameGenerator;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -231,6 +232,7 @@ class FsckLiveCommandTest {
     }
 
     @Test
+    @Tag("process")
     void a_real_process_checks_the_master_named_by_the_environment() throws Exception {
         master.pages().allocator(0).markAllocated(farPage(), 1);
         McctlProcess.Done done = McctlProcess.run(temp, Map.of(ClientOptions.MASTER_ENV, address), "fsck", "--master", "--repair", "-o", "json");

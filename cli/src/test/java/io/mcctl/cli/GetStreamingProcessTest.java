@@ -22,12 +22,14 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code mcctl get} of one key as a separate process: streamed in bounded memory, never leaving bytes that failed their CRC. */
 @Timeout(180)
+@Tag("process")
 class GetStreamingProcessTest {
 
     private static final String[] LAYOUT = {"--bucket-count", "2", "--bucket-size", "256MiB", "--page-size", "64KiB"};

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.jar.Attributes;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * prints (colour codes included) and "builds" a jar that runs this module's classes.
  */
 @Timeout(120)
+@Tag("process")
 class LauncherProcessTest {
 
     @TempDir

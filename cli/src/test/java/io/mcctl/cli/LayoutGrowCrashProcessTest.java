@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -32,6 +33,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * the grow again finishes it.
  */
 @Timeout(240)
+@Tag("process")
 class LayoutGrowCrashProcessTest {
 
     static final long MIB = 1 << 20;

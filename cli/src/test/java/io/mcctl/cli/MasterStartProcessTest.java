@@ -10,12 +10,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** What {@code mcctl master start}, run as its own process, tells a first-time user about the root it uses. */
 @Timeout(120)
+@Tag("process")
 class MasterStartProcessTest {
 
     @TempDir

@@ -19,6 +19,7 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * master serves on that address the node registers and serves reads and offloads.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("process")
 class NodeWaitsForMasterProcessTest {
 
     private static final Pattern SERVING = Pattern.compile("mcctl node (\\S+) serving on (\\S+) ");

@@ -40,6 +40,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.DisplayNameGeneration;
 import org.junit.jupiter.api.DisplayNameGenerator;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -54,6 +55,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 @DisplayNameGeneration(DisplayNameGenerator.ReplaceUnderscores.class)
+@Tag("process")
 class PromotionProcessTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the master, or of the node restarted over the same directory, does not lose LOCAL_DISK objects whose files are intact.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("process")
 class ScanMetaProcessTest {
 
     @TempDir

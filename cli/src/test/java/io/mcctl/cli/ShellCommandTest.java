@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.DisplayNameGeneration;
 import org.junit.jupiter.api.DisplayNameGenerator;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -127,6 +128,7 @@ class ShellCommandTest {
     }
 
     @Test
+    @Tag("process")
     void a_real_process_with_piped_stdin_runs_every_line_without_prompts() throws Exception {
         Path script = dir.resolve("script.txt");
         Files.writeString(script, "config show\nls --master 127.0.0.1:1\n--version\n");
@@ -157,6 +159,7 @@ class ShellCommandTest {
     }
 
     @Test
+    @Tag("process")
     void piped_lines_to_a_master_that_is_down_fail_at_once_after_the_first() throws Exception {
         Path script = dir.resolve("script.txt");
         Files.writeString(script, "ls --master 127.0.0.1:1\n".repeat(20) + "ls --master 127.0.0.1:2\n");

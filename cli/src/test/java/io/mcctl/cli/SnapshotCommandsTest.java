@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -562,6 +563,7 @@ class SnapshotCommandsTest {
     }
 
     @Test
+    @Tag("process")
     void verify_in_a_real_process_exits_failed_and_list_reads_the_default_directory() throws Exception {
         state.standard();
         state.stop();

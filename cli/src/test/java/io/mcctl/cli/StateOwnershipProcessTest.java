@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * and changes nothing; after a kill -9 of the first, the next one starts and every acknowledged key reads back.
  */
 @Timeout(180)
+@Tag("process")
 class StateOwnershipProcessTest {
 
     @TempDir

@@ -34,6 +34,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayNameGeneration;
 import org.junit.jupiter.api.DisplayNameGenerator;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -137,6 +138,7 @@ class StatsTopCommandTest {
     }
 
     @Test
+    @Tag("process")
     void top_piped_prints_plain_snapshots_with_rates_and_stops_after_count() throws Exception {
         McctlProcess.Done done = McctlProcess.run(temp, Map.of(), "top", "--master", address, "--count", "3", "--interval", "200ms");
         assertEquals(0, done.exitCode(), done.err());
@@ -172,6 +174,7 @@ class StatsTopCommandTest {
     }
 
     @Test
+    @Tag("process")
     void top_on_a_terminal_redraws_and_quits_on_q() throws Exception {
         assumeTrue(onPath("tmux"), "tmux is not installed");
         String socket = "mcctl-top-" + ProcessHandle.current().pid();

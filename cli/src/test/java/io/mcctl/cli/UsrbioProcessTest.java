@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * nothing, when the library, a function of it or the 3FS mount is missing.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("process")
 class UsrbioProcessTest {
 
     @TempDir

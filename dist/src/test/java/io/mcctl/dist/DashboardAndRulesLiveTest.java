@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -42,6 +43,7 @@ import org.junit.jupiter.api.io.TempDir;
  * each legend's {{label}} must be a label of what its query returns. Alert expressions must evaluate; most are quiet.
  */
 @Timeout(600)
+@Tag("process")
 class DashboardAndRulesLiveTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

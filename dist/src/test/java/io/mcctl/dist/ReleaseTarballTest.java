@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -60,6 +61,7 @@ class ReleaseTarballTest {
     }
 
     @Test
+    @Tag("process")
     void with_java_and_no_maven_the_launcher_starts_a_master_and_offloads_and_gets_an_object() throws Exception {
         Path work = Files.createDirectories(dir.resolve("node"));
         Map<String, String> env = release.environment(work);
@@ -92,6 +94,7 @@ class ReleaseTarballTest {
     }
 
     @Test
+    @Tag("process")
     void the_launcher_runs_through_a_symbolic_link_with_java_from_path_and_refuses_a_missing_java_in_one_line() throws Exception {
         Path work = Files.createDirectories(dir.resolve("linked"));
         Path bin = Files.createDirectories(work.resolve("bin"));

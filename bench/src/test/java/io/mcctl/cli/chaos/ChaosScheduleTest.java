@@ -14,6 +14,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,6 +24,7 @@ import org.junit.jupiter.api.Timeout;
  * recorded history. A fixed seed and a random one (printed, to repeat with {@code mcctl bench chaos --seed S}); and a
  * byte flipped behind the nemesis's back, which the checker must report.
  */
+@Tag("process")
 class ChaosScheduleTest {
 
     static final Path PYTHON_CLIENT = Path.of("..", "clients", "python").toAbsolutePath().normalize();

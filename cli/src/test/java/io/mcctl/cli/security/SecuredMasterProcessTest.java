@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,6 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * against it, and a real SIGHUP that reloads the tokens while the master keeps serving.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("process")
 class SecuredMasterProcessTest {
 
     @TempDir

@@ -30,6 +30,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -251,6 +252,7 @@ class SessionStreamTest {
     }
 
     @Test
+    @Tag("process")
     void a_client_process_killed_mid_stream_loses_no_acknowledged_key_and_leaks_nothing_after_the_deadline() throws Exception {
         Duration deadline = Duration.ofSeconds(2);
         try (TierCluster cluster = TierCluster.start(TierCluster.options(TierCluster.smallLayout(dir.resolve("root"), 4), deadline,
