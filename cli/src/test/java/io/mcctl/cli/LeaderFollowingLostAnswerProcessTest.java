@@ -14,6 +14,7 @@ import io.mcctl.testkit.TierCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * later attempt is refused until the call's deadline. The channel must close the call as an unknown outcome, not as the
  * last attempt's refusal, and so must the writer.
  */
+@Tag("process")
 @Timeout(120)
 class LeaderFollowingLostAnswerProcessTest {
 
