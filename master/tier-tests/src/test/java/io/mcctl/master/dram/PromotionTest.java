@@ -50,8 +50,20 @@ class PromotionTest {
 
     @BeforeEach
     void start() throws Exception {
-        cluster = TierCluster.start(options(Map.of(MasterSettings.CLIENT_TTL.key(), "1s", MasterSettings.PROMOTION_READS.key(), "3")), 1);
+        startWithClientTtl("60s"); // no node here misses it between calls on a loaded machine, unless a test says otherwise
+    }
+
+    private void startWithClientTtl(String ttl) throws Exception {
+        cluster = TierCluster.start(options(Map.of(MasterSettings.CLIENT_TTL.key(), ttl, MasterSettings.PROMOTION_READS.key(), "3")), 1);
         client = cluster.newClient();
+    }
+
+    /** The master stopped (its state directory kept) and started again with this client TTL. */
+    private void restartWithClientTtl(String ttl) throws Exception {
+        client.close();
+        client = null;
+        cluster.close();
+        startWithClientTtl(ttl);
     }
 
     private MasterServer.Options options(Map<String, String> settings) {
@@ -296,11 +308,12 @@ class PromotionTest {
 
     @Test
     void the_tasks_of_a_node_that_dies_go_back_to_the_queue_for_any_node() throws Exception {
+        restartWithClientTtl("2s"); // short, for the node to die of it; long enough to register, promote and heartbeat
         offload("orphan", 10_000);
         registerNode(node, 8L << 20);
         client.promote("t", "orphan");
         assertEquals(1, client.promotionHeartbeat(node, 0).size());
-        // No more pings: the 1 s TTL runs out, CleanupStaleHandles drops its segment and the task is queued again.
+        // No more pings: the 2 s TTL runs out, CleanupStaleHandles drops its segment and the task is queued again.
         assertTrue(TierCluster.await(Duration.ofSeconds(20), () -> Promoter.ANY_NODE.equals(client.listPromotions().getTasks(0).getHolderId())));
         String next = UUID.randomUUID().toString();
         registerNode(next, 8L << 20);
@@ -316,11 +329,7 @@ class PromotionTest {
         client.createSnapshot();
         client.promote("t", "b");
         assertEquals(1, client.promotionHeartbeat(node, 1).size(), "one is held when the master goes");
-        client.close();
-        client = null;
-        cluster.close();
-        cluster = TierCluster.start(options(Map.of(MasterSettings.CLIENT_TTL.key(), "1s")), 1);
-        client = cluster.newClient();
+        restartWithClientTtl("60s");
         List<PromotionTask> tasks = client.listPromotions().getTasksList();
         assertEquals(List.of("a", "b"), tasks.stream().map(PromotionTask::getKey).toList());
         assertTrue(tasks.stream().allMatch(t -> t.getHolderId().equals(Promoter.ANY_NODE)), "every task is queued again: " + tasks);
