@@ -255,7 +255,7 @@ final class BatchWrites {
 
     /**
      * Renews every allocation of the batch this writer still holds. A key the master refuses is lost to the batch
-     * (its outcome set, its place cleared); a renewal that fails as a whole leaves the fence where it was.
+     * (its outcome is set, and nothing more is written for it); a renewal that fails as a whole leaves the fence where it was.
      */
     private void renew() {
         List<Integer> held = new ArrayList<>();
