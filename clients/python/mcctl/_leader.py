@@ -105,6 +105,21 @@ def _describe(error: BaseException) -> str:
     return str(error)
 
 
+def got_no_answer(error: grpc.RpcError) -> bool:
+    """Whether a failed call went out and got no answer, so that the master may have acted on it: its deadline passed,
+    or its connection was lost after the request was sent (not a connection never made, nor a master that answered)."""
+    if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return True
+    return (error.code() == grpc.StatusCode.UNAVAILABLE and not not_sent(error)
+            and CHANGES_REFUSED_TRAILER not in dict(error.trailing_metadata() or ()))
+
+
+def unanswered(target: str, error: grpc.RpcError) -> OutcomeUnknown:
+    """The failure of a call to ``target`` that went out and got no answer (``error``): its outcome is unknown."""
+    return OutcomeUnknown(f"the outcome of the call to the master at {target} is unknown: it got no answer after it was sent "
+                          f"({_describe(error)}), so the master may have acted on it")
+
+
 def outcome_unknown(target: str, earlier: grpc.RpcError, last: BaseException) -> OutcomeUnknown:
     """The failure of a call to ``target`` whose ``earlier`` attempt may have reached a master and was sent again, and
     whose last attempt got no answer either (``last``): its outcome is unknown, and the message names both."""

@@ -453,13 +453,16 @@ class Client:
         until then, when that is safe by the rules of a fail-over (mcctl/_leader.py): it certainly never reached the
         master's service (refused while the master recovers its state, or no connection), or sending it twice acts once
         (a notify: the master answers OK to one of the descriptor it already committed). Once an attempt that may have
-        reached the master was sent again, a call that ends without an answer raises OutcomeUnknown."""
+        reached the master was sent again, a call that ends without an answer raises OutcomeUnknown; so does such a call
+        (one given ``resend_until``) whose last attempt went out and got no answer."""
         if self._follower is not None:
             with self._stats_lock:
                 self._calls[method] += 1
             try:
                 return self._follower.call(method, request, self.timeout, self._metadata)
             except grpc.RpcError as e:
+                if resend_until is not None and _leader.got_no_answer(e):
+                    raise _leader.unanswered(self.master, e) from None
                 raise errors.from_rpc_error(e, self.master, self.timeout) from None
             except ConnectionError as e:
                 raise MasterUnavailable(f"cannot reach the leader through {self.master}: {e}") from None
@@ -479,6 +482,8 @@ class Client:
                 if not resend and (e.code() != grpc.StatusCode.UNAVAILABLE or attempt >= attempts):
                     if may_have_landed is not None and e.code() == grpc.StatusCode.UNAVAILABLE:
                         raise _leader.outcome_unknown(self.master, may_have_landed, e) from None
+                    if resend_until is not None and _leader.got_no_answer(e):
+                        raise _leader.unanswered(self.master, e) from None
                     raise errors.from_rpc_error(e, self.master, self.timeout) from None
                 if resend and may_have_landed is None and not _leader.not_sent(e):
                     may_have_landed = e

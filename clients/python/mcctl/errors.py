@@ -61,9 +61,10 @@ class MasterUnavailable(InternalError):
 
 
 class OutcomeUnknown(MasterUnavailable):
-    """A call sent more than once whose earlier attempt may have reached the master (its connection was lost after the
-    request went out) and whose later attempts got no answer (refused, not sent, or lost too): the call may have acted,
-    whatever the later attempts met. A write that ends so may be committed: check with ``mcctl stat KEY``."""
+    """A call that may have acted although no answer says so: a notify that went out and got no answer (its deadline
+    passed, or its connection was lost after the request was sent), or a call sent more than once whose earlier attempt
+    may have reached the master and whose later attempts got no answer (refused, not sent, or lost too), whatever they
+    met. A write that ends so may be committed: check with ``mcctl stat KEY``."""
 
 
 class ChangesRefused(MasterUnavailable):

@@ -1,7 +1,7 @@
-"""A notify that reached a real master, which committed it, whose answer was lost with its connection, and whose later
-attempts were refused until the deadline: the client must say that the outcome is unknown, never that the notify was
-not sent or that the object was not committed. The master sits behind a relay that holds the notify's answer, then
-closes every connection and stops listening."""
+"""A notify that reached a real master, which committed it, and whose answer never came (lost with its connection, its
+later attempts refused until the deadline; or held past the client's timeout): the client must say that the outcome is
+unknown, never that the notify was not sent or that the object was not committed. The master sits behind a relay that
+holds the notify's answer, then closes every connection and stops listening."""
 
 from __future__ import annotations
 
@@ -179,3 +179,24 @@ def test_a_call_the_leader_follower_resent_after_a_lost_answer_raises_outcome_un
         relay.cut()
         m.close()
         etcd.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_notify_that_got_no_answer_before_the_clients_timeout_ends_outcome_unknown(tmp_path):
+    # The relay holds the notify's answer and keeps the connection: the call's deadline passes with the key committed.
+    m = Master(str(tmp_path / "root"), "--bucket-size", "4MiB", "--allocation-deadline", "30s")
+    relay = AnswerCuttingRelay(m.address)
+    try:
+        with mcctl.Client(master=relay.address, timeout=2.0) as client:
+            relay.hold_from = relay.streams_opened + 2  # the allocation, then the notify
+            with pytest.raises(mcctl.McctlError) as failure:
+                client.put("unanswered", b"\x05" * 5000, overwrite=True)
+        assert isinstance(failure.value, errors.MasterUnavailable), failure.value  # RPC_FAIL
+        message = str(failure.value)
+        assert "is unknown" in message and "check with mcctl stat unanswered" in message, message
+        assert "not committed" not in message, message
+        with mcctl.Client(master=m.address, timeout=5.0) as direct:
+            assert direct.get("unanswered") == b"\x05" * 5000, "the master committed the key"
+    finally:
+        relay.cut()
+        m.close()
