@@ -457,8 +457,7 @@ final class LeaderFollowingChannel extends ManagedChannel {
             if (failure != Failure.NOT_ACTED_ON && failure != Failure.OUTCOME_UNKNOWN) {
                 return status;
             }
-            String description = "an earlier attempt may have reached the master before its connection was lost (" + describe(earlier)
-                    + "), so the call may have acted; the last attempt: " + describe(status);
+            String description = MasterException.earlierAttemptMessage(describe(earlier), describe(status));
             return Status.UNAVAILABLE.withDescription(description).withCause(new EarlierAttemptMayHaveLanded(description));
         }
 

@@ -51,8 +51,13 @@ public final class MasterException extends RuntimeException {
      * the message tells both.
      */
     public static MasterException earlierAttemptMayHaveLanded(MasterException earlier, MasterException last) {
-        return earlierAttemptMayHaveLanded(last.code(), "an earlier attempt may have reached the master before its connection was lost ("
-                + earlier.getMessage() + "), so the call may have acted; the last attempt: " + last.getMessage(), last);
+        return earlierAttemptMayHaveLanded(last.code(), earlierAttemptMessage(earlier.getMessage(), last.getMessage()), last);
+    }
+
+    /** How a call whose {@code earlier} attempt may have landed and whose {@code last} one got no answer is told. */
+    static String earlierAttemptMessage(String earlier, String last) {
+        return "an earlier attempt may have reached the master before its connection was lost (" + earlier
+                + "), so the call may have acted; the last attempt: " + last;
     }
 
     /** As {@link #earlierAttemptMayHaveLanded(MasterException, MasterException)}, told with {@code message}. */
