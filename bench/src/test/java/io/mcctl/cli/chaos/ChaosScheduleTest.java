@@ -21,8 +21,9 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The short chaos schedule of every build: real etcd, three HA masters, two nodes, Java and Python workers in network
  * namespaces of their own (the tests run as root), a seeded nemesis with every fault kind, and the checker over the
- * recorded history. A fixed seed and a random one (printed, to repeat with {@code mcctl bench chaos --seed S}); and a
- * byte flipped behind the nemesis's back, which the checker must report.
+ * recorded history. A fixed seed and a random one (printed, to repeat with {@code mcctl bench chaos --seed S}); and one
+ * run of the harness's own cases: a process drawn for two kills in one round, and a byte flipped behind the nemesis's
+ * back, which the checker must report.
  */
 @Tag("process")
 class ChaosScheduleTest {
@@ -57,25 +58,30 @@ class ChaosScheduleTest {
         assertTrue((boolean) report.get("passed"), describe(report));
     }
 
-    @Test
-    @Timeout(600)
-    void a_process_drawn_for_two_kills_in_one_round_is_killed_and_started_once() throws Exception {
-        // Seed 4's first round holds two faults; with one kind and one Python worker both kill py0.
-        assertTrue(new java.util.Random(4).nextInt(10) < 3, "seed 4 no longer opens with a round of two faults");
-        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(4, Duration.ofSeconds(10), 1, 1, 1, EnumSet.of(FaultKind.KILL_CLIENT),
-                dir, PYTHON_CLIENT, false), null);
-        assertTrue((boolean) report.get("passed"), describe(report));
-        assertTrue((int) report.get("faults_injected") > 0, "no fault was injected: " + report);
-    }
+    /**
+     * The harness's own checks share one run (each run pays for a cluster's start and the wait past every deadline
+     * before the final checks): seed 4's first round holds two faults, which with one kind and one Python worker both
+     * kill py0; and after the traffic, behind the nemesis's back, a byte of an acknowledged object is flipped.
+     */
+    private static final class HarnessRun {
+        static final Map<String, Object> REPORT;
+        static final String FLIPPED;
 
-    @Test
-    @Timeout(600)
-    void a_byte_flipped_where_no_fault_was_recorded_fails_the_run() throws Exception {
-        AtomicReference<String> flipped = new AtomicReference<>();
-        Map<String, Object> report = ChaosRun.run(new ChaosRun.Settings(7, Duration.ofSeconds(15), 1, 2, 0, EnumSet.noneOf(FaultKind.class), dir,
-                null, true), cluster -> {
+        static {
+            AtomicReference<String> flipped = new AtomicReference<>();
+            try {
+                REPORT = ChaosRun.run(new ChaosRun.Settings(4, Duration.ofSeconds(10), 1, 1, 1, EnumSet.of(FaultKind.KILL_CLIENT),
+                        Path.of("target", "chaos-runs").toAbsolutePath(), PYTHON_CLIENT, true), cluster -> flipped.set(flipAByte(cluster)));
+            } catch (Exception e) {
+                throw new IllegalStateException("the harness's run stopped: " + e, e);
+            }
+            FLIPPED = flipped.get();
+        }
+
+        /** Flips a byte in the middle of the first acknowledged object of the Java worker; returns its tenant/key. */
+        private static String flipAByte(ChaosCluster cluster) throws Exception {
             try (MasterClient client = new MasterClient(cluster.haUrl(), Duration.ofSeconds(10))) {
-                for (int k = 0; k < JavaWorker.KEYS && flipped.get() == null; k++) {
+                for (int k = 0; k < JavaWorker.KEYS; k++) {
                     for (String tenant : JavaWorker.TENANTS) {
                         String key = "j0/k" + k;
                         if (!client.exists(tenant, key)) {
@@ -89,18 +95,42 @@ class ChaosScheduleTest {
                             file.seek(at);
                             file.write(old ^ 0x10);
                         }
-                        flipped.set(tenant + "/" + key);
-                        break;
+                        return tenant + "/" + key;
                     }
                 }
             }
-        });
+            throw new IllegalStateException("the Java worker had no object to flip a byte of");
+        }
+    }
+
+    @Test
+    @Timeout(600)
+    void a_process_drawn_for_two_kills_in_one_round_is_killed_and_started_once() {
+        assertTrue(new java.util.Random(4).nextInt(10) < 3, "seed 4 no longer opens with a round of two faults");
+        Map<String, Object> report = HarnessRun.REPORT;
+        assertEquals(List.of(), report.get("findings"), describe(report));
+        assertTrue((int) report.get("faults_injected") > 0, "no fault was injected: " + report);
+        @SuppressWarnings("unchecked")
+        Map<String, Integer> checks = (Map<String, Integer>) report.get("checks");
+        assertTrue(checks.containsKey("final_present"), "the final reads did not run: " + report);
+        @SuppressWarnings("unchecked")
+        List<Object> violations = (List<Object>) report.get("violations");
+        for (Object violation : violations) {
+            assertTrue(violation.toString().contains(HarnessRun.FLIPPED), "a violation other than the flipped byte: " + violation);
+        }
+    }
+
+    @Test
+    @Timeout(600)
+    void a_byte_flipped_where_no_fault_was_recorded_fails_the_run() throws Exception {
+        Map<String, Object> report = HarnessRun.REPORT;
+        String flipped = HarnessRun.FLIPPED;
         assertFalse((boolean) report.get("passed"), "a flipped byte went unnoticed: " + report);
         @SuppressWarnings("unchecked")
         Map<String, Integer> checks = (Map<String, Integer>) report.get("checks");
-        assertEquals(1, checks.get("wrong_bytes_on_disk"), "the final read of " + flipped.get() + " must fail its checksum: " + report);
-        assertEquals(1, checks.get("fsck"), "fsck --deep must name " + flipped.get() + ": " + report);
-        assertTrue(report.get("violations").toString().contains(flipped.get()), report.get("violations").toString());
+        assertEquals(1, checks.get("wrong_bytes_on_disk"), "the final read of " + flipped + " must fail its checksum: " + report);
+        assertEquals(1, checks.get("fsck"), "fsck --deep must name " + flipped + ": " + report);
+        assertTrue(report.get("violations").toString().contains(flipped), report.get("violations").toString());
         ChaosRun.deleteTree(Path.of((String) report.get("folder")));
     }
 
