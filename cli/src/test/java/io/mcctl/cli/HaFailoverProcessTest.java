@@ -294,7 +294,9 @@ class HaFailoverProcessTest {
                 Thread.sleep(150); // spread over more than one lease TTL
             }
             assertEquals(GetMasterStatusResponse.Role.LEADER, status(leader).getRole());
-            etcd.killAll();
+            // The two members left hang (SIGSTOP): every call to etcd now runs to its deadline, the slowest way to lose it.
+            etcd.pause(1);
+            etcd.pause(2);
             MasterException refused = null;
             for (int i = 0; refused == null && i < 400; i++) {
                 try {
@@ -313,6 +315,18 @@ class HaFailoverProcessTest {
             GetMasterStatusResponse status = status(leader);
             assertNotEquals(GetMasterStatusResponse.Role.LEADER, status.getRole());
             assertTrue(status.getReason().contains("lease"), status.toString());
+            // The role thread drops the term, then follows the log and asks etcd for a lease, each time until the call's
+            // deadline, until it says it cannot follow or lead: every call meanwhile is refused with the reason, never
+            // with a bare "no leader is known yet".
+            boolean cannotLead = false;
+            for (int i = 0; !cannotLead && i < 600; i++) {
+                String key = "stepped-down" + i;
+                MasterException again = assertThrows(MasterException.class, () -> client.allocate("t", key, 4096, false));
+                assertTrue(again.getMessage().contains("lease"), again.getMessage());
+                cannotLead = status(leader).getReason().contains("cannot follow or lead");
+                Thread.sleep(50);
+            }
+            assertTrue(cannotLead, "the master never said that it cannot follow or lead: " + status(leader));
         }
     }
 

@@ -161,6 +161,19 @@ public final class EtcdCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * kill -STOP of member {@code i}: it holds its connections and answers nothing, so a call to it runs to its deadline
+     * (a killed member refuses at once). Close kills it all the same.
+     */
+    public void pause(int i) throws IOException, InterruptedException {
+        if (members[i] != null && members[i].isAlive()) {
+            Process stop = new ProcessBuilder("kill", "-STOP", String.valueOf(members[i].pid())).inheritIO().start();
+            if (!stop.waitFor(10, TimeUnit.SECONDS) || stop.exitValue() != 0) {
+                throw new IOException("kill -STOP " + members[i].pid() + " of etcd member " + i + " failed");
+            }
+        }
+    }
+
     public String log(int i) throws IOException {
         Path log = dir.resolve("etcd-m" + i).resolve("etcd.log");
         return Files.exists(log) ? Files.readString(log) : "";

@@ -62,7 +62,8 @@ import org.slf4j.LoggerFactory;
  *     fence (the last record of the older epoch it applied), and serves; every answer that a change is durable is
  *     sent only while its lease is valid ({@link LeaderLease#valid}), checked after the fsync;</li>
  * <li><b>deposed</b>: its lease lapsed; it refuses every call with the reason at once, drops its state (which may hold
- *     changes past a newer leader's fence) and follows the log again from the newest snapshot.</li>
+ *     changes past a newer leader's fence) and follows the log again from the newest snapshot; it is a standby again
+ *     once etcd has granted it a new lease, and keeps refusing with the reason until then.</li>
  * </ul>
  *
  * <p>Every master holds the state directory's lock shared for its whole life ({@link StateLock#acquireShared}): a
@@ -264,10 +265,6 @@ public final class HaMaster implements AutoCloseable {
         while (!closed) {
             following.poll();
             followedEpoch = following.epoch();
-            if (role == Role.DEPOSED || refusal != null) {
-                role = Role.STANDBY;
-                refusal = null;
-            }
             long now = System.currentTimeMillis();
             if (lease == null || !lease.valid()) {
                 if (lease != null) {
@@ -275,6 +272,12 @@ public final class HaMaster implements AutoCloseable {
                 }
                 lease = null;
                 lease = LeaderLease.grant(etcd, options.leaseTtl(), reason -> wake());
+            }
+            // A standby once it has followed the log and etcd has granted it a lease: until then calls are refused with
+            // the reason (deposed, starting, or etcd out of reach), never with a bare "no leader is known yet".
+            if (role == Role.DEPOSED || refusal != null) {
+                role = Role.STANDBY;
+                refusal = null;
             }
             if (now >= nextCampaign) {
                 EtcdClient.Campaign campaign = etcd.campaign(options.etcd().leaderKey(layoutRecord.clusterId()), address, lease.id());
