@@ -5,6 +5,7 @@ import io.mcctl.cli.ExitCodes;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.proto.v1.PromotionTask;
+import io.mcctl.master.protocol.PromotionTasks;
 import io.mcctl.master.protocol.Quoted;
 import java.io.PrintWriter;
 import java.util.List;
@@ -43,7 +44,7 @@ public final class PromoteCommand implements Callable<Integer> {
                 try {
                     PromotionTask task = master.promote(client.tenant(), key);
                     out.println("queued " + key + " (" + task.getSize() + " bytes) for promotion"
-                            + (task.getHolderId().equals(io.mcctl.master.dram.Promoter.ANY_NODE) ? "" : ": node " + task.getHolderId()
+                            + (PromotionTasks.queued(task) ? "" : ": node " + task.getHolderId()
                             + " is copying it"));
                 } catch (MasterException e) {
                     if (e.unreachable()) {

@@ -5,9 +5,9 @@ import io.mcctl.cli.MasterOptions;
 import io.mcctl.cli.OutputMixin;
 import io.mcctl.cli.Table;
 import io.mcctl.master.client.MasterClient;
-import io.mcctl.master.dram.Promoter;
 import io.mcctl.master.proto.v1.ListPromotionsResponse;
 import io.mcctl.master.proto.v1.PromotionTask;
+import io.mcctl.master.protocol.PromotionTasks;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -68,7 +68,7 @@ public final class PromotionsCommand implements Callable<Integer> {
             Table table = new Table("TENANT", "KEY", "BYTES", "STATE", "AGE");
             for (PromotionTask t : listed.getTasksList()) {
                 table.row(t.getTenantId(), t.getKey(), t.getSize(),
-                        t.getHolderId().equals(Promoter.ANY_NODE) ? "queued" : "copying on " + t.getHolderId(), t.getAgeMs() + " ms");
+                        PromotionTasks.queued(t) ? "queued" : "copying on " + t.getHolderId(), t.getAgeMs() + " ms");
             }
             if (listed.getTasksCount() > 0) {
                 out.print(table.render());

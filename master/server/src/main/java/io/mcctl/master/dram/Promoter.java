@@ -10,6 +10,7 @@ import io.mcctl.master.service.ChangeLog;
 import io.mcctl.master.protocol.KeyRules;
 import io.mcctl.master.service.PageService;
 import io.mcctl.master.protocol.Placement;
+import io.mcctl.master.protocol.PromotionTasks;
 import io.mcctl.master.service.PromotionAdmission;
 import io.mcctl.master.service.Promotions;
 import io.mcctl.master.protocol.Quoted;
@@ -18,7 +19,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -53,8 +53,6 @@ public final class Promoter implements AutoCloseable {
     /** Named as before the DRAM tier had a package: its log lines and a level set for the RPC side (...master.server=debug) stay. */
     private static final Logger LOG = LoggerFactory.getLogger("io.mcctl.master.server.Promoter");
 
-    /** The holder id of a task any node may take. */
-    public static final String ANY_NODE = new UUID(0, 0).toString();
     public static final int DEFAULT_ADMISSION_READS = 3;
     public static final Duration DEFAULT_HOLD_LIMIT = Duration.ofSeconds(30);
     static final int MAX_TASKS_PER_HEARTBEAT = 64;
@@ -322,7 +320,7 @@ public final class Promoter implements AutoCloseable {
 
     private PromotionTask toWire(Promotions.Task task, MemoryTier.MemoryReplica staged) {
         PromotionTask.Builder wire = PromotionTask.newBuilder().setTenantId(task.tenant()).setKey(task.key()).setSize(task.placement().size())
-                .setSource(describe.apply(task.placement())).setHolderId(task.holder() == null ? ANY_NODE : task.holder())
+                .setSource(describe.apply(task.placement())).setHolderId(task.holder() == null ? PromotionTasks.ANY_NODE : task.holder())
                 .setAgeMs(Math.max(0, System.currentTimeMillis() - task.queuedMs()));
         if (staged != null && staged.status == ReplicaStatus.PROCESSING) {
             wire.setStaged(staged.toWire().getMemory());

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mcctl.master.protocol.PromotionTasks;
 import io.mcctl.testkit.TierCluster;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
@@ -98,7 +99,7 @@ class PromotionTest {
         DistributedDiskDescriptor source = offload("hot", 100_000);
         registerNode(node, 8L << 20);
         PromotionTask queued = client.promote("t", "hot");
-        assertEquals(Promoter.ANY_NODE, queued.getHolderId(), "a queued task may be taken by any node");
+        assertEquals(PromotionTasks.ANY_NODE, queued.getHolderId(), "a queued task may be taken by any node");
         assertEquals(source.getOffset(), queued.getSource().getOffset());
 
         List<PromotionTask> taken = client.promotionHeartbeat(node, 0);
@@ -206,7 +207,7 @@ class PromotionTest {
         client.promote("t", "k");
         assertEquals(List.of(), client.promotionHeartbeat(node, 0));
         assertThrows(MasterException.class, () -> client.promotionHeartbeat(node, 65));
-        assertEquals(Promoter.ANY_NODE, client.listPromotions().getTasks(0).getHolderId(), "still queued for a node with DRAM");
+        assertEquals(PromotionTasks.ANY_NODE, client.listPromotions().getTasks(0).getHolderId(), "still queued for a node with DRAM");
         MasterException missing = assertThrows(MasterException.class, () -> client.promote("t", "no-such-key"));
         assertEquals(ErrorCode.OBJECT_NOT_FOUND, missing.code());
     }
@@ -314,7 +315,7 @@ class PromotionTest {
         client.promote("t", "orphan");
         assertEquals(1, client.promotionHeartbeat(node, 0).size());
         // No more pings: the 2 s TTL runs out, CleanupStaleHandles drops its segment and the task is queued again.
-        assertTrue(TierCluster.await(Duration.ofSeconds(20), () -> Promoter.ANY_NODE.equals(client.listPromotions().getTasks(0).getHolderId())));
+        assertTrue(TierCluster.await(Duration.ofSeconds(20), () -> PromotionTasks.ANY_NODE.equals(client.listPromotions().getTasks(0).getHolderId())));
         String next = UUID.randomUUID().toString();
         registerNode(next, 8L << 20);
         assertEquals(1, client.promotionHeartbeat(next, 0).size());
@@ -332,7 +333,7 @@ class PromotionTest {
         restartWithClientTtl("60s");
         List<PromotionTask> tasks = client.listPromotions().getTasksList();
         assertEquals(List.of("a", "b"), tasks.stream().map(PromotionTask::getKey).toList());
-        assertTrue(tasks.stream().allMatch(t -> t.getHolderId().equals(Promoter.ANY_NODE)), "every task is queued again: " + tasks);
+        assertTrue(tasks.stream().allMatch(t -> t.getHolderId().equals(PromotionTasks.ANY_NODE)), "every task is queued again: " + tasks);
         registerNode(node, 8L << 20); // the master forgot it: it registers again, with its segment free
         assertEquals(2, client.promotionHeartbeat(node, 0).size());
     }
