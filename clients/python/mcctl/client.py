@@ -1023,6 +1023,9 @@ class Client:
         """Reads one group's objects in one submission and sets their outcomes; an object that failed its checksum or met
         the end of its file is read again when its bucket file was replaced under this client's fd."""
         files = self._files
+        # Counted before any fd is taken: a replacement by another thread after this point, while this group reads through
+        # an fd it took before, shows as a changed count below (counted after, it would be missed).
+        replacements = files.replacements
         ops = []
         meta = []
         for i, size, regions in group:
@@ -1037,7 +1040,6 @@ class Client:
             views = [_io.region_view(address, length) for address, length in regions]
             ops.append(("r", fd, offset, views, path))
             meta.append((i, size, regions, views, path))
-        replacements = files.replacements
         results = self._rings.execute(ops) if ops else []
         checked: set = set()  # buckets whose files were checked for a replacement
         replaced: set = set()  # buckets whose failed objects are read again from the file now at the path
