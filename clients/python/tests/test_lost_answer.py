@@ -6,6 +6,7 @@ holds the notify's answer, then closes every connection and stops listening."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import socket
 import threading
@@ -145,58 +146,59 @@ def _put_losing_the_notify_answer(relay: AnswerCuttingRelay, client: mcctl.Clien
     return failure[0]
 
 
-@pytest.mark.timeout(120)
-def test_a_resent_notify_whose_first_attempt_landed_ends_outcome_unknown_though_every_later_attempt_was_refused(tmp_path):
-    m = Master(str(tmp_path / "root"), "--bucket-size", "4MiB", "--allocation-deadline", "3s")
+@contextlib.contextmanager
+def _master_behind_relay(tmp_path, allocation_deadline: str):
+    """A master and an AnswerCuttingRelay in front of it; the relay cut and the master stopped on the way out."""
+    m = Master(str(tmp_path / "root"), "--bucket-size", "4MiB", "--allocation-deadline", allocation_deadline)
     relay = AnswerCuttingRelay(m.address)
     try:
-        with mcctl.Client(master=relay.address, timeout=10.0) as client:
-            failure = _put_losing_the_notify_answer(relay, client, m, "lost-answer", b"\x07" * 5000)
-        assert isinstance(failure, errors.MasterUnavailable), failure  # RPC_FAIL: the caller cannot tell it failed
-        assert "is unknown" in str(failure) and "check with mcctl stat lost-answer" in str(failure), str(failure)
-        assert "not committed" not in str(failure) and "did not serve" not in str(failure), str(failure)
+        yield m, relay
     finally:
         relay.cut()
         m.close()
+
+
+def _assert_outcome_unknown(failure: Exception, key: str) -> None:
+    """RPC_FAIL (the caller cannot tell whether it failed), with a message that says so and names the check to make."""
+    assert isinstance(failure, errors.MasterUnavailable), failure
+    assert "is unknown" in str(failure) and f"check with mcctl stat {key}" in str(failure), str(failure)
+
+
+@pytest.mark.timeout(120)
+def test_a_resent_notify_whose_first_attempt_landed_ends_outcome_unknown_though_every_later_attempt_was_refused(tmp_path):
+    with _master_behind_relay(tmp_path, "3s") as (m, relay):
+        with mcctl.Client(master=relay.address, timeout=10.0) as client:
+            failure = _put_losing_the_notify_answer(relay, client, m, "lost-answer", b"\x07" * 5000)
+        _assert_outcome_unknown(failure, "lost-answer")
+        assert "not committed" not in str(failure) and "did not serve" not in str(failure), str(failure)
 
 
 @pytest.mark.timeout(180)
 def test_a_call_the_leader_follower_resent_after_a_lost_answer_raises_outcome_unknown(tmp_path):
     etcd = Etcd(str(tmp_path))
-    m = Master(str(tmp_path / "root"), "--bucket-size", "4MiB", "--allocation-deadline", "4s")
-    relay = AnswerCuttingRelay(m.address)
     try:
-        # etcd names the relay as the leader of the masters under /lost.
-        body = {"key": base64.b64encode(b"/lost/mcctl/relayed/leader").decode(), "value": base64.b64encode(relay.address.encode()).decode()}
-        gateway = etcd.url.replace("etcd://", "http://")
-        urllib.request.urlopen(urllib.request.Request(f"{gateway}/v3/kv/put", data=json.dumps(body).encode(),
-                                                      headers={"Content-Type": "application/json"}, method="POST"), timeout=5).read()
-        with mcctl.Client(master=etcd.url + "/lost", timeout=1.5) as client:
-            failure = _put_losing_the_notify_answer(relay, client, m, "lost-answer", b"\x09" * 5000)
-            assert "is unknown" in str(failure) and "check with mcctl stat lost-answer" in str(failure), str(failure)
-        assert isinstance(failure, errors.MasterUnavailable), failure
+        with _master_behind_relay(tmp_path, "4s") as (m, relay):
+            # etcd names the relay as the leader of the masters under /lost.
+            body = {"key": base64.b64encode(b"/lost/mcctl/relayed/leader").decode(), "value": base64.b64encode(relay.address.encode()).decode()}
+            gateway = etcd.url.replace("etcd://", "http://")
+            urllib.request.urlopen(urllib.request.Request(f"{gateway}/v3/kv/put", data=json.dumps(body).encode(),
+                                                          headers={"Content-Type": "application/json"}, method="POST"), timeout=5).read()
+            with mcctl.Client(master=etcd.url + "/lost", timeout=1.5) as client:
+                failure = _put_losing_the_notify_answer(relay, client, m, "lost-answer", b"\x09" * 5000)
+            _assert_outcome_unknown(failure, "lost-answer")
     finally:
-        relay.cut()
-        m.close()
         etcd.close()
 
 
 @pytest.mark.timeout(120)
 def test_a_notify_that_got_no_answer_before_the_clients_timeout_ends_outcome_unknown(tmp_path):
     # The relay holds the notify's answer and keeps the connection: the call's deadline passes with the key committed.
-    m = Master(str(tmp_path / "root"), "--bucket-size", "4MiB", "--allocation-deadline", "30s")
-    relay = AnswerCuttingRelay(m.address)
-    try:
+    with _master_behind_relay(tmp_path, "30s") as (m, relay):
         with mcctl.Client(master=relay.address, timeout=2.0) as client:
             relay.hold_from = relay.streams_opened + 2  # the allocation, then the notify
             with pytest.raises(mcctl.McctlError) as failure:
                 client.put("unanswered", b"\x05" * 5000, overwrite=True)
-        assert isinstance(failure.value, errors.MasterUnavailable), failure.value  # RPC_FAIL
-        message = str(failure.value)
-        assert "is unknown" in message and "check with mcctl stat unanswered" in message, message
-        assert "not committed" not in message, message
+        _assert_outcome_unknown(failure.value, "unanswered")
+        assert "not committed" not in str(failure.value), str(failure.value)
         with mcctl.Client(master=m.address, timeout=5.0) as direct:
             assert direct.get("unanswered") == b"\x05" * 5000, "the master committed the key"
-    finally:
-        relay.cut()
-        m.close()
