@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.bench.MasterProcess;
 import io.mcctl.master.client.MasterClient;
-import java.net.ServerSocket;
+import io.mcctl.testkit.FreePorts;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -51,16 +51,10 @@ class ConnectionLimitProcessTest {
         return Double.parseDouble(m.group(1));
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
-    }
-
     @Test
     void a_crowd_of_idle_connections_past_the_descriptors_is_refused_and_the_master_serves_and_snapshots() throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(PRLIMIT), "needs prlimit (util-linux) to start the master with a small open-file limit");
-        int metricsPort = freePort();
+        int metricsPort = FreePorts.one();
         int crowd = 2 * OPEN_FILES;
         try (MasterProcess master = MasterProcess.start(McctlProcess.jvmOptions("256m"), Duration.ofSeconds(60), builder -> {
             McctlProcess.prepare(builder.directory(dir.toFile()), Map.of());

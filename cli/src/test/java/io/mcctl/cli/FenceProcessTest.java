@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.command.TestHooks;
 import io.mcctl.master.client.MasterClient;
+import io.mcctl.testkit.FreePorts;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,12 +46,6 @@ class FenceProcessTest {
     McctlProcess.Master startMaster(String deadline, String grace, int port) throws Exception {
         return McctlProcess.Master.start(dir, Map.of(), "--root", root().toString(), "--bucket-count", "4", "--bucket-size", "8MiB",
                 "--page-size", "4KiB", "--allocation-deadline", deadline, "--allocation-grace", grace, "--port", String.valueOf(port));
-    }
-
-    static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
     }
 
     static byte[] content(String key, int size) {
@@ -183,7 +177,7 @@ class FenceProcessTest {
      * state: the writer must still be trying, and must commit against the new master.
      */
     void notifyAcrossARestart(String key, int size, int pauseMillis, BeforeTheKill beforeTheKill) throws Exception {
-        int port = freePort();
+        int port = FreePorts.one();
         byte[] bytes = content(key, size);
         Path file = dir.resolve(key + ".bin");
         Files.write(file, bytes);

@@ -26,6 +26,7 @@ import io.mcctl.master.proto.v1.PromotionTask;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaStatus;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.testkit.FreePorts;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -249,7 +250,7 @@ class PromotionProcessTest {
     @Test
     void a_task_queued_while_the_only_memory_node_is_stopped_survives_a_master_kill_9_and_is_taken_when_the_node_resumes()
             throws Exception {
-        int port = FenceProcessTest.freePort();
+        int port = FreePorts.one();
         byte[] data = bytes(200_000, 3);
         McctlProcess.Master first = startMaster("--port", String.valueOf(port));
         NodeProcess a = node(first.address(), "--memory", "4MiB", "--promotion-interval", "100ms");

@@ -10,6 +10,7 @@ import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.proto.v1.OffloadMode;
 import io.mcctl.master.proto.v1.Replica;
 import io.mcctl.master.proto.v1.ReplicaType;
+import io.mcctl.testkit.FreePorts;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,7 +48,7 @@ class ScanMetaProcessTest {
     void local_disk_objects_come_back_after_a_master_kill_9_and_after_their_node_restarts() throws Exception {
         byte[] data = new byte[150_000];
         new Random(9).nextBytes(data);
-        int port = FenceProcessTest.freePort();
+        int port = FreePorts.one();
         McctlProcess.Master first = master(port);
         McctlProcess.Master second = null;
         NodeProcess a = node(first.address(), "disk-a");

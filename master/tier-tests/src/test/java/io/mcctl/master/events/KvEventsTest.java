@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mcctl.testkit.FreePorts;
 import io.mcctl.testkit.TierCluster;
 import io.mcctl.master.client.TierWriter;
 import io.mcctl.master.proto.v1.ErrorCode;
@@ -38,12 +39,6 @@ class KvEventsTest {
 
     @TempDir
     Path root;
-
-    static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
 
     /** One decoded message: topic, batch sequence, and its events as (type, hashes, reason) lines. */
     record Batch(String topic, long sequence, List<String> events) {
@@ -133,8 +128,9 @@ class KvEventsTest {
 
     @Test
     void commits_removals_and_overwrites_are_announced_once_each_in_order_and_a_restart_continues_the_sequence() throws Exception {
-        int pub = freePort();
-        int replayPort = freePort();
+        int[] ports = FreePorts.distinct(2);
+        int pub = ports[0];
+        int replayPort = ports[1];
         BucketLayout layout = TierCluster.smallLayout(root, 4);
         MasterServer.Options options = TierCluster.options(layout, Map.of("kv_events_endpoint", "tcp://127.0.0.1:" + pub,
                 "kv_events_replay_endpoint", "tcp://127.0.0.1:" + replayPort));
@@ -193,10 +189,11 @@ class KvEventsTest {
 
     @Test
     void a_snapshot_keeps_the_block_hashes_and_the_batch_numbers_for_the_master_that_starts_from_it() throws Exception {
-        int replayPort = freePort();
+        int[] ports = FreePorts.distinct(2);
+        int replayPort = ports[1];
         String replayEndpoint = "tcp://127.0.0.1:" + replayPort;
         MasterServer.Options options = TierCluster.options(TierCluster.smallLayout(root, 4), Map.of("kv_events_endpoint",
-                "tcp://127.0.0.1:" + freePort(), "kv_events_replay_endpoint", replayEndpoint));
+                "tcp://127.0.0.1:" + ports[0], "kv_events_replay_endpoint", replayEndpoint));
         try (ZContext context = new ZContext()) {
             long last;
             try (TierCluster tier = TierCluster.start(options, 1)) {
