@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.cli.command.TestHooks;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.testkit.FreePorts;
@@ -78,11 +79,6 @@ class FenceProcessTest {
         return new Running(process, out, err);
     }
 
-    static void signal(Process process, String signal) throws Exception {
-        Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid())).inheritIO().start();
-        assertEquals(0, kill.waitFor(), "kill -" + signal);
-    }
-
     static boolean await(Duration limit, BooleanSupplier condition) throws InterruptedException {
         long end = System.nanoTime() + limit.toNanos();
         while (!condition.getAsBoolean()) {
@@ -125,7 +121,7 @@ class FenceProcessTest {
             Running stalled = startMcctl(Map.of(TestHooks.PAUSE_AFTER_ALLOCATE, "2000"),
                     "offload", "--master", master.address(), "stalled", largeFile.toString());
             assertTrue(await(Duration.ofSeconds(60), () -> stalled.errSays("test hook: allocated")), "the writer never allocated");
-            signal(stalled.process(), "STOP");
+            Signals.send(stalled.process().pid(), "STOP");
 
             // Other writers go on across the deadline (3 s) while the stalled one holds its descriptor.
             long stoppedAt = System.nanoTime();
@@ -136,7 +132,7 @@ class FenceProcessTest {
             }
             assertTrue(await(Duration.ofSeconds(30), () -> client.stats().getInFlightAllocations() == 0),
                     "the stalled writer's allocation expired");
-            signal(stalled.process(), "CONT");
+            Signals.send(stalled.process().pid(), "CONT");
             McctlProcess.Done done = stalled.waitFor();
             assertNotEquals(0, done.exitCode(), done.err());
             assertTrue(done.err().contains("allocation expired"), done.err());
@@ -162,7 +158,7 @@ class FenceProcessTest {
     @Test
     void a_notify_whose_connection_breaks_under_it_is_sent_again_to_the_restarted_master_and_commits() throws Exception {
         notifyAcrossARestart("cut-off", 300_000, 4000, first -> {
-            signal(first.process(), "STOP"); // within the hook's pause: the notify goes out to a master that reads nothing
+            Signals.send(first.process().pid(), "STOP"); // within the hook's pause: the notify goes out to a master that reads nothing
             Thread.sleep(5500); // past the pause: the notify is on the connection, unanswered, when the kill resets it
         });
     }
@@ -211,12 +207,12 @@ class FenceProcessTest {
             Running writer = startMcctl(Map.of(TestHooks.PAUSE_BEFORE_NOTIFY, "1000"),
                     "offload", "--master", master.address(), "--timeout", "2s", "unsure", file.toString());
             assertTrue(await(Duration.ofSeconds(60), () -> writer.errSays("test hook: written")), "the writer never finished writing");
-            signal(master.process(), "STOP"); // the notify goes out, and no answer comes
+            Signals.send(master.process().pid(), "STOP"); // the notify goes out, and no answer comes
             McctlProcess.Done done;
             try {
                 done = writer.waitFor();
             } finally {
-                signal(master.process(), "CONT");
+                Signals.send(master.process().pid(), "CONT");
             }
             assertNotEquals(0, done.exitCode());
             assertTrue(done.err().contains("the outcome is unknown: check with mcctl stat unsure"), done.err());

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.bench.EtcdCluster;
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.master.client.ClientMetrics;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
@@ -119,12 +120,12 @@ class HaClientProcessTest {
             McctlProcess.Master second = cluster.awaitLeader(Duration.ofSeconds(60));
             assertEquals(second.address(), client.masterStatus().getAddress(), "the client follows the leader");
             long pid = second.process().pid();
-            HaFailoverProcessTest.signal("STOP", pid);
+            Signals.send(pid, "STOP");
             McctlProcess.Master third;
             try {
                 third = cluster.awaitLeader(Duration.ofSeconds(60));
             } finally {
-                HaFailoverProcessTest.signal("CONT", pid);
+                Signals.send(pid, "CONT");
             }
             assertNotEquals(second, third);
             assertTrue(CrashRestartProcessTest.await(Duration.ofSeconds(30),

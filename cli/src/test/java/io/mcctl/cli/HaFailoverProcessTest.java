@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.mcctl.cli.bench.EtcdCluster;
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.client.MasterException;
 import io.mcctl.master.etcd.EtcdClient;
@@ -178,7 +179,7 @@ class HaFailoverProcessTest {
         McctlProcess.Master standby = started.get(1);
         commit(old, "before");
         long pid = old.process().pid();
-        signal("STOP", pid);
+        Signals.send(pid, "STOP");
         CompletableFuture<Object> sentWhileStopped;
         CompletableFuture<Object> lookedUpWhileStopped;
         try {
@@ -209,7 +210,7 @@ class HaFailoverProcessTest {
             });
             Thread.sleep(300); // let the requests reach the stopped process's socket (their outcome is checked, not the time)
         } finally {
-            signal("CONT", pid);
+            Signals.send(pid, "CONT");
         }
         Object looked = lookedUpWhileStopped.get(60, TimeUnit.SECONDS);
         assertTrue(looked instanceof MasterException, "the woken leader answered a lookup: " + looked);
@@ -339,7 +340,7 @@ class HaFailoverProcessTest {
         assertEquals(leader.address(), held.value());
         assertTrue(keys.timeToLive(held.lease()) > 0, "the leader's lease is alive before the stop");
         long epoch = status(leader).getEpoch();
-        signal("TERM", leader.process().pid());
+        Signals.send(leader.process().pid(), "TERM");
         assertTrue(leader.process().waitFor(60, TimeUnit.SECONDS), "the leader did not exit after SIGTERM");
         masters.remove(leader);
         // Read at once after the exit: a lease left to expire would have most of its 60 s still to run.
@@ -386,10 +387,4 @@ class HaFailoverProcessTest {
         assertTrue(status.out().lines().anyMatch(line -> line.contains(leaderAddress) && line.contains("leader")), status.out());
     }
 
-    static void signal(String name, long pid) throws Exception {
-        Process kill = new ProcessBuilder("kill", "-" + name, String.valueOf(pid)).inheritIO().start();
-        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
-            fail("kill -" + name + " " + pid + " failed");
-        }
-    }
 }

@@ -9,7 +9,7 @@ import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.proto.v1.ClientInfo;
 import io.mcctl.master.proto.v1.OffloadMode;
 import io.mcctl.master.proto.v1.ReplicaType;
-import java.net.ServerSocket;
+import io.mcctl.testkit.FreePorts;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,10 +39,7 @@ class NodeWaitsForMasterProcessTest {
 
     @Test
     void a_node_started_before_its_master_waits_for_it_and_then_serves() throws Exception {
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort(); // free now: nothing answers there until the master starts
-        }
+        int port = FreePorts.one(); // free now: nothing answers there until the master starts
         String masterAddress = "127.0.0.1:" + port;
         Path out = dir.resolve("node.out");
         Path err = dir.resolve("node.err");

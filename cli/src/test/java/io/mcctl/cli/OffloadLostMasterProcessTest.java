@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.cli.command.TestHooks;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -65,12 +66,12 @@ class OffloadLostMasterProcessTest {
         Path in = thirtyFiles();
         try (McctlProcess.Master master = startMaster("60s")) {
             FenceProcessTest.Running writer = offloadPausingBeforeEachNotify(master.address(), in, "2s", "3000");
-            FenceProcessTest.signal(master.process(), "STOP"); // the second batch's notify goes out and no answer comes
+            Signals.send(master.process().pid(), "STOP"); // the second batch's notify goes out and no answer comes
             McctlProcess.Done done;
             try {
                 done = writer.waitFor();
             } finally {
-                FenceProcessTest.signal(master.process(), "CONT");
+                Signals.send(master.process().pid(), "CONT");
             }
             assertEquals(ExitCodes.UNAVAILABLE, done.exitCode(), done.out() + done.err());
             assertTrue(done.err().contains("mcctl: error: 10 key(s) were stored before that (each acknowledged by the master); "

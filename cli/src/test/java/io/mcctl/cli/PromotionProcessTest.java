@@ -12,6 +12,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.mcctl.cli.bench.NodeProcess;
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.master.client.MasterClient;
 import io.mcctl.master.node.NodeClient;
 import io.mcctl.master.node.NodeException;
@@ -259,7 +260,7 @@ class PromotionProcessTest {
             try (NodeClient viaA = new NodeClient(a.endpoint(), Duration.ofSeconds(20))) {
                 viaA.write("default", "queued", ByteBuffer.wrap(data), OffloadMode.PAGE_MODE);
             }
-            FenceProcessTest.signal(a.process(), "STOP");
+            Signals.send(a.process().pid(), "STOP");
             try (Promotions promotions = Promotions.of(first.address())) {
                 PromotionTask task = promotions.promote("queued");
                 assertEquals("queued", task.getKey());
@@ -271,7 +272,7 @@ class PromotionProcessTest {
             try (Promotions promotions = Promotions.of(second.address());
                  MasterClient client = new MasterClient(second.address(), Duration.ofSeconds(10))) {
                 assertTrue(promotions.holdsTaskFor("queued"), "the queued task did not survive the restart");
-                FenceProcessTest.signal(a.process(), "CONT");
+                Signals.send(a.process().pid(), "CONT");
                 assertTrue(await(() -> completeMemoryOn(client, "queued", a.clientId())), "A never promoted it: " + a.log());
                 assertTrue(await(() -> !promotions.holdsTaskFor("queued")), "the task stayed");
                 try (NodeClient viaA = new NodeClient(a.endpoint(), Duration.ofSeconds(20))) {
@@ -281,7 +282,7 @@ class PromotionProcessTest {
                 }
             }
         } finally {
-            FenceProcessTest.signal(a.process(), "CONT");
+            Signals.send(a.process().pid(), "CONT");
             a.close();
             first.close();
             if (second != null) {

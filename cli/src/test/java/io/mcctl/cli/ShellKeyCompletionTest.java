@@ -7,11 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mcctl.cli.shell.KeyNameCompleter;
 import io.mcctl.master.server.MasterServer;
 import io.mcctl.storage.layout.BucketLayout;
+import io.mcctl.testkit.FreePorts;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -137,12 +137,6 @@ class ShellKeyCompletionTest {
                 .filter(v -> DEFAULT_KEYS.contains(v) || T2_KEYS.contains(v)).sorted().toList();
     }
 
-    static int deadPort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
-    }
-
     @Test
     void keys_complete_from_a_master_that_wants_a_token_with_the_token_of_the_environment() throws Exception {
         Path dir = Files.createDirectories(root.resolve("secured"));
@@ -206,7 +200,7 @@ class ShellKeyCompletionTest {
 
     @Test
     void the_lines_master_wins_over_the_environment() throws Exception {
-        KeyNameCompleter completer = completer(Map.of(ClientOptions.MASTER_ENV, "127.0.0.1:" + deadPort()), PATIENT, KeyNameCompleter.PAGE_SIZE);
+        KeyNameCompleter completer = completer(Map.of(ClientOptions.MASTER_ENV, "127.0.0.1:" + FreePorts.one()), PATIENT, KeyNameCompleter.PAGE_SIZE);
         assertEquals(List.of("key-1", "key-2", "kv-x"), values(completer, "get --master " + target + " k"));
         assertEquals(List.of("key-1", "key-2", "kv-x"), values(completer, "get --master=" + target + " k"));
         assertEquals(List.of("ab1", "ab2", "abc"), values(completer, "rm --master " + target + " --tenant t2 a"));
@@ -236,7 +230,7 @@ class ShellKeyCompletionTest {
     @Test
     @Timeout(10)
     void an_absent_master_offers_nothing_and_does_not_hold_the_prompt() throws Exception {
-        String nobody = "127.0.0.1:" + deadPort();
+        String nobody = "127.0.0.1:" + FreePorts.one();
         KeyNameCompleter completer = completer(Map.of(ClientOptions.MASTER_ENV, nobody), KeyNameCompleter.DEFAULT_DEADLINE,
                 KeyNameCompleter.PAGE_SIZE);
         for (int tab = 0; tab < 5; tab++) {
@@ -249,7 +243,7 @@ class ShellKeyCompletionTest {
 
     @Test
     void a_master_started_after_a_failed_tab_is_found_at_the_next_one() throws Exception {
-        int port = deadPort();
+        int port = FreePorts.one();
         String late = "127.0.0.1:" + port;
         KeyNameCompleter completer = completer(Map.of(ClientOptions.MASTER_ENV, late), PATIENT, KeyNameCompleter.PAGE_SIZE);
         assertEquals(List.of(), values(completer, "get l"));

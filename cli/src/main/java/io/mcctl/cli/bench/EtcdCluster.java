@@ -167,10 +167,7 @@ public final class EtcdCluster implements AutoCloseable {
      */
     public void pause(int i) throws IOException, InterruptedException {
         if (members[i] != null && members[i].isAlive()) {
-            Process stop = new ProcessBuilder("kill", "-STOP", String.valueOf(members[i].pid())).inheritIO().start();
-            if (!stop.waitFor(10, TimeUnit.SECONDS) || stop.exitValue() != 0) {
-                throw new IOException("kill -STOP " + members[i].pid() + " of etcd member " + i + " failed");
-            }
+            Signals.send(members[i].pid(), "STOP");
         }
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mcctl.cli.McctlProcess;
 import io.mcctl.cli.bench.MasterProcess;
+import io.mcctl.cli.bench.Signals;
 import io.mcctl.cli.bench.TestCertificates;
 import io.mcctl.master.security.TokenTable;
 import java.nio.file.Files;
@@ -61,13 +62,13 @@ class SecuredMasterProcessTest {
             // A master started with SIGHUP ignored (this test run under nohup, say) cannot reload: it says so at start.
             assertFalse(master.log().contains("SIGHUP is ignored"), master.log());
             Files.writeString(tokens, "tokens:\n" + entry("first", "tok-first", "[a]") + entry("second", "tok-second", "[a]"));
-            hangUp(master);
+            Signals.send(master.process().pid(), "HUP");
             waitForLog(master, "tokens reloaded from " + tokens + ": 2 tokens");
             McctlProcess.Done now = McctlProcess.run(dir, Map.of(), concat(ls, "--token-file", second.toString()));
             assertEquals(0, now.exitCode(), now.err());
 
             Files.writeString(tokens, "tokens: [oops");
-            hangUp(master);
+            Signals.send(master.process().pid(), "HUP");
             waitForLog(master, "tokens not reloaded, the 2 tokens read before stay in force: " + tokens + ": cannot be read as YAML");
             McctlProcess.Done still = McctlProcess.run(dir, Map.of(), concat(ls, "--token-file", second.toString()));
             assertEquals(0, still.exitCode(), still.err());
@@ -113,11 +114,6 @@ class SecuredMasterProcessTest {
         String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, all, a.length, b.length);
         return all;
-    }
-
-    private static void hangUp(McctlProcess.Master master) throws Exception {
-        Process kill = new ProcessBuilder("kill", "-HUP", Long.toString(master.process().pid())).inheritIO().start();
-        assertEquals(0, kill.waitFor());
     }
 
     private static void waitForLog(McctlProcess.Master master, String text) throws Exception {
